@@ -1,0 +1,66 @@
+# shiftbed — the two front-door commands are `sudo make demo` and `sudo make test`.
+# Both run `make install` first; it is idempotent and fast the second time.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping \
+                python3-venv python3-dev build-essential vagrant
+STAMP := $(VENV)/.shiftbed-installed
+
+.PHONY: install apt venv ovs demo test unit integration lint bench clean-venv help
+
+help:
+	@echo "sudo make demo   # run the demo scenarios and print where the report is"
+	@echo "sudo make test   # install what is needed, then run every test"
+	@echo "make unit        # fast tests, no root"
+	@echo "make lint        # ruff"
+	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
+
+install: apt $(STAMP) ovs
+
+# Debian packages: install only what is missing, so a second run changes nothing.
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null \
+	    | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages:" $$missing; \
+	    if [ "$$(id -u)" != 0 ]; then echo "make install: needs root to install $$missing (run with sudo)" >&2; exit 1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# The venv is built from Debian's Python with system site packages so that the
+# Debian `mininet` module is importable; pinned packages go on top.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $@
+
+# Start Open vSwitch if it is not answering (no systemd needed).
+ovs:
+	@if ! ovs-vsctl --timeout=2 show >/dev/null 2>&1; then \
+	    if [ "$$(id -u)" != 0 ]; then echo "make install: Open vSwitch is not running; start it as root" >&2; exit 1; fi; \
+	    /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/dev/null 2>&1 || true; \
+	    ovs-vsctl --timeout=5 show >/dev/null || { echo "Open vSwitch failed to start" >&2; exit 1; }; \
+	fi
+
+demo: install
+	$(VENV)/bin/shiftbed demo
+
+test: install
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q
+
+unit: $(STAMP)
+	$(PY) -m pytest -q -m "not root"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) bench/solver.py
+	$(PY) bench/fabric.py
+
+clean-venv:
+	rm -rf $(VENV)

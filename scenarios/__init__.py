@@ -1,0 +1,1 @@
+"""shiftbed: scenarios."""

@@ -1,0 +1,56 @@
+"""The ``shiftbed`` command: one entry point, one module per subcommand.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported only when their subcommand runs, so ``shiftbed plan`` never
+pays for Mininet or Ryu. Bad input (``InputError``) is one line on stderr and
+exit status 2; a missing component (``EnvironmentProblem``) is exit status 1.
+"""
+
+import argparse
+import importlib
+import sys
+
+from scenarios.errors import EnvironmentProblem, InputError
+
+SUBCOMMANDS = {
+    "check": ("scenarios.check", "environment doctor: OVS, datapath, Ryu, iperf3, a tiny fabric"),
+    "plan": ("scenarios.plan", "theory only: LCM, gcd feasibility, shifts, predicted iteration times"),
+    "sweep": ("scenarios.sweep", "theory over many job combinations: how often does `shift` help?"),
+    "run": ("scenarios.run", "full emulation of one scenario under one or more policies"),
+    "report": ("scenarios.report", "redraw plots and report.md from a results folder"),
+    "clean": ("scenarios.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
+    "demo": ("scenarios.demo", "run the demo scenarios and print where the reports are"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad arguments in one line plus the usage line."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _Parser(prog="shiftbed", description="shiftbed: DLT jobs sharing a network, in theory and on an emulated SDN fabric")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
+    chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:  # only the chosen subcommand's module is imported
+            importlib.import_module(module_name).add_arguments(sub_parser)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(SUBCOMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except InputError as exc:
+        print(f"shiftbed {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except EnvironmentProblem as exc:
+        print(f"shiftbed {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

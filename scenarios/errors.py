@@ -1,0 +1,16 @@
+"""Errors that the command line turns into a one-line message and exit status 2."""
+
+
+class InputError(Exception):
+    """Bad user input (scenario file, command-line value, REST body).
+
+    The message is one line that names what is wrong, e.g.
+    ``two.yaml: jobs[1].period_ms: must be a positive number, got 'fast'``.
+    """
+
+
+class EnvironmentProblem(Exception):
+    """A component the command needs is missing or broken (exit status 1).
+
+    The message names the component and the command that fixes it.
+    """
