@@ -1,0 +1,94 @@
+"""Topology structure without root: counts, names, DPIDs, ports, links and rates."""
+
+import pytest
+from mininet.topo import Topo  # noqa: F401  (the Debian module must be importable)
+
+from topo.leafspine import FabricLink, LeafSpineTopo, topos
+from topo.wiring import FabricParams, fabric_wiring, switch_name_for_dpid
+
+
+def build(**kwargs):
+    return LeafSpineTopo(**kwargs)
+
+
+def test_counts_and_names():
+    topo = build(spines=2, leaves=4, hosts_per_leaf=2)
+    assert topo.hosts() == [f"h{n}" for n in range(1, 9)]
+    assert sorted(topo.switches()) == sorted(["leaf1", "leaf2", "leaf3", "leaf4", "spine1", "spine2"])
+    assert len(topo.links()) == 8 + 4 * 2
+
+
+def test_hosts_are_numbered_leaf_by_leaf():
+    wiring = fabric_wiring(spines=2, leaves=3, hosts_per_leaf=3)
+    assert [h.name for h in wiring.hosts_on_leaf(1)] == ["h1", "h2", "h3"]
+    assert [h.name for h in wiring.hosts_on_leaf(3)] == ["h7", "h8", "h9"]
+    assert [h.leaf_port for h in wiring.hosts_on_leaf(2)] == [1, 2, 3]
+
+
+def test_dpids_are_explicit_and_distinct():
+    topo = build(spines=3, leaves=3)
+    dpids = {name: int(topo.nodeInfo(name)["dpid"], 16) for name in topo.switches()}
+    assert dpids["leaf1"] == 0x101 and dpids["leaf3"] == 0x103
+    assert dpids["spine1"] == 0x201 and dpids["spine3"] == 0x203
+    assert len(set(dpids.values())) == len(dpids)
+    assert all(switch_name_for_dpid(dpid) == name for name, dpid in dpids.items())
+
+
+def test_ports_and_rates_follow_the_wiring():
+    topo = build(spines=2, leaves=2, hosts_per_leaf=3, host_link_mbps=20, fabric_link_mbps=40)
+    wiring = topo.wiring
+    links = {}
+    for a, b, info in topo.links(withInfo=True):
+        assert info["cls"] is FabricLink
+        ports = {info["node1"]: info["port1"], info["node2"]: info["port2"]}
+        links[frozenset((a, b))] = (ports, info["bw"], info["mtu"])
+    ports, bw, mtu = links[frozenset(("h5", "leaf2"))]
+    assert ports == {"h5": 0, "leaf2": 2} and bw == 20 and mtu == 9000
+    ports, bw, _ = links[frozenset(("leaf2", "spine1"))]
+    assert ports == {"leaf2": wiring.leaf_uplink_port(1), "spine1": 2} and ports["leaf2"] == 4 and bw == 40
+    assert len(links) == len(wiring.links())
+
+
+def test_addresses_are_deterministic():
+    wiring = fabric_wiring(spines=1, leaves=2, hosts_per_leaf=2)
+    assert [h.ip for h in wiring.hosts] == ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
+    assert wiring.host("h3").mac == "00:00:00:00:00:03"
+    topo = build(spines=1, leaves=2, hosts_per_leaf=2)
+    assert topo.nodeInfo("h3") == {"ip": "10.0.0.3/8", "mac": "00:00:00:00:00:03"}
+
+
+def test_mn_custom_entry_point():
+    assert topos["leafspine"] is LeafSpineTopo
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"spines": 0}, "spines"),
+        ({"leaves": -1}, "leaves"),
+        ({"hosts_per_leaf": 0}, "hosts_per_leaf"),
+        ({"spines": 2.5}, "spines"),
+        ({"spines": 256}, "spines"),
+        ({"host_link_mbps": -5}, "host_link_mbps"),
+        ({"fabric_link_mbps": 0}, "fabric_link_mbps"),
+        ({"fabric_link_mbps": float("nan")}, "fabric_link_mbps"),
+        ({"host_link_mbps": 5000}, "host_link_mbps"),
+        ({"host_link_mbps": "fast"}, "host_link_mbps"),
+    ],
+)
+def test_bad_parameters_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=f"^{field}: "):
+        build(**kwargs)
+    with pytest.raises(ValueError, match=f"^{field}: "):
+        FabricParams(**kwargs)
+
+
+def test_bad_mtu():
+    with pytest.raises(ValueError, match="^mtu: "):
+        build(mtu=100000)
+
+
+def test_params_from_dict_names_unknown_keys():
+    assert FabricParams.from_dict({"spines": 3}).spines == 3
+    with pytest.raises(ValueError, match="spine"):
+        FabricParams.from_dict({"spine": 3})

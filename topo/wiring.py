@@ -1,0 +1,186 @@
+"""The leaf-spine wiring as plain data: names, DPIDs, port numbers, addresses.
+
+One pure function, :func:`fabric_wiring`, decides every name and number of a
+leaf-spine fabric from its parameters. The Mininet topology
+(``topo/leafspine.py``) builds exactly this, and the controller
+(``controller/forwarding.py``) computes its rules from exactly this, without
+Mininet (the controller runs under eventlet, where ``mininet`` cannot be
+imported). Standard library only.
+
+Numbering (deterministic, documented in ``docs/fabric.md``):
+
+- hosts ``h1..hN`` leaf by leaf: leaf ``l`` (1-based) holds hosts
+  ``(l-1)*hosts_per_leaf + 1 .. l*hosts_per_leaf``;
+- host ``hn``: IP ``10.0.0.0 + n`` (prefix /8), MAC ``00:00:00:00:00:01`` + n - 1,
+  one interface ``hn-eth0``;
+- DPIDs: ``leafL`` = ``0x100 + L``, ``spineS`` = ``0x200 + S`` (so at most 255 of
+  each);
+- leaf ports: ``1..hosts_per_leaf`` go to its hosts in order, then
+  ``hosts_per_leaf + S`` goes to ``spineS``;
+- spine ports: port ``L`` goes to ``leafL``.
+"""
+
+import ipaddress
+import math
+from dataclasses import dataclass
+
+LEAF_DPID_BASE = 0x100
+SPINE_DPID_BASE = 0x200
+MAX_SWITCHES_PER_TIER = 255
+MAX_LINK_MBPS = 1000  # Mininet's HTB helper ignores rates above 1000 Mbit/s
+HOST_IP_BASE = ipaddress.IPv4Address("10.0.0.0")
+HOST_PREFIX_LEN = 8
+MAX_HOSTS = 2**24 - 2
+
+
+@dataclass(frozen=True)
+class FabricParams:
+    """The five numbers that define a leaf-spine fabric (validated on creation)."""
+
+    spines: int = 2
+    leaves: int = 2
+    hosts_per_leaf: int = 2
+    host_link_mbps: float = 50.0
+    fabric_link_mbps: float = 50.0
+
+    def __post_init__(self):
+        for name in ("spines", "leaves", "hosts_per_leaf"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name}: must be a whole number, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name}: must be at least 1, got {value}")
+        for name in ("spines", "leaves"):
+            if getattr(self, name) > MAX_SWITCHES_PER_TIER:
+                raise ValueError(f"{name}: at most {MAX_SWITCHES_PER_TIER} (DPID numbering), got {getattr(self, name)}")
+        if self.leaves * self.hosts_per_leaf > MAX_HOSTS:
+            raise ValueError(f"hosts_per_leaf: too many hosts in total ({self.leaves * self.hosts_per_leaf})")
+        for name in ("host_link_mbps", "fabric_link_mbps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{name}: must be a finite number of Mbit/s, got {value!r}")
+            if not 0 < value <= MAX_LINK_MBPS:
+                raise ValueError(f"{name}: must be in (0, {MAX_LINK_MBPS}] Mbit/s, got {value}")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FabricParams":
+        """Build from a mapping (e.g. a JSON config), naming unknown keys."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown fabric parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class HostWiring:
+    name: str
+    number: int  # n in hn
+    leaf: int  # 1-based leaf index
+    leaf_port: int  # port on the leaf that faces this host
+    ip: str
+    mac: str
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """Every name, DPID and port of a fabric; see the module docstring."""
+
+    params: FabricParams
+    hosts: tuple[HostWiring, ...]
+
+    @property
+    def leaf_names(self) -> list[str]:
+        return [leaf_name(leaf) for leaf in range(1, self.params.leaves + 1)]
+
+    @property
+    def spine_names(self) -> list[str]:
+        return [spine_name(spine) for spine in range(1, self.params.spines + 1)]
+
+    def host(self, name: str) -> HostWiring:
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        raise KeyError(f"no host {name!r} in this fabric (h1..h{len(self.hosts)})")
+
+    def hosts_on_leaf(self, leaf: int) -> list[HostWiring]:
+        return [host for host in self.hosts if host.leaf == leaf]
+
+    def leaf_uplink_port(self, spine: int) -> int:
+        """Port on every leaf that faces ``spineS`` (1-based)."""
+        return self.params.hosts_per_leaf + spine
+
+    @staticmethod
+    def spine_downlink_port(leaf: int) -> int:
+        """Port on every spine that faces ``leafL`` (1-based)."""
+        return leaf
+
+    def dpids(self) -> dict[str, int]:
+        """Switch name -> DPID, leaves then spines."""
+        names = {leaf_name(leaf): leaf_dpid(leaf) for leaf in range(1, self.params.leaves + 1)}
+        names.update({spine_name(spine): spine_dpid(spine) for spine in range(1, self.params.spines + 1)})
+        return names
+
+    def links(self) -> list[tuple[str, int, str, int, float]]:
+        """Every link as (node1, port1, node2, port2, rate_mbps); host ports are 0."""
+        result = [
+            (host.name, 0, leaf_name(host.leaf), host.leaf_port, self.params.host_link_mbps)
+            for host in self.hosts
+        ]
+        for leaf in range(1, self.params.leaves + 1):
+            for spine in range(1, self.params.spines + 1):
+                result.append(
+                    (leaf_name(leaf), self.leaf_uplink_port(spine), spine_name(spine),
+                     self.spine_downlink_port(leaf), self.params.fabric_link_mbps)
+                )
+        return result
+
+
+def leaf_name(leaf: int) -> str:
+    return f"leaf{leaf}"
+
+
+def spine_name(spine: int) -> str:
+    return f"spine{spine}"
+
+
+def leaf_dpid(leaf: int) -> int:
+    return LEAF_DPID_BASE + leaf
+
+
+def spine_dpid(spine: int) -> int:
+    return SPINE_DPID_BASE + spine
+
+
+def switch_name_for_dpid(dpid: int) -> str:
+    """``0x101`` -> ``leaf1``; unknown DPIDs come back as hex."""
+    if LEAF_DPID_BASE < dpid <= LEAF_DPID_BASE + MAX_SWITCHES_PER_TIER:
+        return leaf_name(dpid - LEAF_DPID_BASE)
+    if SPINE_DPID_BASE < dpid <= SPINE_DPID_BASE + MAX_SWITCHES_PER_TIER:
+        return spine_name(dpid - SPINE_DPID_BASE)
+    return f"{dpid:#x}"
+
+
+def host_ip(number: int) -> str:
+    return str(HOST_IP_BASE + number)
+
+
+def host_mac(number: int) -> str:
+    return ":".join(f"{byte:02x}" for byte in number.to_bytes(6, "big"))
+
+
+def fabric_wiring(params: FabricParams | None = None, **kwargs) -> Wiring:
+    """The wiring of a fabric, from a :class:`FabricParams` or its keyword fields."""
+    if params is None:
+        params = FabricParams(**kwargs)
+    elif kwargs:
+        raise TypeError("pass either params or keyword fields, not both")
+    hosts = []
+    for leaf in range(1, params.leaves + 1):
+        for slot in range(1, params.hosts_per_leaf + 1):
+            number = (leaf - 1) * params.hosts_per_leaf + slot
+            hosts.append(HostWiring(f"h{number}", number, leaf, slot, host_ip(number), host_mac(number)))
+    return Wiring(params, tuple(hosts))
