@@ -1,0 +1,395 @@
+"""Emulated data-parallel training job: compute sleeps and synchronous iperf3 collectives.
+
+Process model: one *driver* process per job, in the root namespace. It starts
+one iperf3 server per flow in the receivers' namespaces, then each iteration
+launches the senders' clients in their hosts' namespaces (``mnexec -a PID``)
+all at once and waits for every one of them: that wait is the collective's
+barrier. One process per job keeps the barrier a plain ``wait()`` and keeps
+jobs from sharing a GIL or a scheduler.
+
+Timeline (the model's occupancy ``[s + k·T, s + k·T + c)``): iteration ``k``
+is a compute phase of ``period_ms − comm_ms`` (± uniform jitter of
+``jitter_ms``) then the communication phase. Iteration 0 starts at
+``epoch + offset − compute`` so that its *communication* begins at
+``epoch + offset``: under ``none`` every job's first burst starts at the
+epoch, under ``shift``/``random`` at its offset, and after that each job runs
+free. Under ``gate`` every communication phase waits for the start of the next
+window ``epoch + shift + m·T`` (launching ``launch_lead_ms`` early so the data,
+not the client's start-up, begins at the window edge).
+
+Burst size: a flow moves ``fill × comm_ms × link rate`` bytes, so a solo burst
+(start-up overhead included) fits in ``comm_ms``; ring all-reduce sends
+``2(N−1)/N × gradient`` bytes per worker to its successor (all flows on
+disjoint host links, each at full rate); the parameter-server pattern
+(``workers[0]`` is the server) pushes then pulls, the ``N−1`` flows sharing
+the server's link, each phase taking half of ``comm_ms``.
+
+Every iteration of every worker is one CSV row, flushed at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+PATTERNS = ("ring", "ps")
+POLICIES = ("none", "shift", "gate", "random")
+CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
+              "policy", "retransmits", "error")
+
+
+@dataclass(frozen=True)
+class Worker:
+    """A worker on a Mininet host: its name, IP and the host's shell PID (None: caller's netns)."""
+
+    name: str
+    ip: str
+    host_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One emulated job. ``fill`` is the share of ``comm_ms`` the solo burst's data takes."""
+
+    name: str
+    period_ms: float
+    comm_ms: float
+    workers: tuple[Worker, ...]
+    pattern: str = "ring"
+    link_mbps: float = 100.0
+    fill: float = 0.8
+    base_port: int = 5201
+    jitter_ms: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0 < self.comm_ms < self.period_ms:
+            raise ValueError(f"job {self.name}: need 0 < comm_ms < period_ms")
+        if self.pattern not in PATTERNS:
+            raise ValueError(f"job {self.name}: pattern must be one of {PATTERNS}")
+        if len(self.workers) < 2:
+            raise ValueError(f"job {self.name}: needs at least two workers")
+        if not 0 < self.fill <= 1:
+            raise ValueError(f"job {self.name}: fill must be in (0, 1]")
+
+    @property
+    def compute_ms(self) -> float:
+        return self.period_ms - self.comm_ms
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> JobSpec:
+        doc = dict(doc)
+        doc["workers"] = tuple(Worker(**w) for w in doc["workers"])
+        return cls(**doc)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One iperf3 flow of a collective phase: ``src`` sends ``nbytes`` to ``dst``."""
+
+    src: Worker
+    dst: Worker
+    port: int  # server port on dst
+    cport: int  # client data source port on src: what the gate matches
+    nbytes: int
+
+
+def burst_bytes(comm_ms: float, link_mbps: float, fill: float) -> int:
+    """Bytes one flow moves at ``link_mbps`` in ``fill × comm_ms``."""
+    return max(1, int(link_mbps * 1e6 / 8 * comm_ms / 1000 * fill))
+
+
+def gradient_bytes(spec: JobSpec) -> int:
+    """The model's gradient size implied by ``comm_ms`` and the link rate."""
+    n = len(spec.workers)
+    per_flow = burst_bytes(spec.comm_ms, spec.link_mbps, spec.fill)
+    if spec.pattern == "ring":
+        return int(per_flow * n / (2 * (n - 1)))
+    return burst_bytes(spec.comm_ms / 2, spec.link_mbps, spec.fill) // (n - 1)
+
+
+def collective(spec: JobSpec) -> list[list[Transfer]]:
+    """The phases of one collective; flows in a phase run together, phases one after another."""
+    w = spec.workers
+    n = len(w)
+    grad = gradient_bytes(spec)
+    if spec.pattern == "ring":
+        pairs = [[(w[i], w[(i + 1) % n], int(2 * (n - 1) / n * grad))] for i in range(n)]
+        phases = [[p[0] for p in pairs]]
+    else:
+        ps, others = w[0], w[1:]
+        phases = [[(o, ps, grad) for o in others], [(ps, o, grad) for o in others]]
+    out, k = [], 0
+    for phase in phases:
+        row = []
+        for src, dst, nbytes in phase:
+            row.append(Transfer(src, dst, spec.base_port + k, spec.base_port + 500 + k, nbytes))
+            k += 1
+        out.append(row)
+    return out
+
+
+def data_flows(spec: JobSpec) -> list[dict]:
+    """The job's data flows as the scheduler registers them (ingress dpid added by the caller)."""
+    return [{"src_host": t.src.name, "src_ip": t.src.ip, "dst_ip": t.dst.ip, "tcp_src": t.cport}
+            for phase in collective(spec) for t in phase]
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """What the controller says this job does: policy, epoch (unix s), offset and windows."""
+
+    policy: str
+    epoch_s: float
+    offset_ms: float
+    period_ms: float
+    window_ms: float
+
+    @property
+    def gated(self) -> bool:
+        return self.policy == "gate"
+
+    @classmethod
+    def from_schedule(cls, doc: dict, job: str) -> JobPlan:
+        """Read this job's plan from the scheduler's ``GET /shiftbed/schedule`` answer."""
+        entry = doc["jobs"][job]
+        if doc.get("epoch_s") is None:
+            raise ValueError("the scheduler has no epoch yet: POST /shiftbed/policy first")
+        return cls(policy=doc["policy"], epoch_s=float(doc["epoch_s"]),
+                   offset_ms=float(entry["offset_ms"]), period_ms=float(entry["period_ms"]),
+                   window_ms=float(entry["window_ms"]))
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """One finished flow: launch/exit times (unix s), bytes and retransmits, error text."""
+
+    transfer: Transfer
+    start_s: float
+    end_s: float
+    bytes_sent: int
+    retransmits: int = 0
+    error: str = ""
+
+
+class SystemClock:
+    """Wall clock (unix seconds): the controller and every driver share it on one machine."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep_until(self, t_s: float) -> None:
+        while True:
+            left = t_s - time.time()
+            if left <= 0:
+                return
+            time.sleep(left if left > 0.002 else left / 2)
+
+
+class IterationLog:
+    """CSV of one row per worker per iteration, flushed after each row (pandas reads it)."""
+
+    def __init__(self, path: str):
+        new = not os.path.exists(path) or os.path.getsize(path) == 0
+        self._file = open(path, "a", newline="")
+        self._writer = csv.DictWriter(self._file, fieldnames=CSV_FIELDS)
+        if new:
+            self._writer.writeheader()
+            self._file.flush()
+
+    def write(self, row: dict) -> None:
+        self._writer.writerow(row)
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def next_window_start(plan: JobPlan, t_s: float, tolerance_ms: float = 2.0) -> float:
+    """Start of the first window ``epoch + offset + m·T`` (m ≥ 0) not more than ``tolerance_ms`` past ``t_s``."""
+    first = plan.epoch_s + plan.offset_ms / 1000
+    period_s = plan.period_ms / 1000
+    m = max(0, math.ceil((t_s - tolerance_ms / 1000 - first) / period_s - 1e-9))
+    return first + m * period_s
+
+
+@dataclass
+class JobDriver:
+    """Runs one job's iterations. Clock, transport and log are injected (fakes in unit tests).
+
+    ``transport(phase) -> list[TransferResult]`` runs one phase's flows together and
+    returns when all are done.
+    """
+
+    spec: JobSpec
+    plan: JobPlan
+    transport: Callable[[list[Transfer]], list[TransferResult]]
+    log: Callable[[dict], None]
+    clock: object = field(default_factory=SystemClock)
+    launch_lead_ms: float = 0.0
+    stop: Callable[[], bool] = lambda: False
+
+    def __post_init__(self):
+        self._rng = random.Random(self.spec.seed)
+        self._phases = collective(self.spec)
+
+    def compute_s(self) -> float:
+        """This iteration's compute time: ``period − comm`` plus uniform(±jitter_ms), never < 0."""
+        jitter = self._rng.uniform(-self.spec.jitter_ms, self.spec.jitter_ms) if self.spec.jitter_ms else 0.0
+        return max(0.0, self.spec.compute_ms + jitter) / 1000
+
+    def run(self, iterations: int | None = None, until_s: float | None = None) -> int:
+        """Run until ``iterations`` are done, ``until_s`` (unix) passes or ``stop()``; return the count."""
+        first_comm_s = self.plan.epoch_s + self.plan.offset_ms / 1000
+        start_s = first_comm_s - self.spec.compute_ms / 1000
+        if self.plan.gated:
+            start_s -= self.launch_lead_ms / 1000
+        self.clock.sleep_until(start_s)
+        k = 0
+        while not self.stop() and (iterations is None or k < iterations):
+            if until_s is not None and self.clock.now() >= until_s:
+                break
+            start_s = max(start_s, self.clock.now()) if k else start_s
+            start_s = self.iteration(k, start_s)
+            k += 1
+        return k
+
+    def iteration(self, k: int, start_s: float) -> float:
+        """One iteration starting at ``start_s``: compute, (gate: wait), collective, barrier; log rows."""
+        compute_end_s = start_s + (self.spec.compute_ms / 1000 if k == 0 else self.compute_s())
+        launch_s = compute_end_s
+        if self.plan.gated:
+            window_s = next_window_start(self.plan, compute_end_s)
+            launch_s = max(compute_end_s, window_s - self.launch_lead_ms / 1000)
+        self.clock.sleep_until(launch_s)
+        results = []
+        for phase in self._phases:
+            results.extend(self.transport(phase))
+        end_s = max(r.end_s for r in results)
+        for worker in self.spec.workers:
+            mine = [r for r in results if worker in (r.transfer.src, r.transfer.dst)]
+            sent = [r for r in results if r.transfer.src == worker]
+            self.log({
+                "job": self.spec.name, "worker": worker.name, "iteration": k, "start": start_s,
+                "comm_start": min(r.start_s for r in mine), "comm_end": max(r.end_s for r in mine),
+                "end": end_s, "bytes": sum(r.bytes_sent for r in sent), "policy": self.plan.policy,
+                "retransmits": sum(r.retransmits for r in sent),
+                "error": "; ".join(r.error for r in mine if r.error),
+            })
+        return end_s
+
+
+class IperfTransport:
+    """Runs a phase's flows as real iperf3 clients; owns one server per flow (ended by PID)."""
+
+    def __init__(self, spec: JobSpec, run_dir: str):
+        from apps import iperf
+
+        self._iperf = iperf
+        self.servers = []
+        self.clients: list = []
+        os.makedirs(run_dir, exist_ok=True)
+        for phase in collective(spec):
+            for t in phase:
+                pidfile = os.path.join(run_dir, f"iperf3-{spec.name}-{t.port}.pid")
+                self.servers.append(iperf.start_server(t.port, pidfile, t.dst.host_pid))
+
+    def __call__(self, phase: list[Transfer]) -> list[TransferResult]:
+        self.clients = [self._iperf.Client(t.dst.ip, t.port, t.cport, t.nbytes, t.src.host_pid)
+                        for t in phase]
+        out = []
+        for t, c in zip(phase, self.clients, strict=True):
+            r = c.wait(timeout_s=60)
+            out.append(TransferResult(t, r.launch_s, r.exit_s, r.bytes_sent, r.retransmits, r.error))
+        self.clients = []
+        return out
+
+    def close(self) -> None:
+        """End clients in flight and every server, by PID."""
+        for c in self.clients:
+            c.kill()
+        for s in self.servers:
+            s.stop()
+
+
+def fetch_plan(controller_url: str, job: str, timeout_s: float = 5.0) -> JobPlan:
+    """Ask the scheduler's REST API for this job's plan."""
+    import requests
+
+    answer = requests.get(f"{controller_url.rstrip('/')}/shiftbed/schedule", timeout=timeout_s)
+    answer.raise_for_status()
+    return JobPlan.from_schedule(answer.json(), job)
+
+
+def main(argv=None) -> int:
+    """``python -m apps.dltjob CONFIG.json``: run one job's driver (see :func:`driver_config`)."""
+    parser = argparse.ArgumentParser(prog="python -m apps.dltjob", description=__doc__.splitlines()[0])
+    parser.add_argument("config", help="JSON file written by apps.dltjob.driver_config")
+    args = parser.parse_args(argv)
+    with open(args.config) as f:
+        cfg = json.load(f)
+    spec = JobSpec.from_dict(cfg["job"])
+    if cfg.get("plan"):
+        plan = JobPlan(**cfg["plan"])
+    else:
+        plan = fetch_plan(cfg["controller_url"], spec.name)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
+    log = IterationLog(cfg["csv"])
+    transport = IperfTransport(spec, cfg["run_dir"])
+    try:
+        driver = JobDriver(spec, plan, transport, log.write, launch_lead_ms=cfg.get("launch_lead_ms", 0.0),
+                           stop=lambda: bool(stopping))
+        done = driver.run(iterations=cfg.get("iterations"), until_s=cfg.get("until_s"))
+        print(json.dumps({"job": spec.name, "iterations": done}), file=sys.stderr)
+    finally:
+        transport.close()
+        log.close()
+    return 0
+
+
+def driver_config(spec: JobSpec, csv_path: str, run_dir: str, *, controller_url: str | None = None,
+                  plan: JobPlan | None = None, iterations: int | None = None,
+                  until_s: float | None = None, launch_lead_ms: float = 0.0) -> dict:
+    """The JSON document :func:`main` reads. Give ``controller_url`` (plan from REST) or ``plan``."""
+    if (controller_url is None) == (plan is None):
+        raise ValueError("give exactly one of controller_url and plan")
+    return {"job": asdict(spec), "csv": csv_path, "run_dir": run_dir, "controller_url": controller_url,
+            "plan": asdict(plan) if plan else None, "iterations": iterations, "until_s": until_s,
+            "launch_lead_ms": launch_lead_ms}
+
+
+def start_driver(config: dict, config_path: str, python: str = sys.executable, stderr=None):
+    """Write ``config`` to ``config_path`` and start the driver process; returns the Popen (its PID)."""
+    import subprocess
+
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.Popen([python, "-m", "apps.dltjob", config_path], cwd=root, stderr=stderr)
+
+
+def stop_driver(proc, timeout_s: float = 10.0) -> int:
+    """SIGTERM a driver (it finishes the iteration in flight, ends its iperf3s) and wait; SIGKILL if stuck."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except Exception:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

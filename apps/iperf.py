@@ -1,0 +1,192 @@
+"""iperf3 3.12 helpers: one server per flow, clients with a pinned data port.
+
+Why this shape (see ../shared/PLATFORM.md):
+
+- an iperf3 server serves one test at a time, so every concurrent flow gets its
+  own server port;
+- servers are daemons (``-D``) that outlive a Mininet host's namespace, so each
+  one writes a pid file and is ended by that PID, never by name;
+- ``--cport`` pins the client's *data* stream source port while the control
+  connection stays ephemeral: the gate matches the data port and never cuts
+  iperf3's control channel;
+- a fresh client per burst costs ~19 ms (process start + control connection);
+  :func:`burst_overhead_ms` measures it from a client's own JSON.
+
+Commands run inside a Mininet host's network namespace by prefixing
+``mnexec -a <host pid>`` (:func:`in_host`); with ``host_pid=None`` they run in
+the caller's namespace (tests on the loopback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+IPERF3 = "iperf3"
+
+
+def in_host(host_pid: int | None, argv: list[str]) -> list[str]:
+    """Prefix ``argv`` so it runs in the network namespace of Mininet host ``host_pid``."""
+    if host_pid is None:
+        return list(argv)
+    return ["mnexec", "-a", str(int(host_pid)), *argv]
+
+
+def server_argv(port: int, pidfile: str) -> list[str]:
+    """A daemonised iperf3 server on ``port`` that writes its PID to ``pidfile``."""
+    return [IPERF3, "-s", "-D", "-p", str(int(port)), "-I", pidfile, "--logfile", os.devnull]
+
+
+BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bursts exact
+
+
+def client_argv(server_ip: str, port: int, cport: int, nbytes: int) -> list[str]:
+    """A client sending ``nbytes`` (rounded up to 16 KiB) to ``server_ip:port`` from ``cport``."""
+    if nbytes <= 0:
+        raise ValueError(f"nbytes must be positive, got {nbytes}")
+    return [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)),
+            "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-J", "--connect-timeout", "2000"]
+
+
+@dataclass
+class Server:
+    """A running iperf3 server daemon, known by its PID (from its pid file)."""
+
+    port: int
+    pid: int
+    pidfile: str
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """End this server by PID (SIGTERM, then SIGKILL) and remove its pid file."""
+        kill_pid(self.pid, timeout_s)
+        try:
+            os.unlink(self.pidfile)
+        except FileNotFoundError:
+            pass
+
+
+def kill_pid(pid: int, timeout_s: float = 2.0) -> None:
+    """SIGTERM ``pid``, wait up to ``timeout_s`` for it to go, then SIGKILL. Gone is fine."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def start_server(port: int, pidfile: str, host_pid: int | None = None,
+                 timeout_s: float = 3.0) -> Server:
+    """Start a server daemon (in host ``host_pid``'s namespace) and wait for its pid file."""
+    try:
+        os.unlink(pidfile)
+    except FileNotFoundError:
+        pass
+    subprocess.run(in_host(host_pid, server_argv(port, pidfile)), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with open(pidfile) as f:
+                text = f.read().strip().strip("\x00")
+            if text:
+                return Server(port=port, pid=int(text), pidfile=pidfile)
+        except (FileNotFoundError, ValueError):
+            pass
+        time.sleep(0.01)
+    raise RuntimeError(f"iperf3 server on port {port} wrote no pid file {pidfile}")
+
+
+@dataclass(frozen=True)
+class BurstResult:
+    """What one client burst did, from iperf3's JSON and the launcher's clock."""
+
+    launch_s: float  # unix time the client process was started
+    exit_s: float  # unix time the client process was seen to exit
+    test_start_s: float  # iperf3's start timestamp (whole seconds only in 3.12)
+    bytes_sent: int
+    seconds: float  # iperf3's own duration of the data phase
+    retransmits: int
+    error: str = ""
+
+    @property
+    def overhead_ms(self) -> float:
+        """Launcher time not spent moving data: process start, control setup, teardown."""
+        return (self.exit_s - self.launch_s - self.seconds) * 1000.0
+
+
+def parse_client_json(text: str) -> dict:
+    """Extract bytes, seconds, retransmits, start time and error from iperf3 client ``-J`` output.
+
+    Raises ValueError when the text is not iperf3 JSON.
+    """
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError("iperf3 JSON is not an object")
+    error = str(doc.get("error", ""))
+    end = doc.get("end", {}) or {}
+    sent = end.get("sum_sent", {}) or {}
+    start = doc.get("start", {}) or {}
+    timestamp = (start.get("timestamp", {}) or {}).get("timesecs", 0)
+    return {
+        "bytes_sent": int(sent.get("bytes", 0)),
+        "seconds": float(sent.get("seconds", 0.0)),
+        "retransmits": int(sent.get("retransmits", 0)),
+        "test_start_s": float(timestamp),
+        "error": error,
+    }
+
+
+class Client:
+    """One burst in flight: a client process launched now, collected with :meth:`wait`."""
+
+    def __init__(self, server_ip: str, port: int, cport: int, nbytes: int,
+                 host_pid: int | None = None, clock=time.time):
+        self._clock = clock
+        argv = in_host(host_pid, client_argv(server_ip, port, cport, nbytes))
+        self.launch_s = clock()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.pid = self.proc.pid
+
+    def wait(self, timeout_s: float | None = None) -> BurstResult:
+        """Wait for the client to exit and parse its JSON (an unparsable run has ``error`` set)."""
+        out, err = self.proc.communicate(timeout=timeout_s)
+        exit_s = self._clock()
+        try:
+            fields = parse_client_json(out.decode(errors="replace"))
+        except ValueError:
+            fields = {"bytes_sent": 0, "seconds": 0.0, "retransmits": 0, "test_start_s": 0.0,
+                      "error": f"iperf3 exited {self.proc.returncode}: "
+                               f"{err.decode(errors='replace').strip()[:200]}"}
+        if self.proc.returncode != 0 and not fields["error"]:
+            fields["error"] = f"iperf3 exited {self.proc.returncode}"
+        return BurstResult(launch_s=self.launch_s, exit_s=exit_s, **fields)
+
+    def kill(self) -> None:
+        """End this client by PID."""
+        if self.proc.poll() is None:
+            kill_pid(self.proc.pid, 1.0)
+            self.proc.wait()
+
+
+def burst_overhead_ms(results: list[BurstResult]) -> dict:
+    """Summarise client overhead (ms): launch → exit minus iperf3's data seconds."""
+    values = sorted(r.overhead_ms for r in results if not r.error)
+    if not values:
+        return {"n": 0}
+    n = len(values)
+    return {"n": n, "mean_ms": sum(values) / n, "p50_ms": values[n // 2],
+            "p95_ms": values[min(n - 1, int(0.95 * n))], "max_ms": values[-1]}

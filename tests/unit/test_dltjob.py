@@ -1,0 +1,183 @@
+"""The job emulator's iteration logic against a fake clock and a fake transport."""
+
+import csv
+
+import pytest
+
+from apps.dltjob import (
+    IterationLog,
+    JobDriver,
+    JobPlan,
+    JobSpec,
+    TransferResult,
+    Worker,
+    burst_bytes,
+    collective,
+    data_flows,
+    gradient_bytes,
+    next_window_start,
+)
+
+
+class FakeClock:
+    def __init__(self, t_s=1000.0):
+        self.t_s = t_s
+
+    def now(self):
+        return self.t_s
+
+    def sleep_until(self, t_s):
+        self.t_s = max(self.t_s, t_s)
+
+
+class FakeTransport:
+    """Every flow of a phase takes ``duration_s`` (or what ``durations`` yields), all together."""
+
+    def __init__(self, clock, duration_s):
+        self.clock, self.duration_s, self.launches = clock, duration_s, []
+
+    def __call__(self, phase):
+        start = self.clock.now()
+        self.launches.append(start)
+        d = self.duration_s() if callable(self.duration_s) else self.duration_s
+        self.clock.t_s = start + d
+        return [TransferResult(t, start, start + d, t.nbytes) for t in phase]
+
+
+WORKERS = tuple(Worker(f"h{i}", f"10.0.0.{i}") for i in range(1, 5))
+
+
+def spec(**kw):
+    args = dict(name="a", period_ms=200.0, comm_ms=50.0, workers=WORKERS[:2], link_mbps=80.0)
+    args.update(kw)
+    return JobSpec(**args)
+
+
+def run(job, plan, duration_s, iterations=4, lead_ms=0.0):
+    clock = FakeClock()
+    rows = []
+    transport = FakeTransport(clock, duration_s)
+    JobDriver(job, plan, transport, rows.append, clock=clock, launch_lead_ms=lead_ms).run(iterations)
+    return rows, transport
+
+
+def test_burst_bytes_fill_comm_at_link_rate():
+    assert burst_bytes(100.0, 80.0, 1.0) == 1_000_000
+    assert burst_bytes(100.0, 80.0, 0.5) == 500_000
+
+
+def test_ring_sends_2_n_minus_1_over_n_gradient_to_successor():
+    job = spec(workers=WORKERS, fill=1.0)
+    (phase,) = collective(job)
+    assert [(t.src.name, t.dst.name) for t in phase] == [("h1", "h2"), ("h2", "h3"), ("h3", "h4"), ("h4", "h1")]
+    grad = gradient_bytes(job)
+    assert all(abs(t.nbytes - 2 * 3 / 4 * grad) <= 1 for t in phase)
+    assert abs(phase[0].nbytes - burst_bytes(50.0, 80.0, 1.0)) <= 2  # a solo flow takes comm_ms
+    assert len({t.port for t in phase}) == len({t.cport for t in phase}) == 4
+
+
+def test_ps_pushes_then_pulls():
+    job = spec(workers=WORKERS[:3], pattern="ps")
+    push, pull = collective(job)
+    assert {(t.src.name, t.dst.name) for t in push} == {("h2", "h1"), ("h3", "h1")}
+    assert {(t.src.name, t.dst.name) for t in pull} == {("h1", "h2"), ("h1", "h3")}
+    assert [f["tcp_src"] for f in data_flows(job)] == [5701, 5702, 5703, 5704]
+
+
+def test_none_first_burst_at_epoch_then_free_running():
+    plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=50.0)
+    rows, transport = run(spec(), plan, duration_s=0.08)
+    assert transport.launches[0] == pytest.approx(1001.0)
+    assert rows[0]["start"] == pytest.approx(1001.0 - 0.15)
+    # free: each iteration = compute 150 ms + comm 80 ms, no waiting
+    starts = [r["start"] for r in rows if r["worker"] == "h1"]
+    assert [b - a for a, b in zip(starts, starts[1:])] == pytest.approx([0.23] * 3)
+
+
+def test_shift_offsets_first_burst_only():
+    plan = JobPlan("shift", epoch_s=1001.0, offset_ms=70.0, period_ms=200.0, window_ms=50.0)
+    rows, transport = run(spec(), plan, duration_s=0.08)
+    assert transport.launches[0] == pytest.approx(1001.07)
+    assert transport.launches[1] == pytest.approx(1001.07 + 0.08 + 0.15)
+
+
+def test_gate_waits_for_next_window_every_iteration():
+    plan = JobPlan("gate", epoch_s=1001.0, offset_ms=70.0, period_ms=200.0, window_ms=50.0)
+    rows, transport = run(spec(), plan, duration_s=0.08, iterations=5)
+    # the 80 ms burst overruns the 50 ms window: compute ends 30 ms past the next edge, so
+    # every comm phase waits for the window after that one
+    windows = [1001.07 + 0.2 * m for m in range(20)]
+    for t in transport.launches:
+        assert min(abs(t - w) for w in windows) < 1e-9
+    assert [b - a for a, b in zip(transport.launches, transport.launches[1:])] == pytest.approx([0.4] * 4)
+
+
+def test_gate_with_lead_launches_before_window_and_keeps_period():
+    plan = JobPlan("gate", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=50.0)
+    rows, transport = run(spec(), plan, duration_s=0.045, iterations=5, lead_ms=10.0)
+    assert transport.launches == pytest.approx([1001.0 - 0.01 + 0.2 * m for m in range(5)])
+    ends = [r["end"] for r in rows if r["worker"] == "h1"]
+    assert [b - a for a, b in zip(ends, ends[1:])] == pytest.approx([0.2] * 4)
+
+
+def test_jitter_is_bounded_uniform_and_seeded():
+    plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=50.0)
+    job = spec(jitter_ms=10.0, seed=3)
+    rows, transport = run(job, plan, duration_s=0.05, iterations=30)
+    gaps = [b - a for a, b in zip(transport.launches, transport.launches[1:])]
+    computes = [g - 0.05 for g in gaps]
+    assert all(0.14 - 1e-9 <= c <= 0.16 + 1e-9 for c in computes)
+    assert len({round(c, 6) for c in computes}) > 10
+    assert run(job, plan, 0.05, 30)[1].launches == transport.launches
+
+
+def test_barrier_end_is_slowest_flow_and_rows_per_worker():
+    clock = FakeClock()
+    job = spec(workers=WORKERS[:3])
+    plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=50.0)
+
+    def transport(phase):
+        start = clock.now()
+        out = [TransferResult(t, start, start + 0.01 * (i + 1), t.nbytes) for i, t in enumerate(phase)]
+        clock.t_s = start + 0.03
+        return out
+
+    rows = []
+    JobDriver(job, plan, transport, rows.append, clock=clock).run(1)
+    assert [r["worker"] for r in rows] == ["h1", "h2", "h3"]
+    assert [r["end"] for r in rows] == pytest.approx([1001.03] * 3)
+    # h1 sends at +10 ms, receives (from h3) until +30 ms
+    assert rows[0]["comm_end"] == pytest.approx(1001.03)
+
+
+def test_stop_and_until(tmp_path):
+    plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=50.0)
+    clock = FakeClock()
+    n = JobDriver(spec(), plan, FakeTransport(clock, 0.05), lambda r: None, clock=clock).run(until_s=1002.0)
+    assert n == 6  # iterations start at 1000.85 + 0.2 k; the 6th starts at 1001.85 < 1002
+
+
+def test_next_window_start_tolerates_small_lateness():
+    plan = JobPlan("gate", epoch_s=10.0, offset_ms=20.0, period_ms=100.0, window_ms=30.0)
+    assert next_window_start(plan, 0.0) == pytest.approx(10.02)
+    assert next_window_start(plan, 10.021) == pytest.approx(10.02)
+    assert next_window_start(plan, 10.025) == pytest.approx(10.12)
+
+
+def test_log_is_flushed_per_row_and_read_back(tmp_path):
+    path = tmp_path / "it.csv"
+    log = IterationLog(str(path))
+    log.write({"job": "a", "worker": "h1", "iteration": 0, "start": 1.0, "comm_start": 1.1,
+               "comm_end": 1.2, "end": 1.2, "bytes": 5, "policy": "none", "retransmits": 0, "error": ""})
+    rows = list(csv.DictReader(open(path)))  # read before close: already on disk
+    assert rows[0]["bytes"] == "5"
+    log.close()
+
+
+def test_bad_specs_raise():
+    with pytest.raises(ValueError):
+        spec(comm_ms=200.0)
+    with pytest.raises(ValueError):
+        spec(workers=WORKERS[:1])
+    with pytest.raises(ValueError):
+        spec(pattern="tree")
