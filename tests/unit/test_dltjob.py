@@ -1,6 +1,7 @@
 """The job emulator's iteration logic against a fake clock and a fake transport."""
 
 import csv
+from itertools import pairwise
 
 import pytest
 
@@ -42,6 +43,10 @@ class FakeTransport:
         d = self.duration_s() if callable(self.duration_s) else self.duration_s
         self.clock.t_s = start + d
         return [TransferResult(t, start, start + d, t.nbytes) for t in phase]
+
+
+def diffs(xs):
+    return [b - a for a, b in pairwise(xs)]
 
 
 WORKERS = tuple(Worker(f"h{i}", f"10.0.0.{i}") for i in range(1, 5))
@@ -91,7 +96,7 @@ def test_none_first_burst_at_epoch_then_free_running():
     assert rows[0]["start"] == pytest.approx(1001.0 - 0.15)
     # free: each iteration = compute 150 ms + comm 80 ms, no waiting
     starts = [r["start"] for r in rows if r["worker"] == "h1"]
-    assert [b - a for a, b in zip(starts, starts[1:])] == pytest.approx([0.23] * 3)
+    assert diffs(starts) == pytest.approx([0.23] * 3)
 
 
 def test_shift_offsets_first_burst_only():
@@ -109,7 +114,7 @@ def test_gate_waits_for_next_window_every_iteration():
     windows = [1001.07 + 0.2 * m for m in range(20)]
     for t in transport.launches:
         assert min(abs(t - w) for w in windows) < 1e-9
-    assert [b - a for a, b in zip(transport.launches, transport.launches[1:])] == pytest.approx([0.4] * 4)
+    assert diffs(transport.launches) == pytest.approx([0.4] * 4)
 
 
 def test_gate_with_lead_launches_before_window_and_keeps_period():
@@ -117,14 +122,14 @@ def test_gate_with_lead_launches_before_window_and_keeps_period():
     rows, transport = run(spec(), plan, duration_s=0.045, iterations=5, lead_ms=10.0)
     assert transport.launches == pytest.approx([1001.0 - 0.01 + 0.2 * m for m in range(5)])
     ends = [r["end"] for r in rows if r["worker"] == "h1"]
-    assert [b - a for a, b in zip(ends, ends[1:])] == pytest.approx([0.2] * 4)
+    assert diffs(ends) == pytest.approx([0.2] * 4)
 
 
 def test_jitter_is_bounded_uniform_and_seeded():
     plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=50.0)
     job = spec(jitter_ms=10.0, seed=3)
     rows, transport = run(job, plan, duration_s=0.05, iterations=30)
-    gaps = [b - a for a, b in zip(transport.launches, transport.launches[1:])]
+    gaps = diffs(transport.launches)
     computes = [g - 0.05 for g in gaps]
     assert all(0.14 - 1e-9 <= c <= 0.16 + 1e-9 for c in computes)
     assert len({round(c, 6) for c in computes}) > 10
