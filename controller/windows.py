@@ -1,0 +1,199 @@
+"""The gate: schedule + epoch + time -> window edges and the OpenFlow messages for each, as data.
+
+Faucet style: :class:`WindowGate` never touches a socket and imports no Ryu;
+``controller/scheduler_app.py`` turns its :class:`GateFlowMod` /
+:class:`MeterMod` values into OpenFlow 1.3 messages, sends them at each edge's
+time from a ``hub`` timer and follows each edge with a barrier.
+
+Job ``j`` may send during ``[epoch + shift_j + k·T_j, … + window_j)``,
+``window_j = comm_j`` (+ ``guard_ms``). Outside, its *data* flows (matched
+exactly: IPv4 TCP, ``ipv4_src``, ``ipv4_dst``, ``tcp_src`` = the iperf3
+``--cport``) at the ingress leaf, where the job enters the shared links, are
+either
+
+- ``mode="block"``: dropped by a rule at priority ``GATE_PRIORITY`` (>= 10000,
+  above all forwarding) with no instructions; opening the window deletes it
+  (strict), closing adds it back; or
+- ``mode="floor"``: sent through a per-job OpenFlow meter (drop band at
+  ``floor_kbps``, burst ``0.25 × rate`` as PLATFORM.md measured TCP needs) and
+  ``goto_table:1``, where the fabric keeps a copy of forwarding.
+
+Why these mechanisms (measured, ../shared/PLATFORM.md and docs/gate.md):
+a Ryu flow-mod + barrier lands 1–1.6 ms after its due time (sd 0.3 ms); a
+``modify`` of the same rule costs the same, so add/delete is used because the
+open state then is *no rule at all* — forwarding exactly as without the gate,
+and a crashed controller leaves at worst a closed window the run's teardown
+deletes. ``ovs-ofctl`` per edge is 27 ms late and ``set_queue`` is ignored by
+the userspace datapath, so neither is used; changing a meter's rate per edge
+was not used because a meter polices (drops) instead of blocking cleanly.
+Gating matches the data port only, so iperf3's control connection is never cut.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+GATE_PRIORITY = 10100  # > controller.forwarding.SCHEDULER_MIN_PRIORITY (10000)
+GATE_TABLE = 0
+GOTO_TABLE_AFTER_GATE = 1  # the fabric's copy of forwarding (controller/forwarding.py)
+MODES = ("block", "floor")
+ETH_TYPE_IPV4 = 0x0800
+IP_PROTO_TCP = 6
+
+
+@dataclass(frozen=True)
+class DataFlow:
+    """One data flow of a job, gated at ``dpid`` (the sender's leaf)."""
+
+    dpid: int
+    src_ip: str
+    dst_ip: str
+    tcp_src: int
+
+    def match(self) -> dict:
+        """The match in Ryu ``OFPMatch`` keyword names."""
+        return {"eth_type": ETH_TYPE_IPV4, "ip_proto": IP_PROTO_TCP, "ipv4_src": self.src_ip,
+                "ipv4_dst": self.dst_ip, "tcp_src": self.tcp_src}
+
+
+@dataclass(frozen=True)
+class GateFlowMod:
+    """Add or (strictly) delete one gate rule. ``meter_id=None``: drop; else meter + goto_table 1."""
+
+    command: str  # "add" | "delete"
+    dpid: int
+    match: dict
+    priority: int = GATE_PRIORITY
+    table: int = GATE_TABLE
+    meter_id: int | None = None
+
+
+@dataclass(frozen=True)
+class MeterMod:
+    """Add or delete a KBPS|BURST|STATS meter with one drop band."""
+
+    command: str  # "add" | "delete"
+    dpid: int
+    meter_id: int
+    rate_kbps: int = 0
+    burst_kbit: int = 0
+
+
+@dataclass(frozen=True)
+class JobWindow:
+    """When a job may send: from ``shift_ms`` every ``period_ms`` for ``window_ms``."""
+
+    period_ms: float
+    shift_ms: float
+    window_ms: float
+
+    def __post_init__(self):
+        if not 0 < self.window_ms < self.period_ms:
+            raise ValueError(f"need 0 < window_ms < period_ms, got {self.window_ms}, {self.period_ms}")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """At unix time ``time_s`` job ``job`` opens (``opening``) or closes: send ``mods``, then a barrier."""
+
+    time_s: float
+    job: str
+    opening: bool
+    mods: tuple
+
+
+class WindowGate:
+    """Window edges and their messages for a set of jobs, an epoch (unix s) and a mode."""
+
+    def __init__(self, windows: dict[str, JobWindow], flows: dict[str, list[DataFlow]],
+                 epoch_s: float, mode: str = "block", floor_kbps: int = 1000):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode == "floor" and floor_kbps <= 0:
+            raise ValueError("floor_kbps must be positive")
+        missing = sorted(set(windows) - set(flows))
+        if missing:
+            raise ValueError(f"no data flows for job(s) {', '.join(missing)}")
+        self.windows = dict(windows)
+        self.flows = {job: list(flows[job]) for job in windows}
+        self.epoch_s = float(epoch_s)
+        self.mode = mode
+        self.floor_kbps = int(floor_kbps)
+        self.meter_ids = {job: i + 1 for i, job in enumerate(sorted(windows))}
+
+    @classmethod
+    def from_schedule(cls, schedule, flows: dict[str, list[DataFlow]], epoch_s: float,
+                      guard_ms: float = 0.0, **kwargs) -> WindowGate:
+        """Windows from a ``controller.schedule.Schedule``: shift from ``shifts_ms``, length ``comm_ms + guard_ms``."""
+        windows = {j.name: JobWindow(j.period_ms, schedule.shifts_ms[j.name], j.comm_ms + guard_ms)
+                   for j in schedule.jobs}
+        return cls(windows, flows, epoch_s, **kwargs)
+
+    # -- state -----------------------------------------------------------------------------
+    def is_open(self, job: str, t_s: float) -> bool:
+        """Is ``job``'s window open at unix time ``t_s``? (Before the epoch: closed.)"""
+        w = self.windows[job]
+        since_ms = (t_s - self.epoch_s) * 1000 - w.shift_ms
+        if since_ms < 0:
+            return False
+        return math.fmod(since_ms, w.period_ms) < w.window_ms
+
+    def _rule_mods(self, job: str, command: str) -> tuple:
+        meter = self.meter_ids[job] if self.mode == "floor" else None
+        return tuple(GateFlowMod(command, f.dpid, f.match(), meter_id=meter) for f in self.flows[job])
+
+    def close_mods(self, job: str) -> tuple:
+        return self._rule_mods(job, "add")
+
+    def open_mods(self, job: str) -> tuple:
+        return self._rule_mods(job, "delete")
+
+    def setup(self) -> list:
+        """Messages before the first edge: meters (floor mode), then every job closed."""
+        out: list = []
+        if self.mode == "floor":
+            for job in self.windows:
+                for dpid in sorted({f.dpid for f in self.flows[job]}):
+                    out.append(MeterMod("add", dpid, self.meter_ids[job], self.floor_kbps,
+                                        max(1, self.floor_kbps // 4)))
+        for job in self.windows:
+            out.extend(self.close_mods(job))
+        return out
+
+    def teardown(self) -> list:
+        """Messages that remove every trace of the gate (rules, then meters)."""
+        out: list = [m for job in self.windows for m in self.open_mods(job)]
+        if self.mode == "floor":
+            for job in self.windows:
+                for dpid in sorted({f.dpid for f in self.flows[job]}):
+                    out.append(MeterMod("delete", dpid, self.meter_ids[job]))
+        return out
+
+    # -- edges -----------------------------------------------------------------------------
+    def edges(self, t0_s: float, t1_s: float) -> list[Edge]:
+        """Every edge with ``t0_s <= time < t1_s``, in time order; at equal times closes come first."""
+        out = []
+        t0_ms = (t0_s - self.epoch_s) * 1000
+        t1_ms = (t1_s - self.epoch_s) * 1000
+        for job, w in self.windows.items():
+            # edge times in ms after the epoch, so equal instants compare equal
+            k = max(0, math.floor((t0_ms - w.shift_ms) / w.period_ms) - 1)
+            while True:
+                open_ms = w.shift_ms + k * w.period_ms
+                close_ms = open_ms + w.window_ms
+                if open_ms >= t1_ms:
+                    break
+                if t0_ms <= open_ms:
+                    out.append((round(open_ms, 9), True, job))
+                if t0_ms <= close_ms < t1_ms:
+                    out.append((round(close_ms, 9), False, job))
+                k += 1
+        out.sort()
+        return [Edge(self.epoch_s + t_ms / 1000, job, opening,
+                     self.open_mods(job) if opening else self.close_mods(job))
+                for t_ms, opening, job in out]
+
+    def next_edges(self, now_s: float, horizon_s: float = 1.0) -> list[Edge]:
+        """The edges due from ``now_s`` for the next ``horizon_s`` seconds."""
+        return self.edges(now_s, now_s + horizon_s)
