@@ -41,7 +41,7 @@ def test_every_edge_of_every_job_over_several_hyperperiods():
     timings = [_Timing("a", 200, 60), _Timing("b", 300, 40)]
     g = gate(timings, {"a": 0.0, "b": 100.0})
     h_ms = hyperperiod_ms(timings)
-    edges = g.edges(EPOCH_S, EPOCH_S + 3 * h_ms / 1000)
+    edges = g.edges(EPOCH_S, EPOCH_S + 3 * h_ms / 1000 - 1e-6)
     for t in timings:
         shift = {"a": 0.0, "b": 100.0}[t.name]
         mine = [e for e in edges if e.job == t.name]
