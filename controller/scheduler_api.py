@@ -1,0 +1,288 @@
+"""The window scheduler's REST contract as plain code: validation and state, no Ryu.
+
+``controller/scheduler_app.py`` routes HTTP requests here and sends what the
+gate returns; everything a request can get wrong is decided here and raises
+:class:`ApiError` (HTTP status + one-line message), so it is unit-tested
+without Ryu, eventlet or root.
+
+Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
+
+- ``POST /jobs`` ``{"name", "period_ms", "comm_ms", "workers": [host, ...],
+  "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src"}, ...]}`` → 201
+- ``DELETE /jobs/{name}`` → 200; ``GET /jobs``
+- ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window,
+  hyper-period, feasibility
+- ``POST /policy`` ``{"policy", "epoch_s"? | "start_in_s"?, "seed"?, "mode"?,
+  "floor_kbps"?, "guard_ms"?, "quantum_ms"?}``: choose the policy and the
+  common epoch; for ``gate`` the controller starts firing edges
+- ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
+  ``GET /edges``
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import random
+import re
+import time
+from dataclasses import dataclass
+
+from controller.windows import MODES, DataFlow
+
+POLICIES = ("none", "shift", "gate", "random")
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MAX_PERIOD_MS = 600_000.0
+MAX_JOBS = 64
+MAX_FLOWS = 256
+MAX_BODY_BYTES = 1 << 20
+MAX_EPOCH_SKEW_S = 3600.0
+MAX_START_IN_S = 600.0
+MAX_DPID = 2**64 - 1
+
+
+class ApiError(Exception):
+    """A refused request: HTTP ``status`` (4xx) and a one-line ``message``."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    def body(self) -> dict:
+        return {"error": self.message, "status": self.status}
+
+
+def parse_body(raw: bytes | str | None) -> dict:
+    """Request body → JSON object, or 400."""
+    if raw is None or len(raw) == 0:
+        raise ApiError(400, "body: expected a JSON object, got an empty body")
+    if len(raw) > MAX_BODY_BYTES:
+        raise ApiError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"body: not valid JSON ({str(exc).splitlines()[0][:100]})") from None
+    if not isinstance(doc, dict):
+        raise ApiError(400, f"body: expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def _unknown(doc: dict, allowed: set, where: str) -> None:
+    extra = sorted(set(doc) - allowed)
+    if extra:
+        raise ApiError(400, f"{where}: unknown field(s) {', '.join(map(str, extra))}; "
+                            f"allowed: {', '.join(sorted(allowed))}")
+
+
+def _number(doc: dict, key: str, where: str, lo: float, hi: float, *, lo_open=True,
+            default=None, integer=False) -> float:
+    if key not in doc:
+        if default is not None:
+            return default
+        raise ApiError(400, f"{where}.{key}: missing")
+    value = doc[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            (integer and not isinstance(value, int)):
+        kind = "a whole number" if integer else "a number"
+        raise ApiError(400, f"{where}.{key}: must be {kind}, got {value!r}"[:200])
+    if not math.isfinite(value):
+        raise ApiError(400, f"{where}.{key}: must be finite, got {value!r}")
+    if (value <= lo if lo_open else value < lo) or value > hi:
+        lo_sign = ">" if lo_open else ">="
+        raise ApiError(400, f"{where}.{key}: must be {lo_sign} {lo} and <= {hi}, got {value!r}")
+    return value
+
+
+def _name(value, where: str) -> str:
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise ApiError(400, f"{where}: must be 1-64 characters of letters, digits, '_', '-', '.', "
+                            f"got {value!r}"[:200])
+    return value
+
+
+def _ipv4(value, where: str) -> str:
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise ApiError(400, f"{where}: must be an IPv4 address string, got {value!r}"[:200]) from None
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A validated job registration."""
+
+    name: str
+    period_ms: float
+    comm_ms: float
+    workers: tuple[str, ...]
+    flows: tuple[DataFlow, ...]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "period_ms": self.period_ms, "comm_ms": self.comm_ms,
+                "workers": list(self.workers),
+                "flows": [{"dpid": f.dpid, "src_ip": f.src_ip, "dst_ip": f.dst_ip, "tcp_src": f.tcp_src}
+                          for f in self.flows]}
+
+
+def validate_job(doc: dict) -> JobRequest:
+    """Body of ``POST /jobs`` → :class:`JobRequest`, or 400 naming the field."""
+    _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows"}, "job")
+    if "name" not in doc:
+        raise ApiError(400, "job.name: missing")
+    name = _name(doc["name"], "job.name")
+    where = f"job {name}"
+    period_ms = float(_number(doc, "period_ms", where, 0.0, MAX_PERIOD_MS))
+    comm_ms = float(_number(doc, "comm_ms", where, 0.0, MAX_PERIOD_MS))
+    if comm_ms >= period_ms:
+        raise ApiError(400, f"{where}.comm_ms: must be < period_ms ({period_ms}), got {comm_ms}")
+    workers = doc.get("workers")
+    if not isinstance(workers, list) or not workers:
+        raise ApiError(400, f"{where}.workers: must be a non-empty list of host names")
+    workers = [_name(w, f"{where}.workers[{i}]") for i, w in enumerate(workers)]
+    if len(set(workers)) != len(workers):
+        raise ApiError(400, f"{where}.workers: a worker is listed twice")
+    flows_doc = doc.get("flows")
+    if not isinstance(flows_doc, list) or not flows_doc or len(flows_doc) > MAX_FLOWS:
+        raise ApiError(400, f"{where}.flows: must be a list of 1..{MAX_FLOWS} data flows")
+    flows = []
+    for i, f in enumerate(flows_doc):
+        fw = f"{where}.flows[{i}]"
+        if not isinstance(f, dict):
+            raise ApiError(400, f"{fw}: must be an object")
+        _unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src"}, fw)
+        dpid = int(_number(f, "dpid", fw, 0, MAX_DPID, lo_open=False, integer=True))
+        tcp_src = int(_number(f, "tcp_src", fw, 1, 65535, lo_open=False, integer=True))
+        flows.append(DataFlow(dpid, _ipv4(f.get("src_ip"), f"{fw}.src_ip"),
+                              _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src))
+    return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows))
+
+
+@dataclass(frozen=True)
+class PolicyRequest:
+    """A validated ``POST /policy``: the epoch is absolute (unix s)."""
+
+    policy: str
+    epoch_s: float
+    seed: int = 0
+    mode: str = "block"
+    floor_kbps: int = 1000
+    guard_ms: float = 0.0
+    quantum_ms: float = 1.0
+
+
+def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
+    """Body of ``POST /policy`` → :class:`PolicyRequest`; ``epoch_s`` defaults to now + ``start_in_s`` (2 s)."""
+    now_s = time.time() if now_s is None else now_s
+    _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "guard_ms",
+                   "quantum_ms"}, "policy")
+    policy = doc.get("policy")
+    if policy not in POLICIES:
+        raise ApiError(400, f"policy.policy: must be one of {', '.join(POLICIES)}, got {policy!r}"[:200])
+    if "epoch_s" in doc and "start_in_s" in doc:
+        raise ApiError(400, "policy: give epoch_s or start_in_s, not both")
+    if "epoch_s" in doc:
+        epoch_s = _number(doc, "epoch_s", "policy", now_s - MAX_EPOCH_SKEW_S, now_s + MAX_EPOCH_SKEW_S)
+    else:
+        epoch_s = now_s + _number(doc, "start_in_s", "policy", 0.0, MAX_START_IN_S, lo_open=False,
+                                  default=2.0)
+    seed = int(_number(doc, "seed", "policy", 0, 2**63 - 1, lo_open=False, integer=True, default=0))
+    mode = doc.get("mode", "block")
+    if mode not in MODES:
+        raise ApiError(400, f"policy.mode: must be one of {', '.join(MODES)}, got {mode!r}"[:200])
+    floor_kbps = int(_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
+    guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, 1000.0, lo_open=False, default=0.0))
+    quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, 10_000.0, default=1.0))
+    return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, guard_ms, quantum_ms)
+
+
+class SchedulerCore:
+    """Registered jobs, the current schedule and policy; raises :class:`ApiError` on misuse."""
+
+    def __init__(self):
+        self.jobs: dict[str, JobRequest] = {}
+        self.schedule = None
+        self.policy: PolicyRequest | None = None
+        self.offsets_ms: dict[str, float] = {}
+        self.gating = False  # set by the app while edges are being fired
+
+    # -- jobs ----------------------------------------------------------------------------
+    def add_job(self, doc: dict) -> JobRequest:
+        job = validate_job(doc)
+        if job.name in self.jobs:
+            raise ApiError(409, f"job {job.name}: already registered (DELETE it first)")
+        if len(self.jobs) >= MAX_JOBS:
+            raise ApiError(409, f"jobs: at most {MAX_JOBS}")
+        self._refuse_while_gating("register a job")
+        self.jobs[job.name] = job
+        self._recompute()
+        return job
+
+    def remove_job(self, name: str) -> None:
+        if name not in self.jobs:
+            raise ApiError(404, f"job {name!r}: not registered"[:200])
+        self._refuse_while_gating("remove a job")
+        del self.jobs[name]
+        self._recompute()
+
+    def _refuse_while_gating(self, what: str) -> None:
+        if self.gating:
+            raise ApiError(409, f"cannot {what} while the gate runs: POST /shiftbed/stop first")
+
+    def _recompute(self, quantum_ms: float | None = None) -> None:
+        """New job set → new schedule (the theory module decides) and no policy until set again."""
+        from controller.schedule import BeyondExactMethod, JobTiming, compute_schedule
+
+        self.policy, self.offsets_ms = None, {}
+        if not self.jobs:
+            self.schedule = None
+            return
+        quantum_ms = quantum_ms or 1.0
+        timings = [JobTiming(j.name, j.period_ms, j.comm_ms) for j in self.jobs.values()]
+        try:
+            self.schedule = compute_schedule(timings, quantum_ms=quantum_ms)
+        except (ValueError, BeyondExactMethod) as exc:
+            raise ApiError(400, f"schedule: {str(exc).splitlines()[0][:200]}") from None
+
+    # -- policy --------------------------------------------------------------------------
+    def set_policy(self, doc: dict, now_s: float | None = None) -> PolicyRequest:
+        request = validate_policy(doc, now_s)
+        if not self.jobs:
+            raise ApiError(409, "policy: no jobs registered")
+        self._refuse_while_gating("change the policy")
+        if self.schedule is None or request.quantum_ms != self.schedule.quantum_ms:
+            self._recompute(request.quantum_ms)
+        from controller.policies import get_policy
+
+        offsets = get_policy(request.policy).initial_offsets_ms(self.schedule, random.Random(request.seed))
+        self.offsets_ms = {name: float(offsets[name]) for name in self.jobs}
+        self.policy = request
+        return request
+
+    def windows_ms(self) -> dict[str, tuple[float, float, float]]:
+        """Per job ``(period_ms, shift_ms, window_ms)`` of the current schedule (gate windows)."""
+        guard = self.policy.guard_ms if self.policy else 0.0
+        return {j.name: (j.period_ms, self.schedule.shifts_ms[j.name], j.comm_ms + guard)
+                for j in self.schedule.jobs}
+
+    def schedule_doc(self) -> dict:
+        """The ``GET /schedule`` answer."""
+        s = self.schedule
+        doc = {"policy": self.policy.policy if self.policy else None,
+               "epoch_s": self.policy.epoch_s if self.policy else None,
+               "mode": self.policy.mode if self.policy else None, "jobs": {}}
+        if s is None:
+            return doc
+        doc.update({"quantum_ms": s.quantum_ms, "hyperperiod_ms": s.hyperperiod_ms,
+                    "feasible": bool(s.feasible), "overlap_ms": s.overlap_ms, "method": s.method,
+                    "gap": s.gap})
+        windows = self.windows_ms()
+        for j in s.jobs:
+            period_ms, shift_ms, window_ms = windows[j.name]
+            doc["jobs"][j.name] = {"period_ms": period_ms, "comm_ms": j.comm_ms, "shift_ms": shift_ms,
+                                   "offset_ms": self.offsets_ms.get(j.name), "window_ms": window_ms,
+                                   "workers": list(self.jobs[j.name].workers)}
+        return doc
