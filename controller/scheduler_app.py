@@ -1,0 +1,256 @@
+"""The LCM window scheduler as a thin Ryu app: REST in, gate messages out, on time.
+
+Run next to the fabric app: ``python -m controller controller.scheduler_app``.
+Requests are validated and the state is kept by
+:class:`controller.scheduler_api.SchedulerCore` (plain, unit-tested);
+:class:`controller.windows.WindowGate` decides which flow-mods each edge needs.
+This app only (1) answers REST on the fabric app's WSGI server (127.0.0.1 by
+default), (2) fires the gate's edges from a ``hub`` green thread on the
+controller's wall clock — sleep until ~1 ms before the edge, then yield until
+it is due, send the edge's flow-mods and a barrier — and (3) records for each
+edge its due time, the time its messages were handed to the switch connection
+and the time the barrier reply came back (``GET /shiftbed/edges``).
+
+Gate rules carry :data:`GATE_COOKIE`, so the fabric app never deletes them and
+``POST /shiftbed/stop`` removes all of them (and the meters) at once.
+"""
+
+import controller.ryu_compat  # noqa: F401,I001  (must come before every ryu import)
+
+import json
+import logging
+import time
+
+from ryu.app.wsgi import ControllerBase, Response, WSGIApplication, route
+from ryu.base import app_manager
+from ryu.controller import ofp_event
+from ryu.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from ryu.lib import hub
+from ryu.ofproto import ofproto_v1_3
+
+from controller.scheduler_api import ApiError, SchedulerCore, parse_body
+from controller.windows import GOTO_TABLE_AFTER_GATE, GateFlowMod, JobWindow, MeterMod, WindowGate
+
+GATE_COOKIE = 0x5B0F_6A7E_0000_0000
+APP_KEY = "scheduler_app"
+HORIZON_S = 0.5  # edges are computed this far ahead
+SPIN_S = 0.001  # the last stretch before an edge is spent yielding, not sleeping
+MAX_EDGE_RECORDS = 100_000
+
+log = logging.getLogger(__name__)
+
+
+class SchedulerApp(app_manager.RyuApp):
+    """Window scheduler: REST API + edge firing; see the module docstring."""
+
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+    _CONTEXTS = {"wsgi": WSGIApplication}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.core = SchedulerCore()
+        self.datapaths = {}
+        self.gate: WindowGate | None = None
+        self._runner = None
+        self._generation = 0
+        self.edges = []  # dicts: due_s, sent_s, barrier_s, job, opening
+        self._pending = {}  # (dpid, xid) -> edge record
+        self.errors = []
+        kwargs["wsgi"].register(SchedulerRest, {APP_KEY: self})
+
+    # -- switches ----------------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
+    def _on_state_change(self, ev):
+        dp = ev.datapath
+        if ev.state == MAIN_DISPATCHER and dp.id is not None:
+            self.datapaths[dp.id] = dp
+        elif ev.state == DEAD_DISPATCHER and dp.id is not None and self.datapaths.get(dp.id) is dp:
+            del self.datapaths[dp.id]
+
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    def _on_barrier(self, ev):
+        record = self._pending.pop((ev.msg.datapath.id, ev.msg.xid), None)
+        if record is not None:
+            record["barrier_s"] = max(record.get("barrier_s") or 0.0, time.time())
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)
+    def _on_error(self, ev):
+        if len(self.errors) < 1000:
+            self.errors.append({"dpid": ev.msg.datapath.id, "type": ev.msg.type, "code": ev.msg.code,
+                                "time_s": time.time()})
+
+    # -- messages ----------------------------------------------------------------------
+    def _to_ofp(self, dp, mod):
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        if isinstance(mod, MeterMod):
+            if mod.command == "add":
+                band = parser.OFPMeterBandDrop(rate=mod.rate_kbps, burst_size=mod.burst_kbit)
+                return parser.OFPMeterMod(dp, command=ofp.OFPMC_ADD,
+                                          flags=ofp.OFPMF_KBPS | ofp.OFPMF_BURST | ofp.OFPMF_STATS,
+                                          meter_id=mod.meter_id, bands=[band])
+            return parser.OFPMeterMod(dp, command=ofp.OFPMC_DELETE, meter_id=mod.meter_id)
+        assert isinstance(mod, GateFlowMod)
+        match = parser.OFPMatch(**mod.match)
+        if mod.command == "delete":
+            return parser.OFPFlowMod(dp, cookie=GATE_COOKIE, table_id=mod.table, priority=mod.priority,
+                                     command=ofp.OFPFC_DELETE_STRICT, match=match,
+                                     out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)
+        instructions = []
+        if mod.meter_id is not None:
+            instructions = [parser.OFPInstructionMeter(mod.meter_id),
+                            parser.OFPInstructionGotoTable(GOTO_TABLE_AFTER_GATE)]
+        return parser.OFPFlowMod(dp, cookie=GATE_COOKIE, table_id=mod.table, priority=mod.priority,
+                                 command=ofp.OFPFC_ADD, match=match, instructions=instructions)
+
+    def send(self, mods, record=None) -> None:
+        """Send ``mods`` (grouped per switch), then one barrier per switch touched."""
+        touched = []
+        for mod in mods:
+            dp = self.datapaths.get(mod.dpid)
+            if dp is None:
+                if record is not None:
+                    record["missing_dpids"] = sorted(set(record.get("missing_dpids", [])) | {mod.dpid})
+                continue
+            dp.send_msg(self._to_ofp(dp, mod))
+            if dp not in touched:
+                touched.append(dp)
+        if record is not None:
+            record["sent_s"] = time.time()
+        for dp in touched:
+            barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
+            dp.set_xid(barrier)
+            if record is not None:
+                self._pending[(dp.id, barrier.xid)] = record
+            dp.send_msg(barrier)
+
+    # -- the gate ----------------------------------------------------------------------
+    def start_gate(self) -> None:
+        core = self.core
+        windows = {name: JobWindow(*w) for name, w in core.windows_ms().items()}
+        flows = {name: list(job.flows) for name, job in core.jobs.items()}
+        self.gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
+                               floor_kbps=core.policy.floor_kbps)
+        self.edges, self._pending = [], {}
+        self.send(self.gate.setup())
+        core.gating = True
+        self._generation += 1
+        self._runner = hub.spawn(self._fire_edges, self._generation)
+        log.info("gate started: epoch %.3f, %d job(s), mode %s", core.policy.epoch_s, len(windows),
+                 core.policy.mode)
+
+    def stop_gate(self) -> None:
+        self._generation += 1  # the runner sees this and returns
+        if self.gate is not None:
+            self.send(self.gate.teardown())
+        for dp in list(self.datapaths.values()):  # and anything left with our cookie
+            ofp, parser = dp.ofproto, dp.ofproto_parser
+            dp.send_msg(parser.OFPFlowMod(dp, cookie=GATE_COOKIE, cookie_mask=0xFFFF_FFFF_FFFF_FFFF,
+                                          table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE,
+                                          out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY))
+        self.gate = None
+        self.core.gating = False
+
+    def _fire_edges(self, generation: int) -> None:
+        cursor_s = max(time.time(), self.gate.epoch_s - 1.0)
+        while generation == self._generation:
+            edges = self.gate.edges(cursor_s, cursor_s + HORIZON_S)
+            for edge in edges:
+                delay_s = edge.time_s - time.time()
+                if delay_s > SPIN_S:
+                    hub.sleep(delay_s - SPIN_S)
+                while time.time() < edge.time_s:
+                    hub.sleep(0)
+                if generation != self._generation:
+                    return
+                record = {"due_s": edge.time_s, "job": edge.job, "opening": edge.opening,
+                          "sent_s": None, "barrier_s": None}
+                self.send(edge.mods, record)
+                if len(self.edges) < MAX_EDGE_RECORDS:
+                    self.edges.append(record)
+            cursor_s += HORIZON_S
+            if not edges:
+                hub.sleep(max(0.0, cursor_s - time.time() - HORIZON_S))
+
+    def status(self) -> dict:
+        fired = [e for e in self.edges if e["sent_s"] is not None]
+        late_ms = sorted((e["sent_s"] - e["due_s"]) * 1000 for e in fired)
+        barrier_ms = sorted((e["barrier_s"] - e["due_s"]) * 1000 for e in fired if e["barrier_s"])
+
+        def summary(values):
+            if not values:
+                return None
+            return {"mean": sum(values) / len(values), "p95": values[int(0.95 * (len(values) - 1))],
+                    "max": values[-1]}
+
+        return {"policy": self.core.policy.policy if self.core.policy else None,
+                "gating": self.core.gating, "jobs": sorted(self.core.jobs),
+                "datapaths": sorted(self.datapaths), "edges_fired": len(fired),
+                "send_lateness_ms": summary(late_ms), "barrier_lateness_ms": summary(barrier_ms),
+                "openflow_errors": len(self.errors), "last_errors": self.errors[-5:]}
+
+
+class SchedulerRest(ControllerBase):
+    """``/shiftbed/...``: every handler answers JSON; bad requests get 4xx, never a crash."""
+
+    def __init__(self, req, link, data, **config):
+        super().__init__(req, link, data, **config)
+        self.app: SchedulerApp = data[APP_KEY]
+
+    def _answer(self, fn, status=200):
+        try:
+            return _json(status, fn())
+        except ApiError as exc:
+            return _json(exc.status, exc.body())
+        except Exception as exc:  # a bug must not take the controller down
+            log.exception("scheduler REST handler failed")
+            return _json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"[:300], "status": 500})
+
+    @route("shiftbed", "/shiftbed/jobs", methods=["GET"])
+    def list_jobs(self, req, **_kw):
+        return self._answer(lambda: {"jobs": [j.as_dict() for j in self.app.core.jobs.values()]})
+
+    @route("shiftbed", "/shiftbed/jobs", methods=["POST"])
+    def add_job(self, req, **_kw):
+        def do():
+            job = self.app.core.add_job(parse_body(req.body))
+            return {"job": job.as_dict(), "schedule": self.app.core.schedule_doc()}
+        return self._answer(do, 201)
+
+    @route("shiftbed", "/shiftbed/jobs/{name}", methods=["DELETE"])
+    def remove_job(self, req, name, **_kw):
+        def do():
+            self.app.core.remove_job(name)
+            return {"removed": name, "schedule": self.app.core.schedule_doc()}
+        return self._answer(do)
+
+    @route("shiftbed", "/shiftbed/schedule", methods=["GET"])
+    def get_schedule(self, req, **_kw):
+        return self._answer(self.app.core.schedule_doc)
+
+    @route("shiftbed", "/shiftbed/policy", methods=["POST", "PUT"])
+    def set_policy(self, req, **_kw):
+        def do():
+            request = self.app.core.set_policy(parse_body(req.body))
+            if request.policy == "gate":
+                self.app.start_gate()
+            return self.app.core.schedule_doc()
+        return self._answer(do)
+
+    @route("shiftbed", "/shiftbed/stop", methods=["POST"])
+    def stop(self, req, **_kw):
+        def do():
+            self.app.stop_gate()
+            return self.app.status()
+        return self._answer(do)
+
+    @route("shiftbed", "/shiftbed/status", methods=["GET"])
+    def get_status(self, req, **_kw):
+        return self._answer(self.app.status)
+
+    @route("shiftbed", "/shiftbed/edges", methods=["GET"])
+    def get_edges(self, req, **_kw):
+        return self._answer(lambda: {"edges": list(self.app.edges)})
+
+
+def _json(status: int, body: dict) -> Response:
+    return Response(status=status, content_type="application/json", charset="utf-8", body=json.dumps(body))
