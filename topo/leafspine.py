@@ -38,8 +38,16 @@ class FabricIntf(TCIntf):
     """
 
     def config(self, mtu=JUMBO_MTU, **params):
-        self.cmd("ip link set dev", self, "mtu", int(mtu))
+        self.mtu = int(mtu)
+        self.cmd("ip link set dev", self, "mtu", self.mtu)
         return super().config(**params)
+
+    def bwCmds(self, *args, **kwargs):
+        """Mininet's HTB class plus an explicit quantum (two frames), which
+        silences HTB's "quantum is big" warning at rates above ~16 Mbit/s."""
+        cmds, parent = super().bwCmds(*args, **kwargs)
+        quantum = 2 * getattr(self, "mtu", JUMBO_MTU)
+        return [cmd + f" quantum {quantum}" if " htb rate " in cmd else cmd for cmd in cmds], parent
 
 
 class FabricLink(TCLink):
