@@ -1,0 +1,28 @@
+"""pcap parsing by struct slicing agrees with scapy's own decoding."""
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
+
+from scenarios.pcap import label_flows, read_pcap
+
+
+def test_read_pcap_matches_scapy(tmp_path):
+    packets = []
+    for i in range(5):
+        p = Ether() / IP(src="10.0.0.1", dst="10.0.0.3") / TCP(sport=5701, dport=5201) / (b"x" * (100 * i))
+        p.time = 1000.0 + i * 0.001
+        packets.append(p)
+    u = Ether() / IP(src="10.0.0.2", dst="10.0.0.4") / UDP(sport=9, dport=10) / b"abc"
+    u.time = 1000.5
+    packets.append(u)
+    path = str(tmp_path / "t.pcap")
+    wrpcap(path, packets)
+    df = read_pcap(path)
+    assert len(df) == 6
+    assert list(df["payload_bytes"]) == [0, 100, 200, 300, 400, 3]
+    assert list(df["wire_bytes"]) == [len(p) for p in packets]
+    assert df["time_s"].iloc[1] == 1000.001
+    assert list(df["sport"][:5]) == [5701] * 5 and df["proto"].iloc[5] == 17
+    jobs = label_flows(df, {"a": [("10.0.0.1", "10.0.0.3", 5701)]})
+    assert list(jobs) == ["a"] * 5 + [""]
