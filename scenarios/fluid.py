@@ -1,0 +1,189 @@
+"""Fluid model of contention: what each policy does to iteration times on a shared link.
+
+Assumptions (the emulator's measurements are compared against these):
+
+- Every job's iteration is compute then communication: ``period - comm`` ms of
+  computation, then a burst that takes ``comm`` ms alone at full link rate
+  (a ring all-reduce, each worker sending ``2(N-1)/N × gradient`` bytes; see
+  ``scenarios/zoo.py``). The next iteration starts when the burst ends.
+- All bursts of all jobs cross one bottleneck link. While ``n`` bursts are on
+  it, each gets ``1/n`` of the capacity (max-min fair sharing with equal
+  demands), so overlapping bursts stretch and the realised periods grow.
+- ``none`` starts every job's first burst at t = 0, ``shift`` and ``gate`` at
+  the schedule's shift, ``random`` at a random on-grid offset; after that
+  ``none``/``shift``/``random`` run free.
+- ``gate``: a burst may only be on the link inside the job's windows
+  ``[shift + k*T, shift + k*T + comm)`` (the schedule's on-grid period and
+  comm). A finished computation waits for the start of the job's next window;
+  a burst still unfinished when its window closes pauses until the next one.
+  So gate re-aligns every iteration, while a static shift computed from solo
+  periods drifts once stretching happens (``phase_error_ms`` shows both).
+- Jobs may be fed measured solo figures (``FluidJob``), real-valued; the
+  gate's windows stay on the schedule's grid.
+
+It is an event-driven simulation: time jumps from one burst start, burst end
+or window edge to the next, with constant rates in between.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from controller.policies import get_policy
+from controller.schedule import Schedule
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class FluidJob:
+    """A job's solo figures (measured or planned): period and burst length, ms."""
+
+    name: str
+    period_ms: float
+    comm_ms: float
+
+
+@dataclass(frozen=True)
+class Window:
+    """The gate's window for one job: ``[shift + k*period, shift + k*period + length)``."""
+
+    shift_ms: float
+    period_ms: float
+    length_ms: float
+
+    def next_start(self, t_ms: float) -> float:
+        k = math.ceil((t_ms - self.shift_ms) / self.period_ms - _EPS)
+        return self.shift_ms + k * self.period_ms
+
+    def end_of_current(self, t_ms: float) -> float | None:
+        """End of the window containing ``t_ms``, or None outside every window."""
+        k = math.floor((t_ms - self.shift_ms) / self.period_ms + _EPS)
+        start = self.shift_ms + k * self.period_ms
+        end = start + self.length_ms
+        return end if t_ms < end - _EPS else None
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One job under one policy."""
+
+    name: str
+    solo_period_ms: float
+    iterations: int
+    mean_iteration_ms: float
+    throughput_per_s: float
+    lag_ms: float  # last burst start minus where solo periods would have put it
+    phase_error_ms: float  # that lag modulo the period, centred: 0 = still aligned
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """All jobs under one policy."""
+
+    policy: str
+    offsets_ms: dict[str, float]
+    jobs: dict[str, JobResult]
+
+    @property
+    def normalised_throughput(self) -> float:
+        """Mean over jobs of solo period / realised iteration time (1 = no slowdown)."""
+        return sum(j.solo_period_ms / j.mean_iteration_ms for j in self.jobs.values()) / len(self.jobs)
+
+
+def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
+             windows: dict[str, Window] | None = None, iterations: int = 40,
+             warmup: int = 2) -> dict[str, JobResult]:
+    """Run until every job has finished ``warmup + iterations`` bursts; per-job results.
+
+    ``offsets_ms``: first burst start of each job (its computation starts
+    ``period - comm`` earlier). ``windows``: gate the named jobs.
+    """
+    windows = windows or {}
+    n = len(jobs)
+    compute = [j.period_ms - j.comm_ms for j in jobs]
+    gate = [windows.get(j.name) for j in jobs]
+    remaining = [0.0] * n  # solo-ms of burst left
+    state = ["compute"] * n  # compute | wait | send
+    next_t = [offsets_ms[j.name] for j in jobs]  # compute end / window start / window end
+    starts: list[list[float]] = [[] for _ in jobs]
+    ends: list[list[float]] = [[] for _ in jobs]
+    target = warmup + iterations + 1
+    t = min(next_t)
+
+    def begin(i: int, now: float) -> None:
+        """Job i's burst may go now (free), or at its next window start (gated)."""
+        w = gate[i]
+        if w is None or w.end_of_current(now) is not None and abs(w.next_start(now) - now) < 1e-6:
+            state[i], next_t[i] = "send", (w.end_of_current(now) if w else math.inf)
+        else:
+            state[i], next_t[i] = "wait", w.next_start(now)
+
+    while min(len(e) for e in ends) < target:
+        sending = [i for i in range(n) if state[i] == "send"]
+        share = 1.0 / len(sending) if sending else 0.0
+        t_next = min(next_t)
+        for i in sending:
+            t_next = min(t_next, t + remaining[i] / share)
+        dt = t_next - t
+        for i in sending:
+            remaining[i] -= dt * share
+        t = t_next
+        for i in range(n):
+            if state[i] == "send" and remaining[i] <= _EPS * max(1.0, jobs[i].comm_ms):
+                ends[i].append(t)
+                state[i], next_t[i] = "compute", t + compute[i]
+            elif state[i] == "compute" and next_t[i] <= t + _EPS:
+                remaining[i] = jobs[i].comm_ms
+                starts[i].append(t)
+                begin(i, t)
+            elif state[i] == "wait" and next_t[i] <= t + _EPS:
+                begin(i, next_t[i])
+            elif state[i] == "send" and next_t[i] <= t + _EPS:  # gated window closes
+                state[i], next_t[i] = "wait", gate[i].next_start(t + _EPS)
+
+    out = {}
+    for i, job in enumerate(jobs):
+        e = ends[i][warmup:]
+        mean = (e[-1] - e[0]) / (len(e) - 1)
+        k = len(starts[i]) - 1
+        burst_start = _burst_start(starts[i][k], gate[i])
+        lag = burst_start - (offsets_ms[job.name] + k * job.period_ms)
+        phase = (lag + job.period_ms / 2) % job.period_ms - job.period_ms / 2
+        out[job.name] = JobResult(job.name, job.period_ms, len(e) - 1, mean, 1000.0 / mean, lag,
+                                  0.0 if abs(phase) < 1e-6 else phase)
+    return out
+
+
+def _burst_start(ready_ms: float, window: Window | None) -> float:
+    """When a burst that is ready at ``ready_ms`` actually starts."""
+    if window is None or abs(window.next_start(ready_ms) - ready_ms) < 1e-6:
+        return ready_ms
+    return window.next_start(ready_ms)
+
+
+def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
+                    seed: int = 0, iterations: int = 40) -> PolicyResult:
+    """One policy on the schedule's jobs (or on measured solo figures ``jobs``)."""
+    pol = get_policy(policy)
+    fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
+    offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
+    windows = None
+    if pol.realign_every_iteration:
+        windows = {j.name: Window(schedule.shifts_ms[j.name], j.period_ms, j.comm_ms) for j in schedule.jobs}
+    return PolicyResult(policy, offsets, simulate(fluid_jobs, offsets, windows, iterations))
+
+
+def compare_policies(schedule: Schedule, policies: Sequence[str] = ("none", "shift", "gate", "random"),
+                     jobs: Sequence[FluidJob] | None = None, seed: int = 0,
+                     iterations: int = 40) -> dict[str, PolicyResult]:
+    """Every policy on the same jobs; see :func:`change_vs_none` for the comparison."""
+    return {p: simulate_policy(schedule, p, jobs, seed, iterations) for p in policies}
+
+
+def change_vs_none(results: dict[str, PolicyResult], policy: str, job: str) -> float:
+    """Relative throughput change of ``job`` under ``policy`` versus ``none`` (0.05 = +5 %)."""
+    return results[policy].jobs[job].throughput_per_s / results["none"].jobs[job].throughput_per_s - 1

@@ -1,0 +1,274 @@
+"""Scenario YAML -> typed, validated objects. All checks happen here, once.
+
+Every problem is raised as one ``InputError`` line naming the file, the field
+and what is wrong, e.g. ``two.yaml: jobs[1].perod_ms: unknown key (did you
+mean 'period_ms'?)``. The rest of shiftbed trusts the objects it gets.
+
+Keys (``*`` = required)::
+
+    name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
+    fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*
+    jobs*: - name*  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
+             pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
+             model_workers  model_link_mbps (default 10000)  time_scale (default 1)
+
+A job given by ``model`` gets its period and burst from the zoo
+(``scenarios/zoo.py``) at ``model_link_mbps`` with ``len(workers)`` (or
+``model_workers``) workers; times are kept and bytes scaled to the fabric.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.policies import POLICIES
+from controller.schedule import JobTiming, comm_quanta, period_quanta, quantize_job
+from scenarios import zoo
+from scenarios.errors import InputError
+
+PATTERNS = ("ring", "ps")
+TOP_KEYS = ("name", "description", "quantum_ms", "policies", "duration_s", "fabric", "jobs")
+FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps")
+JOB_KEYS = ("name", "period_ms", "comm_ms", "workers", "pattern", "pin_spine", "gradient_mb",
+            "jitter_ms", "model", "model_workers", "model_link_mbps", "time_scale")
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """Leaf-spine fabric; hosts are ``h1 .. h{leaves*hosts_per_leaf}``, leaf by leaf."""
+
+    spines: int
+    leaves: int
+    hosts_per_leaf: int
+    host_link_mbps: float
+    fabric_link_mbps: float
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(f"h{i}" for i in range(1, self.leaves * self.hosts_per_leaf + 1))
+
+
+@dataclass(frozen=True)
+class ScenarioJob:
+    """One job as the scenario gives it (solo times, not yet on the grid)."""
+
+    name: str
+    period_ms: float
+    comm_ms: float
+    workers: tuple[str, ...] = ()
+    pattern: str = "ring"
+    pin_spine: int | None = None
+    gradient_mb: float | None = None  # None: sized so a solo burst takes comm_ms on the fabric
+    jitter_ms: float = 0.0
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario file."""
+
+    path: str
+    name: str
+    quantum_ms: float
+    jobs: tuple[ScenarioJob, ...]
+    fabric: Fabric | None = None
+    description: str = ""
+    policies: tuple[str, ...] = ("none", "shift", "gate", "random")
+    duration_s: float | None = None
+
+    def timings(self, quantum_ms: float | None = None) -> list[JobTiming]:
+        """The jobs on the quantum grid (period to nearest, comm rounded up)."""
+        q = quantum_ms or self.quantum_ms
+        return [quantize_job(j.name, j.period_ms, j.comm_ms, q) for j in self.jobs]
+
+    def require_runnable(self) -> None:
+        """Check what ``run`` needs beyond ``plan``: a fabric and workers for every job."""
+        if self.fabric is None:
+            raise InputError(f"{self.path}: fabric: required to run a scenario")
+        for i, job in enumerate(self.jobs):
+            if len(job.workers) < 2:
+                raise InputError(f"{self.path}: jobs[{i}].workers: need at least two workers to run, got {len(job.workers)}")
+
+
+def load(path: str | Path) -> Scenario:
+    """Read and validate a scenario file."""
+    path = str(path)
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc.__class__.__name__}") from None
+    return parse(text, path)
+
+
+def parse(text: str, path: str = "<scenario>") -> Scenario:
+    """Validate scenario YAML text; ``path`` names it in messages."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "YAML"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{path}: {where}: YAML syntax error: {problem}") from None
+    if doc is None:
+        raise InputError(f"{path}: (top level): empty file, expected a mapping with 'name' and 'jobs'")
+    return _Checker(path).scenario(doc)
+
+
+class _Checker:
+    """Explicit checks, each raising one line that names file and field."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, field: str, problem: str):
+        raise InputError(f"{self.path}: {field}: {problem}")
+
+    def mapping(self, value: Any, field: str, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict:
+        if not isinstance(value, dict):
+            self.fail(field, f"expected a mapping, got {_kind(value)}")
+        prefix = f"{field}." if field != "(top level)" else ""
+        for key in value:
+            if key not in allowed:
+                near = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(allowed)})"
+                self.fail(f"{prefix}{key}", f"unknown key{hint}")
+        for key in required:
+            if key not in value:
+                self.fail(f"{prefix}{key}", "missing required key")
+        return value
+
+    def number(self, value: Any, field: str, *, minimum: float = 0.0, strict: bool = True) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(field, f"must be a number, got {value!r}")
+        if not math.isfinite(value):
+            self.fail(field, f"must be finite, got {value!r}")
+        if value < minimum or (strict and value == minimum):
+            self.fail(field, f"must be {'>' if strict else '>='} {minimum:g}, got {value!r}")
+        return float(value)
+
+    def integer(self, value: Any, field: str, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(field, f"must be a whole number, got {value!r}")
+        if value < minimum:
+            self.fail(field, f"must be >= {minimum}, got {value!r}")
+        return value
+
+    def text(self, value: Any, field: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            self.fail(field, f"must be a non-empty string, got {value!r}")
+        return value
+
+    def scenario(self, doc: Any) -> Scenario:
+        doc = self.mapping(doc, "(top level)", TOP_KEYS, ("name", "jobs"))
+        name = self.text(doc["name"], "name")
+        quantum_ms = self.number(doc.get("quantum_ms", 1.0), "quantum_ms")
+        description = doc.get("description", "")
+        if not isinstance(description, str):
+            self.fail("description", f"must be a string, got {_kind(description)}")
+        policies = self.policies(doc.get("policies", list(POLICIES)))
+        duration_s = self.number(doc["duration_s"], "duration_s") if "duration_s" in doc else None
+        fabric = self.fabric(doc["fabric"]) if doc.get("fabric") is not None else None
+        jobs_doc = doc["jobs"]
+        if not isinstance(jobs_doc, list) or not jobs_doc:
+            self.fail("jobs", f"expected a non-empty list of jobs, got {_kind(jobs_doc)}")
+        jobs, seen = [], {}
+        for i, job_doc in enumerate(jobs_doc):
+            job = self.job(job_doc, f"jobs[{i}]", quantum_ms, fabric)
+            if job.name in seen:
+                self.fail(f"jobs[{i}].name", f"duplicate job name {job.name!r} (also jobs[{seen[job.name]}])")
+            seen[job.name] = i
+            jobs.append(job)
+        return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s)
+
+    def policies(self, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not value:
+            self.fail("policies", f"expected a non-empty list of policy names, got {_kind(value)}")
+        for i, p in enumerate(value):
+            if p not in POLICIES:
+                near = difflib.get_close_matches(str(p), POLICIES, n=1)
+                hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(POLICIES)})"
+                self.fail(f"policies[{i}]", f"unknown policy {p!r}{hint}")
+        return tuple(value)
+
+    def fabric(self, doc: Any) -> Fabric:
+        doc = self.mapping(doc, "fabric", FABRIC_KEYS, FABRIC_KEYS)
+        counts = {k: self.integer(doc[k], f"fabric.{k}") for k in ("spines", "leaves", "hosts_per_leaf")}
+        rates = {k: self.number(doc[k], f"fabric.{k}") for k in ("host_link_mbps", "fabric_link_mbps")}
+        return Fabric(**counts, **rates)
+
+    def job(self, doc: Any, field: str, quantum_ms: float, fabric: Fabric | None) -> ScenarioJob:
+        doc = self.mapping(doc, field, JOB_KEYS, ("name",))
+        name = self.text(doc["name"], f"{field}.name")
+        workers = self.workers(doc.get("workers", []), f"{field}.workers", fabric)
+        if "model" in doc:
+            period_ms, comm_ms, model = self.model_times(doc, field, workers)
+        else:
+            for key in ("period_ms", "comm_ms"):
+                if key not in doc:
+                    self.fail(f"{field}.{key}", "missing required key (or give 'model')")
+            period_ms = self.number(doc["period_ms"], f"{field}.period_ms")
+            comm_ms = self.number(doc["comm_ms"], f"{field}.comm_ms")
+            model = None
+        if comm_ms >= period_ms:
+            self.fail(f"{field}.comm_ms", f"must be less than period_ms ({period_ms:g}), got {comm_ms:g}")
+        t, c = period_quanta(period_ms, quantum_ms), comm_quanta(comm_ms, quantum_ms)
+        if c >= t:
+            self.fail(f"{field}.comm_ms", f"on the {quantum_ms:g} ms grid comm rounds up to {c * quantum_ms:g} ms, "
+                      f"not less than period {t * quantum_ms:g} ms: use a smaller quantum_ms")
+        pattern = doc.get("pattern", "ring")
+        if pattern not in PATTERNS:
+            self.fail(f"{field}.pattern", f"must be one of {', '.join(PATTERNS)}, got {pattern!r}")
+        pin = None
+        if doc.get("pin_spine") is not None:
+            pin = self.integer(doc["pin_spine"], f"{field}.pin_spine")
+            if fabric is not None and pin > fabric.spines:
+                self.fail(f"{field}.pin_spine", f"the fabric has {fabric.spines} spine(s), got {pin}")
+        gradient = self.number(doc["gradient_mb"], f"{field}.gradient_mb") if "gradient_mb" in doc else None
+        jitter = self.number(doc.get("jitter_ms", 0.0), f"{field}.jitter_ms", strict=False)
+        return ScenarioJob(name, period_ms, comm_ms, workers, pattern, pin, gradient, jitter, model)
+
+    def workers(self, value: Any, field: str, fabric: Fabric | None) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            self.fail(field, f"expected a list of host names like [h1, h3], got {_kind(value)}")
+        hosts = fabric.hosts if fabric else None
+        for k, w in enumerate(value):
+            if not isinstance(w, str):
+                self.fail(f"{field}[{k}]", f"must be a host name like 'h1', got {w!r}")
+            if hosts is not None and w not in hosts:
+                self.fail(f"{field}[{k}]", f"{w!r} is not a host of the fabric (hosts are h1..h{len(hosts)})")
+            if w in value[:k]:
+                self.fail(f"{field}[{k}]", f"worker {w!r} is used twice in this job")
+        return tuple(value)
+
+    def model_times(self, doc: dict, field: str, workers: tuple[str, ...]) -> tuple[float, float, str]:
+        model = doc["model"]
+        known = zoo.models()
+        if model not in known:
+            near = difflib.get_close_matches(str(model), known, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(known)})"
+            self.fail(f"{field}.model", f"unknown model {model!r}{hint}")
+        for key in ("period_ms", "comm_ms"):
+            if key in doc:
+                self.fail(f"{field}.{key}", "give either 'model' or period_ms/comm_ms, not both")
+        if "model_workers" in doc:
+            n = self.integer(doc["model_workers"], f"{field}.model_workers", minimum=2)
+        elif len(workers) >= 2:
+            n = len(workers)
+        else:
+            self.fail(f"{field}.workers", "a model job needs at least two workers (or model_workers) to size its all-reduce")
+        link = self.number(doc.get("model_link_mbps", zoo.DEFAULT_MODEL_LINK_MBPS), f"{field}.model_link_mbps")
+        scale = self.number(doc.get("time_scale", 1.0), f"{field}.time_scale")
+        timing = zoo.job_timing(model, n, link, scale)
+        return timing.period_ms, timing.comm_ms, model
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(type(value), type(value).__name__)
