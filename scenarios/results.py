@@ -1,0 +1,581 @@
+"""The results folder of one run: its schema, how it is written, how it is read.
+
+A run is data first, pictures second (STYLE.md): the runner writes tables and
+records into a folder, and ``shiftbed report`` redraws every plot and the
+report from that folder alone. Everything here is about the folder; nothing
+here measures or draws.
+
+Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
+
+    results/<scenario>/<UTC timestamp>/      e.g. results/two-jobs/20261130T022550Z/
+        scenario.yaml       the scenario as run
+        environment.json    shiftbed commit, OVS/Ryu/iperf3/kernel versions, datapath,
+                            mtu, machine cores, link_mbps (configured shared-link rate)
+        schedule.json       {quantum_ms, hyperperiod_ms, feasible, overlap_ms, method,
+                             jobs: [{name, period_ms, comm_ms, shift_ms,
+                                     solo_period_ms?, solo_comm_ms?}],
+                             pairs: [{a, b, gcd_ms, comm_sum_ms, separable}]}
+        iterations.csv      policy, job, worker, iteration, start, comm_start, comm_end,
+                            end, bytes                  (absolute unix times)
+        link_bandwidth.csv  policy, link, t_s, job, mbps
+                            (10 ms bins; t_s = bin start, seconds since the policy's epoch)
+        windows.csv         policy, job, open_s, close_s
+                            (scheduled windows, seconds since the policy's epoch)
+        port_stats.csv      time, dpid, port, rx_bytes, tx_bytes, rx_packets, tx_packets,
+                            rx_dropped, tx_dropped     (absolute unix time)
+        summary.json        {format, scenario, results_dir, complete, incomplete_reason,
+                             fidelity_ok, fidelity: {solo_rate_ratio, capture_drops, advice},
+                             crosschecks: {capture_vs_iperf_bytes_err_pct,
+                                           capture_vs_portstats_util_err_pct, ...},
+                             policies: {<policy>: {throughput_change_vs_none_pct, epoch_s?,
+                                 jobs: {<job>: {iterations, mean_iteration_ms,
+                                     predicted_iteration_ms, solo_iteration_ms, error_pct}}}}}
+        plots/*.png, report.md                   drawn by ``shiftbed report``
+
+Tables may carry extra columns after the schema's. ``error_pct`` is
+``(measured - predicted) / predicted * 100``; ``throughput_change_vs_none_pct``
+is :func:`throughput_change_pct`. ``epoch_s`` (optional) is the unix time that a
+policy's ``t_s``/``open_s`` count from. Full description: docs/results.md.
+
+Writing is atomic: :class:`ResultsWriter` fills a hidden sibling
+``.<timestamp>.partial`` and renames it to ``<timestamp>`` in :meth:`finish`,
+also when the run is interrupted (then ``complete`` is false and
+``incomplete_reason`` says why), so a folder without a dot is never half
+written. :func:`load_results` reads a folder back into typed objects.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from scenarios.errors import InputError
+
+FORMAT = "shiftbed-results/1"
+BANDWIDTH_BIN_S = 0.010
+
+SCENARIO_FILE = "scenario.yaml"
+ENVIRONMENT_FILE = "environment.json"
+SCHEDULE_FILE = "schedule.json"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+PLOTS_DIR = "plots"
+
+TABLES: dict[str, tuple[str, ...]] = {
+    "iterations.csv": (
+        "policy", "job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
+    ),
+    "link_bandwidth.csv": ("policy", "link", "t_s", "job", "mbps"),
+    "windows.csv": ("policy", "job", "open_s", "close_s"),
+    "port_stats.csv": (
+        "time", "dpid", "port", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
+        "rx_dropped", "tx_dropped",
+    ),
+}
+# Names are labels, never numbers, even when a job is called "1".
+_LABEL_COLUMNS = {"policy": str, "job": str, "worker": str, "link": str}
+
+REQUIRED_FILES = (SCENARIO_FILE, ENVIRONMENT_FILE, SCHEDULE_FILE, SUMMARY_FILE, *TABLES)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def utc_timestamp(now: datetime | None = None) -> str:
+    """Folder name for a run started at ``now``: sortable, no colons (``20261130T022550Z``)."""
+    return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _safe_name(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+    return cleaned or "scenario"
+
+
+def _json_ready(value: Any) -> Any:
+    """Plain JSON: NaN/inf become null (strict parsers reject them), NumPy scalars become Python."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # numpy scalar
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "xb") as handle:  # ordinary permissions (umask), unlike mkstemp's 0600
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def json_text(obj: Any) -> str:
+    return json.dumps(_json_ready(obj), indent=2, allow_nan=False) + "\n"
+
+
+def _table_columns(name: str, given: Iterable[str]) -> list[str]:
+    """Schema columns first, then extras; a missing schema column is the writer's bug."""
+    given = list(given)
+    schema = TABLES.get(name)
+    if schema is None:
+        return given
+    missing = [c for c in schema if c not in given]
+    if missing:
+        raise ValueError(f"{name}: missing columns {missing} (schema: {list(schema)})")
+    return list(schema) + [c for c in given if c not in schema]
+
+
+class ResultsWriter:
+    """Fills ``<root>/<scenario>/.<timestamp>.partial`` and renames it when the run ends.
+
+    Use it as a context manager: leaving the block by an exception (including
+    Ctrl-C) still renames the folder, with ``complete: false`` and the reason::
+
+        with ResultsWriter("results", "two-jobs") as out:
+            out.write_text("scenario.yaml", text)
+            out.append_rows("iterations.csv", rows)   # as the run goes
+            ...
+            final_dir = out.finish(complete=True)
+
+    SIGTERM does not raise in Python by default; the runner should turn it into
+    an exception (e.g. ``SystemExit``) so that this rename happens.
+    """
+
+    def __init__(self, root: str | Path, scenario_name: str, *, timestamp: str | None = None):
+        self.scenario_name = scenario_name
+        parent = Path(root).resolve() / _safe_name(scenario_name)
+        self._created = [d for d in (*reversed(parent.parents), parent) if not d.exists()]
+        parent.mkdir(parents=True, exist_ok=True)
+        stamp = timestamp or utc_timestamp()
+        for n in range(1000):  # two runs in the same second get -1, -2, ...
+            name = stamp if n == 0 else f"{stamp}-{n}"
+            final, partial = parent / name, parent / f".{name}.partial"
+            if final.exists():
+                continue
+            try:
+                partial.mkdir()
+            except FileExistsError:
+                continue
+            break
+        else:
+            raise RuntimeError(f"{parent}: no free folder name for {stamp}")
+        self.final_dir: Path = final
+        self.partial_dir: Path = partial
+        (partial / PLOTS_DIR).mkdir()
+        self._appending: dict[str, tuple[Any, csv.DictWriter]] = {}
+        self._finished: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        """Where files are right now: the partial folder until :meth:`finish`, then the final one."""
+        return self._finished or self.partial_dir
+
+    def _target(self, name: str) -> Path:
+        if self._finished is not None:
+            raise RuntimeError(f"{self.final_dir}: already finished, cannot write {name}")
+        return self.partial_dir / name
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write a text file (e.g. ``scenario.yaml`` as run)."""
+        path = self._target(name)
+        atomic_write_bytes(path, text.encode())
+        return path
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Write a JSON record (NaN becomes null)."""
+        return self.write_text(name, json_text(obj))
+
+    def write_table(self, name: str, frame: pd.DataFrame) -> Path:
+        """Write a whole table as CSV, schema columns first (see the module docstring)."""
+        if name in self._appending:
+            raise ValueError(f"{name}: rows are being appended; write_table would lose them")
+        path = self._target(name)
+        columns = _table_columns(name, frame.columns)
+        atomic_write_bytes(path, frame[columns].to_csv(index=False).encode())
+        return path
+
+    def append_rows(self, name: str, rows: Iterable[Mapping[str, Any]]) -> Path:
+        """Append rows to a CSV table and flush, so an interrupted run keeps what it measured."""
+        path = self._target(name)
+        rows = list(rows)
+        if name not in self._appending:
+            if not rows:
+                return path
+            handle = open(path, "a", newline="")  # kept open until finish()
+            writer = csv.DictWriter(handle, fieldnames=_table_columns(name, rows[0].keys()))
+            if handle.tell() == 0:
+                writer.writeheader()
+            self._appending[name] = (handle, writer)
+        handle, writer = self._appending[name]
+        for row in rows:
+            missing = set(writer.fieldnames) - set(row)
+            if missing:
+                raise ValueError(f"{name}: row lacks {sorted(missing)}: {dict(row)}")
+            writer.writerow(row)
+        handle.flush()
+        return path
+
+    def _close_tables(self) -> None:
+        for handle, _writer in self._appending.values():
+            handle.close()
+        self._appending.clear()
+
+    def finish(self, complete: bool = True, reason: str | None = None) -> Path:
+        """Stamp ``summary.json`` with completeness and rename to the final folder.
+
+        A run that claims completeness but lacks a required file is recorded
+        as incomplete, naming the files. Calling it again returns the same path.
+        """
+        if self._finished is not None:
+            return self._finished
+        self._close_tables()
+        missing = [n for n in REQUIRED_FILES if n != SUMMARY_FILE and not (self.partial_dir / n).exists()]
+        if complete and missing:
+            complete, reason = False, f"files not written: {', '.join(missing)}"
+        summary_path = self.partial_dir / SUMMARY_FILE
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        summary.update(
+            format=FORMAT,
+            results_dir=str(self.final_dir),
+            complete=bool(complete),
+            incomplete_reason=None if complete else (reason or "interrupted"),
+        )
+        summary.setdefault("scenario", self.scenario_name)
+        summary.setdefault("fidelity_ok", False)  # unknown fidelity is not good fidelity
+        for key in ("fidelity", "crosschecks", "policies"):
+            summary.setdefault(key, {})
+        self.write_json(SUMMARY_FILE, summary)
+        os.rename(self.partial_dir, self.final_dir)
+        self._finished = self.final_dir
+        self._give_to_sudo_user()
+        return self.final_dir
+
+    def _give_to_sudo_user(self) -> None:
+        """Under ``sudo``, hand what we created to the invoking user, so they can redraw it."""
+        uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+        if os.geteuid() != 0 or not uid or not gid:
+            return
+        paths = [*self._created, self.final_dir, *self.final_dir.rglob("*")]
+        for path in paths:
+            os.chown(path, int(uid), int(gid), follow_symlinks=False)
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._finished is not None:
+            return
+        if exc_type is None:
+            self.finish(complete=True)
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.finish(complete=False, reason="interrupted (Ctrl-C)")
+        else:
+            self.finish(complete=False, reason=f"{exc_type.__name__}: {exc}".strip())
+
+
+def throughput_change_pct(mean_iteration_ms: Mapping[str, float],
+                          none_mean_iteration_ms: Mapping[str, float]) -> float:
+    """``throughput_change_vs_none_pct``: the mean over jobs of the change in iterations per second.
+
+    Each job counts once whatever its period, so a short job cannot hide a long one's loss.
+    """
+    changes = [(none_mean_iteration_ms[job] / ms - 1) * 100 for job, ms in mean_iteration_ms.items()]
+    return sum(changes) / len(changes)
+
+
+def schedule_record(schedule: Any, solo: Mapping[str, tuple[float, float]] | None = None) -> dict:
+    """The ``schedule.json`` record of a ``controller.schedule.Schedule``.
+
+    ``solo`` maps a job to its measured ``(solo_period_ms, solo_comm_ms)``.
+    Pair facts use the schedule's quantum, so they say exactly why it is
+    (in)feasible: a pair separates iff ``comm_sum_ms <= gcd_ms``.
+    """
+    quantum_ms = schedule.quantum_ms
+    jobs = list(schedule.jobs)
+
+    def quanta(ms: float) -> int:
+        return round(ms / quantum_ms)
+
+    records = []
+    for job in jobs:
+        record = {"name": job.name, "period_ms": job.period_ms, "comm_ms": job.comm_ms,
+                  "shift_ms": schedule.shifts_ms[job.name]}
+        if solo and job.name in solo:
+            record["solo_period_ms"], record["solo_comm_ms"] = solo[job.name]
+        records.append(record)
+    pairs = []
+    for i, a in enumerate(jobs):
+        for b in jobs[i + 1:]:
+            gcd_ms = math.gcd(quanta(a.period_ms), quanta(b.period_ms)) * quantum_ms
+            comm_sum_ms = a.comm_ms + b.comm_ms
+            pairs.append({"a": a.name, "b": b.name, "gcd_ms": gcd_ms, "comm_sum_ms": comm_sum_ms,
+                          "separable": quanta(comm_sum_ms) <= quanta(gcd_ms)})
+    return {"quantum_ms": quantum_ms, "hyperperiod_ms": schedule.hyperperiod_ms,
+            "feasible": bool(schedule.feasible), "overlap_ms": schedule.overlap_ms,
+            "method": schedule.method, "jobs": records, "pairs": pairs}
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class JobSchedule:
+    """One job in ``schedule.json``: the period and burst the schedule used, and its shift."""
+
+    name: str
+    period_ms: float
+    comm_ms: float
+    shift_ms: float
+    solo_period_ms: float | None = None
+    solo_comm_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class PairFact:
+    """Why two jobs can or cannot be kept apart: separable iff ``comm_sum_ms <= gcd_ms``."""
+
+    a: str
+    b: str
+    gcd_ms: float
+    comm_sum_ms: float
+    separable: bool
+
+
+@dataclass(frozen=True)
+class ScheduleRecord:
+    """``schedule.json``."""
+
+    quantum_ms: float
+    hyperperiod_ms: float
+    feasible: bool
+    overlap_ms: float
+    method: str
+    jobs: tuple[JobSchedule, ...]
+    pairs: tuple[PairFact, ...]
+
+    def job(self, name: str) -> JobSchedule | None:
+        return next((j for j in self.jobs if j.name == name), None)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One job under one policy in ``summary.json`` (``None`` where the run did not get there).
+
+    ``error_pct`` is computed from the two means when the summary lacks it.
+    """
+
+    iterations: int | None
+    mean_iteration_ms: float | None
+    predicted_iteration_ms: float | None
+    solo_iteration_ms: float | None
+    error_pct: float | None
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """One policy in ``summary.json``."""
+
+    throughput_change_vs_none_pct: float | None
+    jobs: dict[str, JobResult]
+    epoch_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """``summary.json``; ``raw`` keeps every key, including ones added later."""
+
+    scenario: str
+    results_dir: str
+    complete: bool
+    incomplete_reason: str | None
+    fidelity_ok: bool
+    fidelity: dict[str, Any]
+    crosschecks: dict[str, Any]
+    policies: dict[str, PolicyResult]
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class Results:
+    """Everything in one results folder. Tables missing from an incomplete run are empty."""
+
+    path: Path
+    summary: Summary
+    scenario_yaml: str
+    scenario: dict[str, Any]
+    environment: dict[str, Any]
+    schedule: ScheduleRecord | None
+    iterations: pd.DataFrame
+    link_bandwidth: pd.DataFrame
+    windows: pd.DataFrame
+    port_stats: pd.DataFrame
+
+    @property
+    def complete(self) -> bool:
+        return self.summary.complete
+
+
+def _bad(path: Path, what: str) -> InputError:
+    return InputError(f"{path}: {what}")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(path, f"unreadable JSON ({exc})") from None
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _parse_summary(path: Path, data: Any) -> Summary:
+    if not isinstance(data, dict) or not isinstance(data.get("complete"), bool):
+        raise _bad(path, "not a shiftbed summary (no boolean 'complete'); "
+                         "expected a folder written by `shiftbed run`")
+    policies_raw = data.get("policies") or {}
+    if not isinstance(policies_raw, dict):
+        raise _bad(path, "policies: must be an object keyed by policy name")
+    policies = {}
+    for policy, entry in policies_raw.items():
+        jobs = {}
+        for job, j in (entry.get("jobs") or {}).items():
+            iterations = j.get("iterations")
+            measured_ms = _number(j.get("mean_iteration_ms"))
+            predicted_ms = _number(j.get("predicted_iteration_ms"))
+            error_pct = _number(j.get("error_pct"))
+            if error_pct is None and measured_ms is not None and predicted_ms:
+                error_pct = (measured_ms - predicted_ms) / predicted_ms * 100
+            jobs[str(job)] = JobResult(
+                iterations=None if iterations is None else int(iterations),
+                mean_iteration_ms=measured_ms,
+                predicted_iteration_ms=predicted_ms,
+                solo_iteration_ms=_number(j.get("solo_iteration_ms")),
+                error_pct=error_pct,
+            )
+        policies[str(policy)] = PolicyResult(
+            throughput_change_vs_none_pct=_number(entry.get("throughput_change_vs_none_pct")),
+            jobs=jobs,
+            epoch_s=_number(entry.get("epoch_s")),
+        )
+    return Summary(
+        scenario=str(data.get("scenario", "")),
+        results_dir=str(data.get("results_dir", "")),
+        complete=data["complete"],
+        incomplete_reason=data.get("incomplete_reason"),
+        fidelity_ok=bool(data.get("fidelity_ok", False)),
+        fidelity=dict(data.get("fidelity") or {}),
+        crosschecks=dict(data.get("crosschecks") or {}),
+        policies=policies,
+        raw=data,
+    )
+
+
+def _parse_schedule(path: Path, data: Any) -> ScheduleRecord:
+    try:
+        return ScheduleRecord(
+            quantum_ms=float(data["quantum_ms"]),
+            hyperperiod_ms=float(data["hyperperiod_ms"]),
+            feasible=bool(data["feasible"]),
+            overlap_ms=float(data["overlap_ms"]),
+            method=str(data["method"]),
+            jobs=tuple(
+                JobSchedule(
+                    name=str(j["name"]), period_ms=float(j["period_ms"]), comm_ms=float(j["comm_ms"]),
+                    shift_ms=float(j["shift_ms"]), solo_period_ms=_number(j.get("solo_period_ms")),
+                    solo_comm_ms=_number(j.get("solo_comm_ms")),
+                )
+                for j in data["jobs"]
+            ),
+            pairs=tuple(
+                PairFact(a=str(p["a"]), b=str(p["b"]), gcd_ms=float(p["gcd_ms"]),
+                         comm_sum_ms=float(p["comm_sum_ms"]), separable=bool(p["separable"]))
+                for p in data.get("pairs", [])
+            ),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _bad(path, f"not a shiftbed schedule record (bad or missing {exc})") from None
+
+
+def _read_table(path: Path, name: str) -> pd.DataFrame:
+    schema = TABLES[name]
+    dtypes = {c: t for c, t in _LABEL_COLUMNS.items() if c in schema}
+    empty = pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, "float64")) for c in schema})
+    if not path.exists():
+        return empty
+    try:
+        frame = pd.read_csv(path, dtype=dtypes)
+    except pd.errors.EmptyDataError:
+        return empty
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise _bad(path, f"unreadable CSV ({exc})") from None
+    missing = [c for c in schema if c not in frame.columns]
+    if missing:
+        raise _bad(path, f"missing columns {missing} (schema: {list(schema)})")
+    return frame
+
+
+def load_results(path: str | Path) -> Results:
+    """Read a results folder; :class:`InputError` (one line) if it is not one.
+
+    A complete run must have every file; an incomplete one may lack some
+    (empty tables, ``schedule=None``).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise _bad(path, "no such results folder")
+    summary_path = path / SUMMARY_FILE
+    if not summary_path.is_file():
+        raise _bad(path, f"not a shiftbed results folder (no {SUMMARY_FILE}); "
+                         "give a folder written by `shiftbed run`, e.g. results/<scenario>/<timestamp>")
+    summary = _parse_summary(summary_path, _read_json(summary_path))
+    if summary.complete:
+        missing = [n for n in REQUIRED_FILES if not (path / n).is_file()]
+        if missing:
+            raise _bad(path, f"run marked complete but {', '.join(missing)} missing")
+
+    scenario_path = path / SCENARIO_FILE
+    scenario_yaml = scenario_path.read_text() if scenario_path.is_file() else ""
+    try:
+        scenario = yaml.safe_load(scenario_yaml) or {}
+    except yaml.YAMLError as exc:
+        raise _bad(scenario_path, f"unreadable YAML ({str(exc).splitlines()[0]})") from None
+    environment_path = path / ENVIRONMENT_FILE
+    environment = _read_json(environment_path) if environment_path.is_file() else {}
+    schedule_path = path / SCHEDULE_FILE
+    schedule = (_parse_schedule(schedule_path, _read_json(schedule_path))
+                if schedule_path.is_file() else None)
+    tables = {name: _read_table(path / name, name) for name in TABLES}
+    return Results(
+        path=path,
+        summary=summary,
+        scenario_yaml=scenario_yaml,
+        scenario=scenario if isinstance(scenario, dict) else {},
+        environment=environment if isinstance(environment, dict) else {},
+        schedule=schedule,
+        iterations=tables["iterations.csv"],
+        link_bandwidth=tables["link_bandwidth.csv"],
+        windows=tables["windows.csv"],
+        port_stats=tables["port_stats.csv"],
+    )
