@@ -316,9 +316,8 @@ class Fabric:
         return status
 
     def _forget(self, ref: runrecord.ProcessRef) -> None:
-        if self.record and ref in self.record.processes:
-            self.record.processes.remove(ref)
-            self.record.save()
+        if self.record:
+            self.record.remove_process(ref)
 
     # -- teardown ---------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 RUN_DIR = Path(os.environ.get("SHIFTBED_RUN_DIR", "/run/shiftbed"))
 LOCK_NAME = "fabric.lock"
 BRIDGE_TAG = "shiftbed-run"
+_SAVE_LOCK = threading.Lock()  # hosts' processes may be started from several threads
 
 
 @dataclass
@@ -62,16 +64,24 @@ class RunRecord:
 
     def save(self) -> None:
         """Write atomically (temporary file, then rename)."""
-        RUN_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2))
-        os.replace(tmp, self.path)
+        with _SAVE_LOCK:
+            RUN_DIR.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(asdict(self), indent=2))
+            os.replace(tmp, self.path)
 
     def add_process(self, pid: int, label: str) -> ProcessRef:
         ref = ProcessRef.of(pid, label)
-        self.processes.append(ref)
+        with _SAVE_LOCK:
+            self.processes.append(ref)
         self.save()
         return ref
+
+    def remove_process(self, ref: ProcessRef) -> None:
+        with _SAVE_LOCK:
+            if ref in self.processes:
+                self.processes.remove(ref)
+        self.save()
 
     @classmethod
     def load(cls, path: Path) -> "RunRecord":
