@@ -1,0 +1,264 @@
+"""`shiftbed report RESULTS_DIR`: redraw every plot and report.md from a results folder alone.
+
+The runner calls :func:`draw_report` at the end of a run; a user calls the
+subcommand later to redraw without re-running (CS244 style: data in a folder,
+a separate step draws). The narrative is generated from the numbers in the
+folder; when the run is incomplete or lost fidelity, it says so first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scenarios import plots
+from scenarios.errors import InputError
+from scenarios.results import PLOTS_DIR, REPORT_FILE, Results, atomic_write_bytes, load_results
+
+ACCURACY_GOAL_PCT = 10.0  # issue 5: measured mean within 10 % of the prediction
+SOLO_RATE_MIN = 0.90  # realised / configured rate of a solo burst below this = fidelity lost
+CROSSCHECK_BOUNDS_PCT = {
+    "capture_vs_iperf_bytes_err_pct": 2.0,
+    "capture_vs_portstats_util_err_pct": 5.0,
+}
+FIDELITY_REMEDIES = (
+    "lower the link rate (the userspace datapath keeps ~96 % of 10-20 Mbit/s with 2 flows "
+    "at MTU 1500, far less at 50-100 Mbit/s)",
+    "use jumbo frames (MTU 9000 on every switch port and host interface)",
+    "run fewer concurrent flows (fewer workers per job, or fewer jobs)",
+)
+PLOT_CAPTIONS = {
+    plots.BANDWIDTH_PNG: "Shared-link bandwidth over time, stacked by job; shading = scheduled windows",
+    plots.ITERATION_TIMES_PNG: "Iteration-time distribution per job and policy; dashed = solo",
+    plots.PREDICTION_PNG: "Predicted vs measured mean iteration time, with the % error",
+    plots.SCHEDULE_PNG: "The schedule as circles: per job, and over one hyper-period",
+}
+
+
+def add_arguments(parser):
+    parser.add_argument("results_dir", metavar="RESULTS_DIR",
+                        help="a folder written by `shiftbed run`, e.g. results/<scenario>/<timestamp>")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def run(args) -> int:
+    paths = draw_report(args.results_dir)
+    report_path, plot_paths = paths[-1], paths[:-1]
+    if args.json:
+        print(json.dumps({"results_dir": str(report_path.parent), "report": str(report_path),
+                          "plots": [str(p) for p in plot_paths]}))
+    else:
+        print(report_path)
+    return 0
+
+
+def draw_report(results_dir: str | Path) -> list[Path]:
+    """Draw every plot and write report.md into the folder; returns [plots..., report.md].
+
+    Raises :class:`InputError` when the folder is not a shiftbed results folder.
+    """
+    results = load_results(results_dir)
+    try:
+        plot_paths = plots.draw_all(results, results.path / PLOTS_DIR)
+        report_path = results.path / REPORT_FILE
+        text = render_report(results, [p.name for p in plot_paths])
+        atomic_write_bytes(report_path, text.encode())
+    except PermissionError as exc:
+        raise InputError(f"{results.path}: cannot write the report there ({exc.strerror})") from None
+    return [*plot_paths, report_path]
+
+
+# --------------------------------------------------------------------------- the narrative
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f} %"
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def _banners(results: Results) -> list[str]:
+    """What a reader must know before trusting any number below."""
+    summary = results.summary
+    lines = []
+    if not summary.complete:
+        lines += [f"> **⚠ INCOMPLETE RUN: {summary.incomplete_reason or 'reason not recorded'}.** "
+                  "The numbers below cover only what was measured before the run stopped.", ""]
+    if not summary.fidelity_ok:
+        fidelity = summary.fidelity
+        facts = []
+        ratio = fidelity.get("solo_rate_ratio")
+        if ratio is not None:
+            facts.append(f"solo bursts reached {ratio * 100:.0f} % of the configured link rate "
+                         f"(needs at least {SOLO_RATE_MIN * 100:.0f} %)")
+        drops = fidelity.get("capture_drops")
+        if drops:
+            facts.append(f"the capture dropped {drops} packets")
+        why = "; ".join(facts) or "fidelity was not measured"
+        lines += [f"> **⚠ FIDELITY LOST: the emulated fabric did not deliver what the scenario "
+                  f"configured, so these measurements may show the emulator, not the model.** "
+                  f"{why[0].upper() + why[1:]}.", ">", "> What to change:"]
+        if fidelity.get("advice"):
+            lines.append(f"> - {fidelity['advice']}")
+        lines += [f"> - {remedy}" for remedy in FIDELITY_REMEDIES]
+        lines.append("")
+    return lines
+
+
+def _schedule_section(results: Results) -> tuple[str, list[str]]:
+    """The verdict (one phrase) and the section explaining it with gcd vs comm sum."""
+    schedule = results.schedule
+    if schedule is None:
+        return "unknown (no schedule.json)", ["No schedule.json in this folder.", ""]
+    lines = [
+        f"Quantum {schedule.quantum_ms:g} ms, hyper-period (LCM of the periods) "
+        f"{schedule.hyperperiod_ms:g} ms, method `{schedule.method}`.",
+        "",
+        "| job | period (ms) | comm (ms) | shift (ms) |",
+        "|---|---:|---:|---:|",
+        *[f"| {j.name} | {j.period_ms:g} | {j.comm_ms:g} | {j.shift_ms:g} |" for j in schedule.jobs],
+        "",
+    ]
+    if schedule.pairs:
+        lines += ["Two jobs can be kept apart for ever iff their bursts fit in the gcd of their "
+                  "periods: c_a + c_b ≤ gcd(T_a, T_b).", "",
+                  "| pair | gcd(T_a, T_b) (ms) | c_a + c_b (ms) | separable |", "|---|---:|---:|---|"]
+        lines += [f"| {p.a} – {p.b} | {p.gcd_ms:g} | {p.comm_sum_ms:g} | "
+                  f"{'yes' if p.separable else '**no**'} |" for p in schedule.pairs]
+        lines.append("")
+    failing = [p for p in schedule.pairs if not p.separable]
+    if schedule.feasible:
+        verdict = "feasible"
+        lines.append("**Feasible**: the shifts above keep every burst apart, every iteration.")
+    elif failing:
+        verdict = "infeasible"
+        why = "; ".join(f"{p.a} – {p.b}: gcd {p.gcd_ms:g} ms < {p.comm_sum_ms:g} ms of bursts"
+                        for p in failing)
+        lines.append(f"**Infeasible** ({why}): those bursts collide in some iteration whatever "
+                     f"the shifts. The best shifts still leave {schedule.overlap_ms:g} ms of "
+                     "pairwise overlap per hyper-period.")
+    else:
+        verdict = "infeasible"
+        lines.append("**Infeasible**, although every pair passes the gcd test: the pairwise test "
+                     "is necessary but not sufficient for more than two jobs. The best shifts "
+                     f"leave {schedule.overlap_ms:g} ms of pairwise overlap per hyper-period.")
+    longest_ms = max(j.period_ms for j in schedule.jobs)
+    if schedule.hyperperiod_ms >= 20 * longest_ms:
+        lines.append(f"The hyper-period is {schedule.hyperperiod_ms / longest_ms:.0f}× the longest "
+                     "period: the periods are nearly coprime, so the joint pattern takes long to repeat.")
+    lines.append("")
+    return verdict, lines
+
+
+def _policy_section(results: Results) -> tuple[str, list[str]]:
+    policies = results.summary.policies
+    order = plots.policy_order(policies)
+    lines = ["Throughput change = the mean over jobs of the change in iterations per second "
+             "versus `none` (every job starting at t = 0, running free).", "",
+             "| policy | throughput change vs none |", "|---|---:|"]
+    lines += [f"| {p} | {_pct(0.0 if p == 'none' else policies[p].throughput_change_vs_none_pct)} |"
+              for p in order]
+    lines.append("")
+    changes = {p: policies[p].throughput_change_vs_none_pct for p in order if p != "none"}
+    changes = {p: c for p, c in changes.items() if c is not None}
+    if not changes:
+        verdict = "no policy to compare with `none`"
+        lines.append("No policy other than `none` has a throughput figure: nothing to compare.")
+    else:
+        best = max(changes, key=lambda p: changes[p])
+        if changes[best] > 0:
+            verdict = f"`{best}` won ({_pct(changes[best])} throughput vs `none`)"
+            lines.append(f"**`{best}` won**: {_pct(changes[best])} training throughput versus `none`.")
+        else:
+            verdict = f"no policy beat `none` (best: `{best}`, {_pct(changes[best])})"
+            lines.append(f"**No policy beat `none`**; the best was `{best}` at {_pct(changes[best])}.")
+        if results.schedule is not None and not results.schedule.feasible and "shift" in changes:
+            lines.append(f"The schedule is infeasible, so a static shift cannot keep the bursts "
+                         f"apart for long: `shift` changed throughput by {_pct(changes['shift'])}.")
+    lines.append("")
+    return verdict, lines
+
+
+def _accuracy_section(results: Results) -> tuple[str, list[str]]:
+    rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
+            for j, r in results.summary.policies[p].jobs.items()]
+    lines = ["Prediction: the fluid model fed with the measured solo figures. "
+             "Error = (measured − predicted) / predicted.", "",
+             "| policy | job | iterations | measured mean (ms) | predicted (ms) | solo (ms) | error |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {p} | {j} | {r.iterations if r.iterations is not None else 'n/a'} | "
+              f"{_ms(r.mean_iteration_ms)} | {_ms(r.predicted_iteration_ms)} | "
+              f"{_ms(r.solo_iteration_ms)} | {_pct(r.error_pct)} |" for p, j, r in rows]
+    lines.append("")
+    errors = [(abs(r.error_pct), p, j, r.error_pct) for p, j, r in rows if r.error_pct is not None]
+    if not errors:
+        lines += ["No prediction error could be computed.", ""]
+        return "no prediction error computed", lines
+    worst_abs, worst_policy, worst_job, worst = max(errors)
+    mean_abs = sum(e[0] for e in errors) / len(errors)
+    outside = sum(1 for e in errors if e[0] > ACCURACY_GOAL_PCT)
+    verdict = f"max |error| {worst_abs:.1f} %, mean |error| {mean_abs:.1f} %"
+    goal = (f"all {len(errors)} within the {ACCURACY_GOAL_PCT:g} % goal" if not outside else
+            f"**{outside} of {len(errors)} outside the {ACCURACY_GOAL_PCT:g} % goal**")
+    lines += [f"Theory and measurement: {verdict} ({goal}); the worst is `{worst_job}` under "
+              f"`{worst_policy}` ({_pct(worst)}).", ""]
+    return verdict, lines
+
+
+def _fidelity_section(results: Results) -> tuple[str, list[str]]:
+    summary = results.summary
+    fidelity, checks = summary.fidelity, summary.crosschecks
+    verdict = "ok" if summary.fidelity_ok else "**LOST** (see the warning at the top)"
+    ratio = fidelity.get("solo_rate_ratio")
+    lines = [f"- Fidelity: {verdict}.",
+             f"- Solo bursts reached {'n/a' if ratio is None else f'{ratio * 100:.1f} %'} of the "
+             f"configured link rate (needs at least {SOLO_RATE_MIN * 100:.0f} %).",
+             f"- Packets dropped by the capture: {fidelity.get('capture_drops', 'n/a')}."]
+    for name, value in checks.items():
+        bound = CROSSCHECK_BOUNDS_PCT.get(name)
+        if isinstance(value, int | float) and bound is not None:
+            within = "within" if abs(value) <= bound else "**outside**"
+            lines.append(f"- Cross-check `{name}`: {value:.2f} % ({within} ±{bound:g} %).")
+        else:
+            lines.append(f"- Cross-check `{name}`: {value}.")
+    lines.append("")
+    return verdict, lines
+
+
+def _environment_lines(results: Results) -> list[str]:
+    if not results.environment:
+        return ["No environment.json in this folder.", ""]
+    lines = [f"- {key}: {value if isinstance(value, str | int | float) else json.dumps(value)}"
+             for key, value in results.environment.items()]
+    return [*lines, ""]
+
+
+def render_report(results: Results, plot_names: list[str]) -> str:
+    """report.md: warnings first, then the verdicts, then the numbers behind them, then plots."""
+    summary = results.summary
+    feasibility, schedule_lines = _schedule_section(results)
+    winner, policy_lines = _policy_section(results)
+    accuracy, accuracy_lines = _accuracy_section(results)
+    fidelity, fidelity_lines = _fidelity_section(results)
+    lines = [f"# shiftbed report: {summary.scenario or results.path.parent.name}", ""]
+    lines += _banners(results)
+    lines += [f"Results folder `{results.path.name}` "
+              f"({'complete run' if summary.complete else 'incomplete run'}). "
+              "Redraw with `shiftbed report <this folder>`.", "",
+              "## In short", "",
+              f"- Schedule: {feasibility}.",
+              f"- Policies: {winner}.",
+              f"- Theory vs measurement: {accuracy}.",
+              f"- Fidelity: {fidelity}.", "",
+              "## The schedule: can the bursts be kept apart?", "", *schedule_lines,
+              "## Which policy won", "", *policy_lines,
+              "## Theory vs measurement", "", *accuracy_lines,
+              "## Fidelity and cross-checks", "", *fidelity_lines,
+              "## Plots", ""]
+    for name in plot_names:
+        caption = PLOT_CAPTIONS.get(name, name)
+        lines += [f"### {caption}", "", f"![{caption}]({PLOTS_DIR}/{name})", ""]
+    lines += ["## Environment", "", *_environment_lines(results)]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,127 @@
+"""`shiftbed report`: plots and report.md from a results folder alone, identical on redraw."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from results_example import GATE_CHANGE_PCT, MEASURED_MS, SHIFT_CHANGE_PCT, error_pct, write_example
+
+from scenarios import plots
+from scenarios.errors import InputError
+from scenarios.report import draw_report
+from scenarios.results import PLOTS_DIR, REPORT_FILE, ResultsWriter
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SHIFTBED = Path(sys.executable).parent / "shiftbed"  # the venv's editable entry point
+ALL_PLOTS = [plots.BANDWIDTH_PNG, plots.ITERATION_TIMES_PNG, plots.PREDICTION_PNG, plots.SCHEDULE_PNG]
+
+
+def _data_only_copy(folder: Path, destination: Path) -> Path:
+    """The folder as a run leaves its data: no plots, no report."""
+    shutil.copytree(folder, destination, ignore=shutil.ignore_patterns(PLOTS_DIR, REPORT_FILE))
+    return destination
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory) -> list[Path]:
+    """The example folder, drawn once for the tests that only read what was drawn."""
+    return draw_report(write_example(tmp_path_factory.mktemp("drawn")))
+
+
+def test_draw_report_writes_every_plot_as_a_real_png_and_the_report(drawn):
+    paths = drawn
+    assert [p.name for p in paths] == [*ALL_PLOTS, REPORT_FILE]
+    for path in paths[:-1]:
+        data = path.read_bytes()
+        assert data.startswith(PNG_SIGNATURE), path
+        assert len(data) > 15_000, f"{path.name}: {len(data)} bytes, suspiciously empty"
+    report = paths[-1].read_text()
+    for name in ALL_PLOTS:
+        assert f"]({PLOTS_DIR}/{name})" in report
+
+
+def test_report_states_the_numbers_of_the_folder(drawn):
+    report = drawn[-1].read_text()
+    assert f"**`gate` won**: +{GATE_CHANGE_PCT:.1f} %" in report
+    assert f"| shift | +{SHIFT_CHANGE_PCT:.1f} % |" in report
+    errors = [abs(error_pct(p, j)) for p in MEASURED_MS for j in MEASURED_MS[p]]
+    assert f"max |error| {max(errors):.1f} %, mean |error| {sum(errors) / len(errors):.1f} %" in report
+    assert "| a – b | 100 | 70 | yes |" in report
+    assert "**Feasible**" in report
+    assert "FIDELITY LOST" not in report and "INCOMPLETE" not in report
+
+
+def test_a_redraw_from_the_data_alone_is_byte_identical(tmp_path):
+    folder = write_example(tmp_path / "run")
+    first = {p.name: p.read_bytes() for p in draw_report(folder)}
+    again = {p.name: p.read_bytes() for p in draw_report(folder)}
+    copy = _data_only_copy(folder, tmp_path / "elsewhere" / folder.name)
+    from_copy = {p.name: p.read_bytes() for p in draw_report(copy)}
+    assert first == again
+    assert first == from_copy
+
+
+def test_lost_fidelity_is_the_first_thing_the_report_says(tmp_path):
+    report = Path(draw_report(write_example(tmp_path, fidelity_ok=False))[-1]).read_text()
+    first_paragraph = report.split("\n\n")[1]
+    assert "FIDELITY LOST" in first_paragraph
+    assert "71 %" in first_paragraph  # the measured solo rate ratio
+    assert "lower link_mbps to 10" in report  # the run's own advice
+    assert "jumbo frames" in report and "lower the link rate" in report and "fewer" in report
+
+
+def test_an_incomplete_run_is_reported_first_and_still_drawn(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        with ResultsWriter(tmp_path, "demo") as writer:
+            writer.write_text("scenario.yaml", "name: demo\n")
+            raise KeyboardInterrupt
+    paths = draw_report(writer.final_dir)
+    assert all(p.read_bytes().startswith(PNG_SIGNATURE) for p in paths[:-1])
+    report = paths[-1].read_text()
+    assert report.split("\n\n")[1].startswith("> **⚠ INCOMPLETE RUN: interrupted (Ctrl-C).**")
+
+
+def test_an_infeasible_pair_is_explained_by_gcd_versus_comm_sum(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "infeasible")
+    schedule = json.loads((folder / "schedule.json").read_text())
+    schedule.update(hyperperiod_ms=10403.0, feasible=False, overlap_ms=1234.0)
+    schedule["jobs"][0]["period_ms"], schedule["jobs"][1]["period_ms"] = 101.0, 103.0
+    schedule["pairs"][0].update(gcd_ms=1.0, separable=False)
+    (folder / "schedule.json").write_text(json.dumps(schedule))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "**Infeasible** (a – b: gcd 1 ms < 70 ms of bursts)" in report
+    assert "1234 ms of pairwise overlap" in report
+    assert "nearly coprime" in report
+
+
+def test_overlap_intervals_find_where_two_jobs_are_busy_at_once():
+    busy = {"a": [(0.0, 30.0), (100.0, 130.0)], "b": [(20.0, 60.0)], "c": [(130.0, 140.0)]}
+    assert plots.overlap_intervals(busy) == [(20.0, 30.0)]  # touching at 130 is not overlap
+
+
+def test_draw_report_on_a_folder_that_is_not_results_raises_input_error(tmp_path):
+    with pytest.raises(InputError, match="not a shiftbed results folder"):
+        draw_report(tmp_path)
+
+
+@pytest.mark.parametrize("make", [lambda p: p / "x", lambda p: p])
+def test_shiftbed_report_on_a_non_results_folder_exits_2_with_one_line(tmp_path, make):
+    result = subprocess.run([str(SHIFTBED), "report", str(make(tmp_path))],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("shiftbed report: ")
+
+
+def test_shiftbed_report_json_prints_one_object_naming_what_it_drew(tmp_path):
+    folder = write_example(tmp_path)
+    result = subprocess.run([str(SHIFTBED), "report", str(folder), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["report"] == str(folder / REPORT_FILE)
+    assert [Path(p).name for p in answer["plots"]] == ALL_PLOTS
