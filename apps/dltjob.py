@@ -94,12 +94,17 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Transfer:
-    """One iperf3 flow of a collective phase: ``src`` sends ``nbytes`` to ``dst``."""
+    """One iperf3 flow of a collective phase: ``src`` sends ``nbytes`` to ``dst``.
+
+    The sender runs the iperf3 server on ``port`` and the receiver a reverse-mode
+    client whose data socket is bound to ``cport`` (apps/iperf.py says why), so on
+    the wire the data flows ``src:port -> dst:cport``; the gate matches both ports.
+    """
 
     src: Worker
     dst: Worker
-    port: int  # server port on dst
-    cport: int  # client data source port on src: what the gate matches
+    port: int  # iperf3 server port on src (data source port)
+    cport: int  # client data port on dst (data destination port)
     nbytes: int
 
 
@@ -140,8 +145,8 @@ def collective(spec: JobSpec) -> list[list[Transfer]]:
 
 def data_flows(spec: JobSpec) -> list[dict]:
     """The job's data flows as the scheduler registers them (ingress dpid added by the caller)."""
-    return [{"src_host": t.src.name, "src_ip": t.src.ip, "dst_ip": t.dst.ip, "tcp_src": t.cport}
-            for phase in collective(spec) for t in phase]
+    return [{"src_host": t.src.name, "src_ip": t.src.ip, "dst_ip": t.dst.ip, "tcp_src": t.port,
+             "tcp_dst": t.cport} for phase in collective(spec) for t in phase]
 
 
 @dataclass(frozen=True)
@@ -301,10 +306,10 @@ class IperfTransport:
         for phase in collective(spec):
             for t in phase:
                 pidfile = os.path.join(run_dir, f"iperf3-{spec.name}-{t.port}.pid")
-                self.servers.append(iperf.start_server(t.port, pidfile, t.dst.host_pid))
+                self.servers.append(iperf.start_server(t.port, pidfile, t.src.host_pid))
 
     def __call__(self, phase: list[Transfer]) -> list[TransferResult]:
-        self.clients = [self._iperf.Client(t.dst.ip, t.port, t.cport, t.nbytes, t.src.host_pid)
+        self.clients = [self._iperf.Client(t.src.ip, t.port, t.cport, t.nbytes, t.dst.host_pid)
                         for t in phase]
         out = []
         for t, c in zip(phase, self.clients, strict=True):

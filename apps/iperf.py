@@ -6,9 +6,16 @@ Why this shape (see ../shared/PLATFORM.md):
   own server port;
 - servers are daemons (``-D``) that outlive a Mininet host's namespace, so each
   one writes a pid file and is ended by that PID, never by name;
-- ``--cport`` pins the client's *data* stream source port while the control
-  connection stays ephemeral: the gate matches the data port and never cuts
-  iperf3's control channel;
+- ``--cport`` pins the client's *data* stream port while the control
+  connection stays ephemeral: the gate matches the data flow's two ports and
+  never cuts iperf3's control channel;
+- bursts run in **reverse mode** (``-R``: the server sends, the client
+  receives): measured on the fabric, a forward ``-n`` client declares the
+  test done once the bytes are in its socket buffer and the server then
+  resets the connection, so only ~40 % of a 700 KB burst reached the wire;
+  with ``-R`` the receiving client ends the test after it has *received*
+  every byte (checked by capture: 704 512 of 704 512 bytes). So the sender of
+  a transfer runs the server and the receiver runs the client;
 - a fresh client per burst costs ~19 ms (process start + control connection);
   :func:`burst_overhead_ms` measures it from a client's own JSON.
 
@@ -44,12 +51,16 @@ def server_argv(port: int, pidfile: str) -> list[str]:
 BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bursts exact
 
 
-def client_argv(server_ip: str, port: int, cport: int, nbytes: int) -> list[str]:
-    """A client sending ``nbytes`` (rounded up to 16 KiB) to ``server_ip:port`` from ``cport``."""
+def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True) -> list[str]:
+    """A client for ``nbytes`` (rounded up to 16 KiB) with ``server_ip:port``, data on local port ``cport``.
+
+    ``reverse`` (default): the server sends and this client receives (see the module docstring).
+    """
     if nbytes <= 0:
         raise ValueError(f"nbytes must be positive, got {nbytes}")
-    return [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)),
+    argv = [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)),
             "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-J", "--connect-timeout", "2000"]
+    return argv + (["-R"] if reverse else [])
 
 
 @dataclass
@@ -117,7 +128,7 @@ class BurstResult:
     launch_s: float  # unix time the client process was started
     exit_s: float  # unix time the client process was seen to exit
     test_start_s: float  # iperf3's start timestamp (whole seconds only in 3.12)
-    bytes_sent: int
+    bytes_sent: int  # bytes that reached the receiver (reverse mode: this client)
     seconds: float  # iperf3's own duration of the data phase
     retransmits: int
     error: str = ""
@@ -129,7 +140,7 @@ class BurstResult:
 
 
 def parse_client_json(text: str) -> dict:
-    """Extract bytes, seconds, retransmits, start time and error from iperf3 client ``-J`` output.
+    """Extract delivered bytes, seconds, retransmits, start time and error from client ``-J`` output.
 
     Raises ValueError when the text is not iperf3 JSON.
     """
@@ -139,11 +150,12 @@ def parse_client_json(text: str) -> dict:
     error = str(doc.get("error", ""))
     end = doc.get("end", {}) or {}
     sent = end.get("sum_sent", {}) or {}
+    received = end.get("sum_received", {}) or {}
     start = doc.get("start", {}) or {}
     timestamp = (start.get("timestamp", {}) or {}).get("timesecs", 0)
     return {
-        "bytes_sent": int(sent.get("bytes", 0)),
-        "seconds": float(sent.get("seconds", 0.0)),
+        "bytes_sent": int(received.get("bytes", sent.get("bytes", 0))),
+        "seconds": float(received.get("seconds", sent.get("seconds", 0.0))),
         "retransmits": int(sent.get("retransmits", 0)),
         "test_start_s": float(timestamp),
         "error": error,
@@ -154,9 +166,9 @@ class Client:
     """One burst in flight: a client process launched now, collected with :meth:`wait`."""
 
     def __init__(self, server_ip: str, port: int, cport: int, nbytes: int,
-                 host_pid: int | None = None, clock=time.time):
+                 host_pid: int | None = None, clock=time.time, reverse: bool = True):
         self._clock = clock
-        argv = in_host(host_pid, client_argv(server_ip, port, cport, nbytes))
+        argv = in_host(host_pid, client_argv(server_ip, port, cport, nbytes, reverse))
         self.launch_s = clock()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.pid = self.proc.pid

@@ -8,7 +8,7 @@ without Ryu, eventlet or root.
 Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 
 - ``POST /jobs`` ``{"name", "period_ms", "comm_ms", "workers": [host, ...],
-  "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src"}, ...]}`` → 201
+  "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"?}, ...]}`` → 201
 - ``DELETE /jobs/{name}`` → 200; ``GET /jobs``
 - ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window,
   hyper-period, feasibility
@@ -124,8 +124,8 @@ class JobRequest:
     def as_dict(self) -> dict:
         return {"name": self.name, "period_ms": self.period_ms, "comm_ms": self.comm_ms,
                 "workers": list(self.workers),
-                "flows": [{"dpid": f.dpid, "src_ip": f.src_ip, "dst_ip": f.dst_ip, "tcp_src": f.tcp_src}
-                          for f in self.flows]}
+                "flows": [{"dpid": f.dpid, "src_ip": f.src_ip, "dst_ip": f.dst_ip, "tcp_src": f.tcp_src,
+                           "tcp_dst": f.tcp_dst} for f in self.flows]}
 
 
 def validate_job(doc: dict) -> JobRequest:
@@ -153,11 +153,14 @@ def validate_job(doc: dict) -> JobRequest:
         fw = f"{where}.flows[{i}]"
         if not isinstance(f, dict):
             raise ApiError(400, f"{fw}: must be an object")
-        _unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src"}, fw)
+        _unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"}, fw)
         dpid = int(_number(f, "dpid", fw, 0, MAX_DPID, lo_open=False, integer=True))
         tcp_src = int(_number(f, "tcp_src", fw, 1, 65535, lo_open=False, integer=True))
+        tcp_dst = None
+        if f.get("tcp_dst") is not None:
+            tcp_dst = int(_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
         flows.append(DataFlow(dpid, _ipv4(f.get("src_ip"), f"{fw}.src_ip"),
-                              _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src))
+                              _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst))
     return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows))
 
 

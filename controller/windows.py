@@ -7,8 +7,9 @@ time from a ``hub`` timer and follows each edge with a barrier.
 
 Job ``j`` may send during ``[epoch + shift_j + k·T_j, … + window_j)``,
 ``window_j = comm_j`` (+ ``guard_ms``). Outside, its *data* flows (matched
-exactly: IPv4 TCP, ``ipv4_src``, ``ipv4_dst``, ``tcp_src`` = the iperf3
-``--cport``) at the ingress leaf, where the job enters the shared links, are
+exactly: IPv4 TCP, ``ipv4_src``, ``ipv4_dst``, ``tcp_src`` and ``tcp_dst`` —
+iperf3's server port and the client's ``--cport``, which only the data
+connection has) at the ingress leaf, where the job enters the shared links, are
 either
 
 - ``mode="block"``: dropped by a rule at priority ``GATE_PRIORITY`` (>= 10000,
@@ -50,11 +51,15 @@ class DataFlow:
     src_ip: str
     dst_ip: str
     tcp_src: int
+    tcp_dst: int | None = None  # None: any
 
     def match(self) -> dict:
         """The match in Ryu ``OFPMatch`` keyword names."""
-        return {"eth_type": ETH_TYPE_IPV4, "ip_proto": IP_PROTO_TCP, "ipv4_src": self.src_ip,
-                "ipv4_dst": self.dst_ip, "tcp_src": self.tcp_src}
+        match = {"eth_type": ETH_TYPE_IPV4, "ip_proto": IP_PROTO_TCP, "ipv4_src": self.src_ip,
+                 "ipv4_dst": self.dst_ip, "tcp_src": self.tcp_src}
+        if self.tcp_dst is not None:
+            match["tcp_dst"] = self.tcp_dst
+        return match
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,9 @@ def read_pcap(path: str) -> pd.DataFrame:
     }, columns=COLUMNS)
 
 
-def label_flows(packets: pd.DataFrame, flows: dict[str, list[tuple[str, str, int]]]) -> pd.Series:
-    """Name the job of each packet from its data flows ``(src_ip, dst_ip, tcp_src)``; others: ``""``."""
-    key = packets["src_ip"] + "|" + packets["dst_ip"] + "|" + packets["sport"].astype(str)
-    lookup = {f"{s}|{d}|{p}": job for job, fl in flows.items() for s, d, p in fl}
+def label_flows(packets: pd.DataFrame, flows: dict[str, list[tuple]]) -> pd.Series:
+    """Name the job of each packet from its data flows ``(src_ip, dst_ip, sport, dport)``; others: ``""``."""
+    key = (packets["src_ip"] + "|" + packets["dst_ip"] + "|" + packets["sport"].astype(str) + "|"
+           + packets["dport"].astype(str))
+    lookup = {"|".join(map(str, f)): job for job, fl in flows.items() for f in fl}
     return key.map(lookup).fillna("")

@@ -24,5 +24,5 @@ def test_read_pcap_matches_scapy(tmp_path):
     assert list(df["wire_bytes"]) == [len(p) for p in packets]
     assert df["time_s"].iloc[1] == 1000.001
     assert list(df["sport"][:5]) == [5701] * 5 and df["proto"].iloc[5] == 17
-    jobs = label_flows(df, {"a": [("10.0.0.1", "10.0.0.3", 5701)]})
+    jobs = label_flows(df, {"a": [("10.0.0.1", "10.0.0.3", 5701, 5201)]})
     assert list(jobs) == ["a"] * 5 + [""]

@@ -137,3 +137,8 @@ def test_before_epoch_closed_and_bad_inputs():
         WindowGate({"a": JobWindow(100, 0, 10)}, FLOWS, EPOCH_S, mode="sometimes")
     with pytest.raises(ValueError):
         WindowGate({"z": JobWindow(100, 0, 10)}, FLOWS, EPOCH_S)
+
+
+def test_match_both_ports_when_given():
+    assert DataFlow(1, "10.0.0.1", "10.0.0.3", 5201, 5701).match()["tcp_dst"] == 5701
+    assert "tcp_dst" not in DataFlow(1, "10.0.0.1", "10.0.0.3", 5201).match()

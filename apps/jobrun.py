@@ -1,0 +1,137 @@
+"""Glue for runners: jobs on a running fabric, registered with the scheduler, drivers started.
+
+The scenario runner, the integration tests and ``bench/gate.py`` all do the
+same few steps, so they live here once::
+
+    specs = [job_on_fabric(fabric, "a", 200, 80, ["h1", "h3"], base_port=5201), ...]
+    rest = fabric.controller.rest_url          # controller started with controller.scheduler_app
+    register_jobs(rest, fabric.wiring, specs)   # POST /shiftbed/jobs (flows matched at each sender's leaf)
+    schedule = set_policy(rest, "gate", start_in_s=2.0)
+    drivers = start_drivers(specs, run_dir, rest, iterations=20, launch_lead_ms=lead, fabric=fabric)
+    wait_drivers(drivers)                       # rows in <run_dir>/<job>.csv
+    stop_gate(rest)
+
+Nothing here imports Mininet or Ryu: the fabric is duck-typed (``host(name).pid``,
+``ip(name)``, ``wiring.host(name).leaf``, ``track(pid, label)``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+
+import requests
+
+from apps import dltjob
+from apps.iperf import kill_pid
+
+
+def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: list[str], *,
+                  pattern: str = "ring", link_mbps: float | None = None, fill: float = 0.8,
+                  base_port: int = 5201, jitter_ms: float = 0.0, seed: int = 0) -> dltjob.JobSpec:
+    """A :class:`~apps.dltjob.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs)."""
+    workers = tuple(dltjob.Worker(h, fabric.ip(h), fabric.host(h).pid) for h in hosts)
+    rate = link_mbps or min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps)
+    return dltjob.JobSpec(name, float(period_ms), float(comm_ms), workers, pattern, rate, fill,
+                          base_port, jitter_ms, seed)
+
+
+def job_request(wiring, spec: dltjob.JobSpec) -> dict:
+    """The ``POST /shiftbed/jobs`` body: each data flow gated at its sender's leaf."""
+    from topo.wiring import leaf_dpid
+
+    flows = [{"dpid": leaf_dpid(wiring.host(f["src_host"]).leaf), "src_ip": f["src_ip"],
+              "dst_ip": f["dst_ip"], "tcp_src": f["tcp_src"], "tcp_dst": f["tcp_dst"]}
+             for f in dltjob.data_flows(spec)]
+    return {"name": spec.name, "period_ms": spec.period_ms, "comm_ms": spec.comm_ms,
+            "workers": [w.name for w in spec.workers], "flows": flows}
+
+
+def _check(answer: requests.Response) -> dict:
+    if answer.status_code >= 400:
+        raise RuntimeError(f"scheduler said {answer.status_code}: {answer.text[:300]}")
+    return answer.json()
+
+
+def register_jobs(rest_url: str, wiring, specs) -> dict:
+    """Register every job (replacing one of the same name); returns the schedule."""
+    doc = {}
+    for spec in specs:
+        requests.delete(f"{rest_url}/shiftbed/jobs/{spec.name}", timeout=5)
+        doc = _check(requests.post(f"{rest_url}/shiftbed/jobs", json=job_request(wiring, spec), timeout=5))
+    return doc.get("schedule", {})
+
+
+def remove_jobs(rest_url: str, names) -> None:
+    for name in names:
+        requests.delete(f"{rest_url}/shiftbed/jobs/{name}", timeout=5)
+
+
+def set_policy(rest_url: str, policy: str, **options) -> dict:
+    """``POST /shiftbed/policy`` (options: start_in_s | epoch_s, seed, mode, floor_kbps, guard_ms, quantum_ms)."""
+    return _check(requests.post(f"{rest_url}/shiftbed/policy", json={"policy": policy, **options},
+                                timeout=5))
+
+
+def stop_gate(rest_url: str) -> dict:
+    return _check(requests.post(f"{rest_url}/shiftbed/stop", timeout=5))
+
+
+def get(rest_url: str, what: str) -> dict:
+    """``GET /shiftbed/<what>``: schedule, status, edges, jobs."""
+    return _check(requests.get(f"{rest_url}/shiftbed/{what}", timeout=5))
+
+
+def start_drivers(specs, run_dir: str, rest_url: str | None = None, *, plans: dict | None = None,
+                  iterations: int | None = None, until_s: float | None = None,
+                  launch_lead_ms: float = 0.0, fabric=None) -> dict:
+    """One driver process per job (plan from ``rest_url`` or ``plans[name]``); CSV at ``<run_dir>/<job>.csv``.
+
+    With ``fabric``, each driver's PID is recorded in the run record.
+    """
+    os.makedirs(run_dir, exist_ok=True)
+    drivers = {}
+    for spec in specs:
+        cfg = dltjob.driver_config(
+            spec, os.path.join(run_dir, f"{spec.name}.csv"), run_dir,
+            controller_url=None if plans else rest_url, plan=plans[spec.name] if plans else None,
+            iterations=iterations, until_s=until_s, launch_lead_ms=launch_lead_ms)
+        err = open(os.path.join(run_dir, f"{spec.name}.driver.err"), "wb")
+        proc = dltjob.start_driver(cfg, os.path.join(run_dir, f"{spec.name}.driver.json"), stderr=err)
+        err.close()
+        if fabric is not None:
+            fabric.track(proc.pid, f"dltjob:{spec.name}")
+        drivers[spec.name] = proc
+    return drivers
+
+
+def wait_drivers(drivers: dict, timeout_s: float = 120.0) -> dict:
+    """Wait for every driver to exit (stop the rest after ``timeout_s``); returns exit codes."""
+    deadline = time.monotonic() + timeout_s
+    codes = {}
+    for name, proc in drivers.items():
+        try:
+            codes[name] = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except Exception:
+            codes[name] = dltjob.stop_driver(proc)
+    return codes
+
+
+def end_leftover_servers(run_dir: str) -> int:
+    """End iperf3 servers whose pid files a killed driver left in ``run_dir``; returns how many."""
+    ended = 0
+    for path in glob.glob(os.path.join(run_dir, "iperf3-*.pid")):
+        try:
+            pid = int(open(path).read().strip().strip("\x00") or 0)
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "iperf3":
+                    kill_pid(pid)
+                    ended += 1
+        except (ValueError, FileNotFoundError, ProcessLookupError):
+            pass
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return ended
