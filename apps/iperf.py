@@ -63,6 +63,17 @@ def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: boo
     return argv + (["-R"] if reverse else [])
 
 
+def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds: float,
+               length_bytes: int = 200) -> list[str]:
+    """A constant-rate UDP stream (reverse: the server sends) for measuring gate edges.
+
+    TCP hides window edges behind its retransmission timers; a paced UDP stream
+    shows each edge to within one packet gap (``length_bytes * 8 / rate``).
+    """
+    return [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)), "-u", "-R",
+            "-b", f"{rate_mbps}M", "-l", str(int(length_bytes)), "-t", str(seconds), "-J"]
+
+
 @dataclass
 class Server:
     """A running iperf3 server daemon, known by its PID (from its pid file)."""

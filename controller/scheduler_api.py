@@ -125,7 +125,7 @@ class JobRequest:
         return {"name": self.name, "period_ms": self.period_ms, "comm_ms": self.comm_ms,
                 "workers": list(self.workers),
                 "flows": [{"dpid": f.dpid, "src_ip": f.src_ip, "dst_ip": f.dst_ip, "tcp_src": f.tcp_src,
-                           "tcp_dst": f.tcp_dst} for f in self.flows]}
+                           "tcp_dst": f.tcp_dst, "proto": f.proto} for f in self.flows]}
 
 
 def validate_job(doc: dict) -> JobRequest:
@@ -153,14 +153,17 @@ def validate_job(doc: dict) -> JobRequest:
         fw = f"{where}.flows[{i}]"
         if not isinstance(f, dict):
             raise ApiError(400, f"{fw}: must be an object")
-        _unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"}, fw)
+        _unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst", "proto"}, fw)
+        proto = f.get("proto", "tcp")
+        if proto not in ("tcp", "udp"):
+            raise ApiError(400, f"{fw}.proto: must be 'tcp' or 'udp', got {proto!r}"[:200])
         dpid = int(_number(f, "dpid", fw, 0, MAX_DPID, lo_open=False, integer=True))
         tcp_src = int(_number(f, "tcp_src", fw, 1, 65535, lo_open=False, integer=True))
         tcp_dst = None
         if f.get("tcp_dst") is not None:
             tcp_dst = int(_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
         flows.append(DataFlow(dpid, _ipv4(f.get("src_ip"), f"{fw}.src_ip"),
-                              _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst))
+                              _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst, proto))
     return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows))
 
 

@@ -40,7 +40,7 @@ GATE_TABLE = 0
 GOTO_TABLE_AFTER_GATE = 1  # the fabric's copy of forwarding (controller/forwarding.py)
 MODES = ("block", "floor")
 ETH_TYPE_IPV4 = 0x0800
-IP_PROTO_TCP = 6
+IP_PROTOS = {"tcp": 6, "udp": 17}
 
 
 @dataclass(frozen=True)
@@ -50,15 +50,17 @@ class DataFlow:
     dpid: int
     src_ip: str
     dst_ip: str
-    tcp_src: int
-    tcp_dst: int | None = None  # None: any
+    tcp_src: int  # source port (UDP too, when proto is "udp")
+    tcp_dst: int | None = None  # destination port; None: any
+    proto: str = "tcp"  # "udp" for constant-rate probes (bench/gate.py)
 
     def match(self) -> dict:
         """The match in Ryu ``OFPMatch`` keyword names."""
-        match = {"eth_type": ETH_TYPE_IPV4, "ip_proto": IP_PROTO_TCP, "ipv4_src": self.src_ip,
-                 "ipv4_dst": self.dst_ip, "tcp_src": self.tcp_src}
+        l4 = "udp" if self.proto == "udp" else "tcp"
+        match = {"eth_type": ETH_TYPE_IPV4, "ip_proto": IP_PROTOS[l4], "ipv4_src": self.src_ip,
+                 "ipv4_dst": self.dst_ip, f"{l4}_src": self.tcp_src}
         if self.tcp_dst is not None:
-            match["tcp_dst"] = self.tcp_dst
+            match[f"{l4}_dst"] = self.tcp_dst
         return match
 
 

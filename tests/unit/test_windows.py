@@ -142,3 +142,5 @@ def test_before_epoch_closed_and_bad_inputs():
 def test_match_both_ports_when_given():
     assert DataFlow(1, "10.0.0.1", "10.0.0.3", 5201, 5701).match()["tcp_dst"] == 5701
     assert "tcp_dst" not in DataFlow(1, "10.0.0.1", "10.0.0.3", 5201).match()
+    udp = DataFlow(1, "10.0.0.1", "10.0.0.3", 5201, 5701, proto="udp").match()
+    assert udp["ip_proto"] == 17 and udp["udp_src"] == 5201 and udp["udp_dst"] == 5701
