@@ -1,0 +1,296 @@
+"""``shiftbed sweep``: over many random job combinations, how often does a static shift help?
+
+Sampling model (one combination): each of N jobs gets a period drawn uniformly
+from the integers in [LO, HI] ms and a communication fraction uniform in
+[lo, hi]. At each quantum Q the period is rounded to the nearest multiple of Q
+(at least one) and ``comm_ms = fraction × period`` rounded up to Q (capped at
+one quantum below the period). With ``--zoo`` each job is instead a random zoo
+model with 2, 4 or 8 workers on ``--zoo-link-mbps`` links (``scenarios/zoo.py``).
+The same raw combinations are evaluated at every quantum (a paired design).
+
+Per combination: the exact schedule (``controller.schedule``; the heuristic if
+the instance is beyond it) and the fluid model (``scenarios.fluid``) under
+``none`` and ``shift``. ``shift_helps``: the best static shift raises the
+normalised throughput (mean over jobs of solo period / realised iteration time)
+by more than 1 % over ``none``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from controller.schedule import JobTiming, comm_quanta, compute_schedule, period_quanta
+from scenarios import fluid, zoo
+from scenarios.errors import InputError
+
+HELPS_THRESHOLD = 0.01
+ZOO_WORKERS = (2, 4, 8)
+HELP = (
+    "sample random job combinations and report how often a zero-overlap schedule exists "
+    "(feasible_fraction) and how often shift helps (shift_helps_fraction). shift_helps: in the "
+    "fluid model, the optimal static shift raises the normalised throughput (mean over jobs of "
+    "solo period / realised iteration time) by more than 1 %% over `none` (all first bursts at t=0)."
+)
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One evaluated combination: a row of the CSV."""
+
+    n_jobs: int
+    quantum_ms: float
+    sample: int
+    periods_ms: str
+    comms_ms: str
+    hyperperiod_ms: float
+    feasible: bool
+    method: str
+    overlap_fraction: float
+    throughput_none: float
+    throughput_shift: float
+    shift_gain: float
+    shift_helps: bool
+
+
+def add_arguments(parser) -> None:
+    parser.description = HELP
+    parser.add_argument("--jobs", default="2,3,4", help="number(s) of jobs per combination, e.g. 2,3,4")
+    parser.add_argument("--samples", type=int, default=200, help="combinations per number of jobs")
+    parser.add_argument("--period-ms", default="100:1000", help="LO:HI, periods uniform over these integers (ms)")
+    parser.add_argument("--comm-frac", default="0.1:0.5", help="lo:hi, comm_ms = U(lo, hi) × period_ms")
+    parser.add_argument("--quantum-ms", default="1,5,10,50", help="quantum(s) in ms, e.g. 1,10")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (results do not depend on --workers)")
+    parser.add_argument("--workers", type=int, default=1, help="processes to use")
+    parser.add_argument("--out", default=None, help="folder for sweep.csv, summary.json and plots")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--zoo", action="store_true", help="draw jobs from the model zoo instead of uniform periods")
+    parser.add_argument("--zoo-link-mbps", type=float, default=zoo.DEFAULT_MODEL_LINK_MBPS,
+                        help="link rate the zoo models' gradients are timed at (--zoo)")
+    parser.add_argument("--iterations", type=int, default=40, help="fluid-model iterations per job")
+
+
+# ---------------------------------------------------------------- sampling and evaluation
+
+
+def sample_raw(seed: int, n_jobs: int, sample: int, period_range: tuple[int, int],
+               frac_range: tuple[float, float], use_zoo: bool, zoo_link_mbps: float) -> list[tuple[float, float]]:
+    """Raw (period_ms, comm fraction) of one combination; deterministic in (seed, n, sample)."""
+    rng = np.random.default_rng([seed, n_jobs, sample])
+    if use_zoo:
+        names = sorted(zoo.models())
+        out = []
+        for _ in range(n_jobs):
+            t = zoo.job_timing(names[rng.integers(len(names))], int(rng.choice(ZOO_WORKERS)), zoo_link_mbps)
+            out.append((t.period_ms, t.comm_ms / t.period_ms))
+        return out
+    lo, hi = period_range
+    return [(float(rng.integers(lo, hi + 1)), float(rng.uniform(*frac_range))) for _ in range(n_jobs)]
+
+
+def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming]:
+    """The sampling model's rounding: period to nearest, comm up, comm below the period."""
+    jobs = []
+    for i, (period_ms, frac) in enumerate(raw):
+        t = period_quanta(period_ms, quantum_ms)
+        c = min(comm_quanta(frac * t * quantum_ms, quantum_ms), t - 1)
+        jobs.append(JobTiming(f"j{i}", t * quantum_ms, c * quantum_ms))
+    return jobs
+
+
+def evaluate(jobs: list[JobTiming], quantum_ms: float, iterations: int = 40) -> dict:
+    """Schedule + fluid model for one on-grid combination."""
+    schedule = compute_schedule(jobs, quantum_ms)
+    results = fluid.compare_policies(schedule, ("none", "shift"), iterations=iterations)
+    none, shift = results["none"].normalised_throughput, results["shift"].normalised_throughput
+    gain = shift / none - 1
+    return {"hyperperiod_ms": schedule.hyperperiod_ms, "feasible": schedule.feasible, "method": schedule.method,
+            "overlap_fraction": schedule.overlap_fraction, "throughput_none": none,
+            "throughput_shift": shift, "shift_gain": gain, "shift_helps": gain > HELPS_THRESHOLD}
+
+
+def _task(args) -> list[Combination]:
+    settings, n, sample = args
+    raw = sample_raw(settings["seed"], n, sample, settings["period_range"], settings["frac_range"],
+                     settings["zoo"], settings["zoo_link_mbps"])
+    rows = []
+    for q in settings["quanta"]:
+        jobs = on_grid(raw, q)
+        r = evaluate(jobs, q, settings["iterations"])
+        rows.append(Combination(n, q, sample, ";".join(f"{j.period_ms:g}" for j in jobs),
+                                ";".join(f"{j.comm_ms:g}" for j in jobs), **r))
+    return rows
+
+
+def run_sweep(settings: dict, workers: int = 1, progress: bool = False) -> list[Combination]:
+    """Every combination of the settings (keys: seed, jobs, samples, period_range, frac_range,
+    quanta, zoo, zoo_link_mbps, iterations), in a deterministic order."""
+    tasks = [(settings, n, k) for n in settings["jobs"] for k in range(settings["samples"])]
+    rows: list[Combination] = []
+
+    def results() -> Iterator[list[Combination]]:
+        if workers <= 1:
+            yield from map(_task, tasks)
+        else:
+            with ProcessPoolExecutor(workers) as pool:
+                yield from pool.map(_task, tasks, chunksize=max(1, len(tasks) // (workers * 20)))
+
+    for done, chunk in enumerate(results(), 1):
+        rows.extend(chunk)
+        if progress and (done % max(1, len(tasks) // 100) == 0 or done == len(tasks)):
+            bar = "#" * (30 * done // len(tasks))
+            print(f"\rsweep [{bar:<30}] {done}/{len(tasks)} combinations", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return rows
+
+
+def summarise(rows: list[Combination]) -> dict:
+    """Overall fractions and the same broken down by number of jobs, quantum, and both."""
+
+    def fractions(sel: list[Combination]) -> dict:
+        n = len(sel)
+        return {"combinations": n,
+                "feasible_fraction": sum(r.feasible for r in sel) / n if n else math.nan,
+                "shift_helps_fraction": sum(r.shift_helps for r in sel) / n if n else math.nan,
+                "heuristic_fraction": sum(r.method == "heuristic" for r in sel) / n if n else math.nan}
+
+    jobs = sorted({r.n_jobs for r in rows})
+    quanta = sorted({r.quantum_ms for r in rows})
+    return {
+        **fractions(rows),
+        "by_jobs": {str(n): fractions([r for r in rows if r.n_jobs == n]) for n in jobs},
+        "by_quantum_ms": {f"{q:g}": fractions([r for r in rows if r.quantum_ms == q]) for q in quanta},
+        "by_jobs_and_quantum": [{"n_jobs": n, "quantum_ms": q,
+                                 **fractions([r for r in rows if r.n_jobs == n and r.quantum_ms == q])}
+                                for n in jobs for q in quanta],
+    }
+
+
+# ---------------------------------------------------------------- output
+
+
+def write_out(out_dir: str, rows: list[Combination], summary: dict) -> None:
+    """sweep.csv, summary.json and two plots, written to a temporary folder then renamed."""
+    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".sweep-", dir=parent)
+    with open(os.path.join(tmp, "sweep.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(Combination.__dataclass_fields__))
+        writer.writeheader()
+        writer.writerows(asdict(r) for r in rows)
+    with open(os.path.join(tmp, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    _plots(tmp, summary)
+    if os.path.exists(out_dir):
+        old = out_dir.rstrip("/") + f".old-{int(time.time())}"
+        os.rename(out_dir, old)
+        print(f"sweep: previous {out_dir} kept as {old}", file=sys.stderr)
+    os.rename(tmp, out_dir)
+
+
+def _plots(folder: str, summary: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = summary["by_jobs_and_quantum"]
+    jobs = sorted({c["n_jobs"] for c in cells})
+    quanta = sorted({c["quantum_ms"] for c in cells})
+    for key, label in (("feasible_fraction", "zero-overlap schedule exists"),
+                       ("shift_helps_fraction", "shift improves throughput > 1 %")):
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+        for n in jobs:
+            sel = [c for c in cells if c["n_jobs"] == n]
+            left.plot([c["quantum_ms"] for c in sel], [c[key] for c in sel], marker="o", label=f"{n} jobs")
+        left.set_xscale("log")
+        left.set_xlabel("quantum (ms)")
+        left.set_ylabel(f"fraction of combinations: {label}")
+        left.legend()
+        for q in quanta:
+            sel = [c for c in cells if c["quantum_ms"] == q]
+            right.plot([c["n_jobs"] for c in sel], [c[key] for c in sel], marker="o", label=f"quantum {q:g} ms")
+        right.set_xlabel("number of jobs")
+        right.set_xticks(jobs)
+        right.legend()
+        left.set_ylim(0, 1)
+        fig.suptitle(f"{key} ({cells[0]['combinations']} combinations per point)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(folder, f"{key}.png"), dpi=120)
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _range(value: str, name: str, cast) -> tuple:
+    try:
+        lo, hi = (cast(x) for x in value.split(":"))
+    except ValueError:
+        raise InputError(f"{name}: expected LO:HI, got {value!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi < lo:
+        raise InputError(f"{name}: need 0 < LO <= HI, got {value!r}")
+    return lo, hi
+
+
+def _list(value: str, name: str, cast) -> list:
+    try:
+        items = [cast(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"{name}: expected comma-separated numbers, got {value!r}") from None
+    if not items or any(not math.isfinite(x) or x <= 0 for x in items):
+        raise InputError(f"{name}: need positive numbers, got {value!r}")
+    return items
+
+
+def settings_from_args(args) -> dict:
+    jobs = _list(args.jobs, "--jobs", int)
+    if any(n < 2 for n in jobs):
+        raise InputError(f"--jobs: need at least 2 jobs per combination, got {args.jobs!r}")
+    period_range = _range(args.period_ms, "--period-ms", int)
+    frac_range = _range(args.comm_frac, "--comm-frac", float)
+    if frac_range[1] >= 1:
+        raise InputError(f"--comm-frac: HI must be below 1, got {args.comm_frac!r}")
+    quanta = _list(args.quantum_ms, "--quantum-ms", float)
+    if not args.zoo and max(quanta) * 2 > period_range[0]:
+        raise InputError(f"--quantum-ms: must be at most half of the shortest period ({period_range[0]} ms)")
+    for name, value in (("--samples", args.samples), ("--workers", args.workers), ("--iterations", args.iterations)):
+        if value < 1:
+            raise InputError(f"{name}: must be at least 1, got {value}")
+    if not (math.isfinite(args.zoo_link_mbps) and args.zoo_link_mbps > 0):
+        raise InputError(f"--zoo-link-mbps: must be positive, got {args.zoo_link_mbps}")
+    return {"seed": args.seed, "jobs": jobs, "samples": args.samples, "period_range": period_range,
+            "frac_range": frac_range, "quanta": quanta, "zoo": args.zoo,
+            "zoo_link_mbps": args.zoo_link_mbps, "iterations": args.iterations}
+
+
+def run(args) -> int:
+    settings = settings_from_args(args)
+    started = time.perf_counter()
+    rows = run_sweep(settings, args.workers, progress=True)
+    elapsed = time.perf_counter() - started
+    summary = {**summarise(rows), "settings": settings, "elapsed_s": round(elapsed, 2),
+               "combinations_per_s": round(len(rows) / elapsed, 1)}
+    if args.out:
+        write_out(args.out, rows, summary)
+        print(f"sweep: wrote {args.out}/sweep.csv, summary.json and plots", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{summary['combinations']} combinations: feasible {summary['feasible_fraction']:.1%}, "
+              f"shift helps {summary['shift_helps_fraction']:.1%} (does not help: {1 - summary['shift_helps_fraction']:.1%})")
+        print(f"{'jobs':>5}{'quantum_ms':>12}{'feasible':>10}{'helps':>8}")
+        for c in summary["by_jobs_and_quantum"]:
+            print(f"{c['n_jobs']:>5}{c['quantum_ms']:>12g}{c['feasible_fraction']:>10.1%}{c['shift_helps_fraction']:>8.1%}")
+    return 0

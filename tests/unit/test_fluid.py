@@ -1,0 +1,61 @@
+"""The fluid model on cases computed by hand."""
+
+import pytest
+
+from controller.schedule import JobTiming, compute_schedule
+from scenarios.fluid import FluidJob, Window, compare_policies, simulate
+
+
+def test_two_equal_jobs_colliding_every_iteration_stretch_each_burst_to_twice():
+    jobs = [FluidJob("a", 500, 200), FluidJob("b", 500, 200)]
+    out = simulate(jobs, {"a": 0.0, "b": 0.0}, iterations=10)
+    # both bursts share the link from start to end: 2 × 200 ms, compute 300 ms
+    for r in out.values():
+        assert r.mean_iteration_ms == pytest.approx(300 + 2 * 200)
+
+
+def test_separated_jobs_keep_their_solo_periods():
+    jobs = [FluidJob("a", 400, 150), FluidJob("b", 800, 200)]
+    out = simulate(jobs, {"a": 0.0, "b": 150.0}, iterations=10)
+    assert out["a"].mean_iteration_ms == pytest.approx(400)
+    assert out["b"].mean_iteration_ms == pytest.approx(800)
+    assert out["a"].phase_error_ms == 0 and out["b"].phase_error_ms == 0
+
+
+def test_half_overlap_hand_computed():
+    # a alone 0-100 (100 of 200 done), shared 100-300 at half rate -> a ends at 300;
+    # b shared 100-300 (100 done), alone 300-400 -> ends at 400. Both compute 800 ms, so the
+    # next bursts start at 1100 and 1200: the same 100 ms offset, so every period is 1100 ms.
+    jobs = [FluidJob("a", 1000, 200), FluidJob("b", 1000, 200)]
+    out = simulate(jobs, {"a": 0.0, "b": 100.0}, iterations=1, warmup=0)
+    # a: alone 0-100 (100 done), shared 100-300 (100 more) -> ends at 300; b: shared 100-300
+    # (100 done), alone 300-400 -> ends at 400. Second iterations start 800 / 800 + ... each
+    # job then computes 800 ms: a's burst 1100-1300? b's at 1200: same pattern, so periods stay 1000+100.
+    assert out["a"].mean_iteration_ms == pytest.approx(1100)
+    assert out["b"].mean_iteration_ms == pytest.approx(1100)
+
+
+def test_gate_realigns_every_iteration_while_a_static_shift_drifts():
+    # infeasible pair (gcd 1): the optimal static shift still collides, bursts stretch,
+    # and free-running jobs leave their planned phase; the gate keeps every burst on a window start.
+    sched = compute_schedule([JobTiming("a", 401, 150), JobTiming("b", 600, 200)])
+    assert not sched.feasible
+    res = compare_policies(sched, ("none", "shift", "gate"))
+    assert any(abs(j.phase_error_ms) > 1 for j in res["shift"].jobs.values())
+    assert all(j.phase_error_ms == 0 for j in res["gate"].jobs.values())
+
+
+def test_gate_on_a_feasible_schedule_gives_solo_periods():
+    sched = compute_schedule([JobTiming("a", 300, 100), JobTiming("b", 600, 150), JobTiming("c", 900, 40)])
+    assert sched.feasible
+    res = compare_policies(sched, ("none", "shift", "gate"))
+    for policy in ("shift", "gate"):
+        for j in sched.jobs:
+            assert res[policy].jobs[j.name].mean_iteration_ms == pytest.approx(j.period_ms)
+
+
+def test_gated_burst_pauses_outside_its_window():
+    # one job, window shorter than the burst (measured comm longer than planned):
+    # 100 ms in window [0, 80), pause until 1000, finish 20 ms later.
+    out = simulate([FluidJob("a", 1000, 100)], {"a": 0.0}, {"a": Window(0, 1000, 80)}, iterations=2, warmup=0)
+    assert out["a"].mean_iteration_ms == pytest.approx(2000)

@@ -1,0 +1,58 @@
+"""`shiftbed plan`: the JSON contract, and exact shifts checked slot by slot."""
+
+import json
+import math
+import random
+import subprocess
+from pathlib import Path
+
+from scenarios import plan, spec
+
+REPO = Path(__file__).resolve().parents[2]
+SHIFTBED = REPO / ".venv" / "bin" / "shiftbed"
+
+
+def collisions(jobs, quantum_ms):
+    """Busy-slot pairs over the hyper-period, slot by slot, from the JSON's own numbers."""
+    t = [round(j["period_ms"] / quantum_ms) for j in jobs]
+    c = [round(j["comm_ms"] / quantum_ms) for j in jobs]
+    s = [round(j["shift_ms"] / quantum_ms) for j in jobs]
+    total = 0
+    for slot in range(math.lcm(*t)):
+        busy = sum((slot - s[i]) % t[i] < c[i] for i in range(len(t)))
+        total += busy * (busy - 1) // 2
+    return total
+
+
+def test_plan_json_contract_on_the_feasible_example():
+    done = subprocess.run([str(SHIFTBED), "plan", "scenarios/two-jobs-feasible.yaml", "--json"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["feasible"] is True and isinstance(doc["hyperperiod_ms"], int)
+    assert doc["hyperperiod_ms"] == 800
+    assert collisions(doc["jobs"], doc["quantum_ms"]) == 0
+    assert set(doc["policies"]) == {"none", "shift", "gate", "random"}
+    for job in doc["jobs"]:
+        assert doc["policies"]["shift"][job["name"]]["predicted_iteration_ms"] == job["period_ms"]
+        assert doc["policies"]["gate"][job["name"]]["predicted_iteration_ms"] == job["period_ms"]
+
+
+def test_plan_is_exact_on_random_small_scenarios():
+    rng = random.Random(42)
+    for _ in range(40):
+        n = rng.randint(2, 3)
+        q = rng.choice([1, 5])
+        periods = [q * rng.randint(2, 9) for _ in range(n)]
+        jobs = "".join(f"  - {{name: j{i}, period_ms: {p}, comm_ms: {rng.randint(1, p // q - 1) * q}}}\n"
+                       for i, p in enumerate(periods))
+        scenario = spec.parse(f"name: r\nquantum_ms: {q}\njobs:\n{jobs}", "r.yaml")
+        doc = plan.build_plan(scenario, iterations=4)
+        t = [round(j["period_ms"] / q) for j in doc["jobs"]]
+        brute = math.inf
+        for s2 in range(t[1]):
+            for s3 in range(t[2]) if n == 3 else [0]:
+                trial = [dict(j, shift_ms=s * q) for j, s in zip(doc["jobs"], [0, s2, s3], strict=False)]
+                brute = min(brute, collisions(trial, q))
+        assert doc["feasible"] == (brute == 0)
+        assert collisions(doc["jobs"], q) == brute == doc["overlap_ms"] / q

@@ -1,0 +1,124 @@
+"""The sweep against an independent Monte-Carlo of the same sampling model.
+
+The reference below shares no code with shiftbed: its own random numbers, its
+own rounding, feasibility from the gcd criterion (two jobs) or from occupancy
+bitmasks (three jobs), and a time-stepped fluid model instead of the
+event-driven one. Fractions must agree within sampling error (4 standard errors).
+"""
+
+import math
+import random
+
+import numpy as np
+
+from scenarios.sweep import run_sweep, summarise
+
+K = 300
+
+
+def settings(n, period_range, quanta, samples=K, frac=(0.1, 0.5)):
+    return {"seed": 7, "jobs": [n], "samples": samples, "period_range": period_range,
+            "frac_range": frac, "quanta": quanta, "zoo": False, "zoo_link_mbps": 1e4, "iterations": 30}
+
+
+def ref_sample(rng, n, lo, hi, q, frac_lo=0.1, frac_hi=0.5):
+    jobs = []
+    for _ in range(n):
+        period, frac = rng.randint(lo, hi), rng.uniform(frac_lo, frac_hi)
+        t = max(1, math.floor(period / q + 0.5))
+        c = min(max(1, math.ceil(round(frac * t, 9))), t - 1)
+        jobs.append((t, c))
+    return jobs
+
+
+def ref_feasible(jobs):
+    if len(jobs) == 2:
+        (t1, c1), (t2, c2) = jobs
+        return c1 + c2 <= math.gcd(t1, t2)
+    h = math.lcm(*(t for t, _ in jobs))
+
+    def mask(t, c, s):
+        return sum(1 << ((s + k) % h) for start in range(0, h, t) for k in range(start, start + c))
+
+    (t1, c1), rest = jobs[0], jobs[1:]
+    base = mask(t1, c1, 0)
+    options = [[mask(t, c, s) for s in range(t)] for t, c in rest]
+
+    def place(used, i):
+        return i == len(options) or any(not used & m and place(used | m, i + 1) for m in options[i])
+
+    return place(base, 0)
+
+
+def ref_shift_helps(pairs, steps_per_ms=10, iterations=30):
+    """Time-stepped fluid for many two-job combinations at once: none vs the best shift."""
+    t = np.array([[p[0][0], p[1][0]] for p in pairs], float)
+    c = np.array([[p[0][1], p[1][1]] for p in pairs], float)
+    g = np.gcd(t[:, 0].astype(int), t[:, 1].astype(int))
+    best = []
+    for (t1, c1), (t2, c2) in pairs:  # smallest relative shift with the least overlap per LCM
+        gg = math.gcd(t1, t2)
+        cost = [sum(max(0, min(c1, d + k * gg + c2) - max(0, d + k * gg)) for k in range(-(c2 // gg) - 2, c1 // gg + 2))
+                for d in range(gg)]
+        best.append(cost.index(min(cost)))
+    assert len(best) == len(g)
+
+    def throughput(offset2):
+        dt = 1 / steps_per_ms
+        first = np.stack([np.zeros(len(pairs)), np.array(offset2, float)], 1)
+        compute_left = first.copy()  # time until the first burst
+        sending = np.zeros_like(t, bool)
+        left = np.zeros_like(t)
+        ends = np.zeros(t.shape + (iterations + 3,))
+        count = np.zeros(t.shape, int)
+        now = 0.0
+        while count.min() < iterations + 3:
+            start = ~sending & (compute_left <= 1e-9)
+            sending |= start
+            left[start] = c[start]
+            share = 1 / np.maximum(1, sending.sum(1, keepdims=True))
+            left = np.where(sending, left - dt * share, left)
+            compute_left = np.where(sending, compute_left, compute_left - dt)
+            now += dt
+            done = sending & (left <= 1e-9)
+            record = done & (count < iterations + 3)
+            ends[record, count[record]] = now
+            count += done
+            sending &= ~done
+            compute_left[done] = (t - c)[done]
+        per_job = (ends[:, :, iterations + 2] - ends[:, :, 2]) / iterations
+        return (t / per_job).mean(1)
+
+    return throughput(best) / throughput([0] * len(pairs)) - 1 > 0.01
+
+
+def close(a, b, n):
+    p = (a + b) / 2
+    return abs(a - b) <= 4 * math.sqrt(max(p * (1 - p), 1 / n) * 2 / n) + 1e-9
+
+
+def test_two_job_fractions_match_an_independent_monte_carlo():
+    rng = random.Random(2024)
+    rows = run_sweep(settings(2, (20, 80), [1, 10]))
+    by_q = summarise(rows)["by_quantum_ms"]
+    for q in (1, 10):
+        sample = [ref_sample(rng, 2, 20, 80, q) for _ in range(K)]
+        feasible = sum(map(ref_feasible, sample)) / K
+        helps = float(np.mean(ref_shift_helps(sample)))
+        got = by_q[f"{q:g}"]
+        assert close(got["feasible_fraction"], feasible, K), (q, got, feasible)
+        assert close(got["shift_helps_fraction"], helps, K), (q, got, helps)
+
+
+def test_three_job_feasibility_matches_an_independent_monte_carlo():
+    rng = random.Random(99)
+    rows = run_sweep(settings(3, (6, 16), [1, 2], frac=(0.05, 0.3)))
+    by_q = summarise(rows)["by_quantum_ms"]
+    for q in (1, 2):
+        feasible = sum(ref_feasible(ref_sample(rng, 3, 6, 16, q, 0.05, 0.3)) for _ in range(K)) / K
+        assert close(by_q[f"{q:g}"]["feasible_fraction"], feasible, K), (q, by_q, feasible)
+
+
+def test_sweep_does_not_depend_on_the_number_of_processes():
+    s = settings(3, (50, 300), [1, 10], samples=12)
+    assert run_sweep(s, workers=1) == run_sweep(s, workers=2)
