@@ -13,9 +13,10 @@ BASE_PORT = 5201
 
 
 def cross_leaf_pairs(wiring, count: int) -> list[tuple[str, str]]:
-    """``count`` (src, dst) host pairs that share no link in either direction's path
-    whatever ECMP picks, while the fabric allows: flow i goes from leaf i to leaf i+1
-    (ring), using a different host slot each time round the ring."""
+    """``count`` (src, dst) host pairs whose paths share no link direction whatever
+    ECMP picks, while the fabric allows: flow i goes from leaf i to leaf i+1 (a
+    ring), from host slot s to slot s+1, so with two or more hosts per leaf no
+    host both sends and receives in the first round of the ring."""
     leaves = wiring.params.leaves
     if leaves < 2:
         raise ValueError("cross-leaf flows need at least 2 leaves")
@@ -24,7 +25,8 @@ def cross_leaf_pairs(wiring, count: int) -> list[tuple[str, str]]:
         src_leaf = index % leaves + 1
         dst_leaf = src_leaf % leaves + 1
         slot = (index // leaves) % wiring.params.hosts_per_leaf
-        pairs.append((wiring.hosts_on_leaf(src_leaf)[slot].name, wiring.hosts_on_leaf(dst_leaf)[slot].name))
+        dst_slot = (slot + 1) % wiring.params.hosts_per_leaf
+        pairs.append((wiring.hosts_on_leaf(src_leaf)[slot].name, wiring.hosts_on_leaf(dst_leaf)[dst_slot].name))
     return pairs
 
 
