@@ -11,6 +11,7 @@ the report.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Iterable
@@ -79,6 +80,17 @@ def link_rate_mbps(results: Results) -> float | None:
     return float(rate) if isinstance(rate, int | float) else None
 
 
+def _default_style(draw):
+    """Draw with matplotlib's default style, whatever the user's matplotlibrc says."""
+
+    @functools.wraps(draw)
+    def drawn_in_default_style(*args, **kwargs):
+        with style.context("default"):
+            return draw(*args, **kwargs)
+
+    return drawn_in_default_style
+
+
 def _save(fig: Figure, path: Path) -> Path:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
@@ -128,6 +140,7 @@ def _stacked_bins(rows: pd.DataFrame, jobs: list[str], t0_s: float, t1_s: float)
     return table.index.to_numpy() * BANDWIDTH_BIN_S, table.to_numpy().T
 
 
+@_default_style
 def draw_bandwidth(results: Results, path: Path) -> Path:
     """Shared-link bandwidth stacked by job, scheduled windows shaded, one row per policy."""
     title = "Shared-link bandwidth per job"
@@ -146,45 +159,45 @@ def draw_bandwidth(results: Results, path: Path) -> Path:
     totals = bandwidth.groupby(["policy", "link", "t_s"])["mbps"].sum()
     ymax = 1.12 * max(float(totals.max()), float(link_mbps or 0))
 
-    with style.context("default"):
-        fig = Figure(figsize=(WIDTH_IN, 1.2 + 2.0 * len(panels)), layout="constrained")
-        axes = fig.subplots(len(panels), len(excerpts), sharex="col", sharey=True, squeeze=False)
-        for row, (policy, link) in enumerate(panels):
-            rows = bandwidth[(bandwidth["policy"] == policy) & (bandwidth["link"] == link)]
-            windows = results.windows[results.windows["policy"] == policy]
-            for col, (t0_s, t1_s, label) in enumerate(excerpts):
-                ax = axes[row][col]
-                shown = windows[(windows["close_s"] > t0_s) & (windows["open_s"] < t1_s)]
-                for window in shown.itertuples():
-                    ax.axvspan(window.open_s, window.close_s, color=colors.get(window.job, "0.5"),
-                               alpha=0.18, linewidth=0, zorder=0)
-                in_range = rows[(rows["t_s"] >= t0_s - BANDWIDTH_BIN_S) & (rows["t_s"] <= t1_s)]
-                t_s, stacked_mbps = _stacked_bins(in_range, jobs, t0_s, t1_s)
-                ax.stackplot(t_s, stacked_mbps, colors=[colors[j] for j in jobs], step="post",
-                             linewidth=0, zorder=2)
-                if link_mbps:
-                    ax.axhline(link_mbps, color="black", linestyle="--", linewidth=1, zorder=3)
-                ax.set_xlim(t0_s, t1_s)
-                ax.set_ylim(0, ymax)
-                ax.set_title(f"{policy}  ·  link {link}  ·  {label}", fontsize=10, loc="left")
-                if col == 0:
-                    ax.set_ylabel("Mbit/s")
-                if row == len(panels) - 1:
-                    ax.set_xlabel("time since the policy's start (s)")
-        handles = [Patch(color=colors[j], label=j) for j in jobs]
-        handles.append(Patch(facecolor="0.5", alpha=0.25, label="scheduled window (shaded)"))
-        if link_mbps:
-            handles.append(Line2D([], [], color="black", linestyle="--",
-                                            label=f"link rate {link_mbps:g} Mbit/s"))
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6),
-                   frameon=False)
-        fig.suptitle(f"{title} on each shared link (10 ms bins)", fontsize=12)
-        return _save(fig, path)
+    fig = Figure(figsize=(WIDTH_IN, 1.2 + 2.0 * len(panels)), layout="constrained")
+    axes = fig.subplots(len(panels), len(excerpts), sharex="col", sharey=True, squeeze=False)
+    for row, (policy, link) in enumerate(panels):
+        rows = bandwidth[(bandwidth["policy"] == policy) & (bandwidth["link"] == link)]
+        windows = results.windows[results.windows["policy"] == policy]
+        for col, (t0_s, t1_s, label) in enumerate(excerpts):
+            ax = axes[row][col]
+            shown = windows[(windows["close_s"] > t0_s) & (windows["open_s"] < t1_s)]
+            for window in shown.itertuples():
+                ax.axvspan(window.open_s, window.close_s, color=colors.get(window.job, "0.5"),
+                           alpha=0.18, linewidth=0, zorder=0)
+            in_range = rows[(rows["t_s"] >= t0_s - BANDWIDTH_BIN_S) & (rows["t_s"] <= t1_s)]
+            t_s, stacked_mbps = _stacked_bins(in_range, jobs, t0_s, t1_s)
+            ax.stackplot(t_s, stacked_mbps, colors=[colors[j] for j in jobs], step="post",
+                         linewidth=0, zorder=2)
+            if link_mbps:
+                ax.axhline(link_mbps, color="black", linestyle="--", linewidth=1, zorder=3)
+            ax.set_xlim(t0_s, t1_s)
+            ax.set_ylim(0, ymax)
+            ax.set_title(f"{policy}  ·  link {link}  ·  {label}", fontsize=10, loc="left")
+            if col == 0:
+                ax.set_ylabel("Mbit/s")
+            if row == len(panels) - 1:
+                ax.set_xlabel("time since the policy's start (s)")
+    handles = [Patch(color=colors[j], label=j) for j in jobs]
+    handles.append(Patch(facecolor="0.5", alpha=0.25, label="scheduled window (shaded)"))
+    if link_mbps:
+        handles.append(Line2D([], [], color="black", linestyle="--",
+                                        label=f"link rate {link_mbps:g} Mbit/s"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6),
+               frameon=False)
+    fig.suptitle(f"{title} on each shared link (10 ms bins)", fontsize=12)
+    return _save(fig, path)
 
 
 # --------------------------------------------------------------------------- 2: distributions
 
 
+@_default_style
 def draw_iteration_times(results: Results, path: Path) -> Path:
     """Iteration-time distribution per job and policy (box plots), solo and predicted marked."""
     title = "Iteration time per job and policy"
@@ -198,45 +211,45 @@ def draw_iteration_times(results: Results, path: Path) -> Path:
     ncols = min(len(jobs), 3)
     nrows = math.ceil(len(jobs) / ncols)
 
-    with style.context("default"):
-        fig = Figure(figsize=(WIDTH_IN, 1.0 + 3.4 * nrows), layout="constrained")
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-        for ax in axes.flat[len(jobs):]:
-            ax.axis("off")
-        for ax, job in zip(axes.flat, jobs, strict=False):
-            mine = iterations[iterations["job"] == job]
-            samples = [mine.loc[mine["policy"] == p, "iteration_ms"].dropna().to_numpy()
-                       for p in policies]
-            boxes = ax.boxplot(samples, positions=range(len(policies)), widths=0.6,
-                               tick_labels=policies, patch_artist=True,
-                               flierprops={"markersize": 2, "alpha": 0.5},
-                               medianprops={"color": "black"})
-            for box in boxes["boxes"]:
-                box.set(facecolor=colors[job], alpha=0.45)
-            solo_ms = _solo_ms(results, job)
-            if solo_ms is not None:
-                ax.axhline(solo_ms, color="0.35", linestyle="--", linewidth=1.2)
-            predicted = [(i, results.summary.policies[p].jobs[job].predicted_iteration_ms)
-                         for i, p in enumerate(policies)
-                         if p in results.summary.policies and job in results.summary.policies[p].jobs]
-            predicted = [(i, ms) for i, ms in predicted if ms is not None]
-            if predicted:
-                ax.scatter(*zip(*predicted, strict=True), marker="D", color="black", s=22,
-                           zorder=3)
-            ax.set_title(job)
-            ax.set_ylabel("iteration time (ms)")
-            ax.grid(axis="y", alpha=0.3)
-        handles = [Line2D([], [], color="0.35", linestyle="--", label="solo (alone on the fabric)"),
-                   Line2D([], [], color="black", marker="D", linestyle="", label="predicted mean (fluid model)"),
-                   Patch(facecolor="0.7", label="measured: box = quartiles, line = median")]
-        fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False)
-        fig.suptitle(title, fontsize=12)
-        return _save(fig, path)
+    fig = Figure(figsize=(WIDTH_IN, 1.0 + 3.4 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.flat[len(jobs):]:
+        ax.axis("off")
+    for ax, job in zip(axes.flat, jobs, strict=False):
+        mine = iterations[iterations["job"] == job]
+        samples = [mine.loc[mine["policy"] == p, "iteration_ms"].dropna().to_numpy()
+                   for p in policies]
+        boxes = ax.boxplot(samples, positions=range(len(policies)), widths=0.6,
+                           tick_labels=policies, patch_artist=True,
+                           flierprops={"markersize": 2, "alpha": 0.5},
+                           medianprops={"color": "black"})
+        for box in boxes["boxes"]:
+            box.set(facecolor=colors[job], alpha=0.45)
+        solo_ms = _solo_ms(results, job)
+        if solo_ms is not None:
+            ax.axhline(solo_ms, color="0.35", linestyle="--", linewidth=1.2)
+        predicted = [(i, results.summary.policies[p].jobs[job].predicted_iteration_ms)
+                     for i, p in enumerate(policies)
+                     if p in results.summary.policies and job in results.summary.policies[p].jobs]
+        predicted = [(i, ms) for i, ms in predicted if ms is not None]
+        if predicted:
+            ax.scatter(*zip(*predicted, strict=True), marker="D", color="black", s=22,
+                       zorder=3)
+        ax.set_title(job)
+        ax.set_ylabel("iteration time (ms)")
+        ax.grid(axis="y", alpha=0.3)
+    handles = [Line2D([], [], color="0.35", linestyle="--", label="solo (alone on the fabric)"),
+               Line2D([], [], color="black", marker="D", linestyle="", label="predicted mean (fluid model)"),
+               Patch(facecolor="0.7", label="measured: box = quartiles, line = median")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False)
+    fig.suptitle(title, fontsize=12)
+    return _save(fig, path)
 
 
 # --------------------------------------------------------------------------- 3: prediction
 
 
+@_default_style
 def draw_prediction(results: Results, path: Path) -> Path:
     """Predicted vs measured mean iteration time, side by side, with the % error."""
     title = "Predicted vs measured mean iteration time"
@@ -248,36 +261,35 @@ def draw_prediction(results: Results, path: Path) -> Path:
     colors = job_colors(all_jobs)
     bar_w = 0.38
 
-    with style.context("default"):
-        fig = Figure(figsize=(WIDTH_IN, 4.6), layout="constrained")
-        axes = fig.subplots(1, len(policies), sharey=True, squeeze=False)[0]
-        for ax, policy in zip(axes, policies, strict=True):
-            entries = summary.policies[policy].jobs
-            jobs = [j for j in all_jobs if j in entries]
-            for i, job in enumerate(jobs):
-                entry = entries[job]
-                heights = [h for h in (entry.predicted_iteration_ms, entry.mean_iteration_ms) if h]
-                if entry.predicted_iteration_ms is not None:
-                    ax.bar(i - bar_w / 2, entry.predicted_iteration_ms, bar_w, facecolor="white",
-                           edgecolor=colors[job], hatch="///", linewidth=1.2)
-                if entry.mean_iteration_ms is not None:
-                    ax.bar(i + bar_w / 2, entry.mean_iteration_ms, bar_w, color=colors[job])
-                label = "n/a" if entry.error_pct is None else f"{entry.error_pct:+.1f} %"
-                ax.annotate(label, (i, max(heights, default=0)), xytext=(0, 4),
-                            textcoords="offset points", ha="center", fontsize=9)
-            ax.set_xticks(range(len(jobs)), jobs)
-            ax.set_xlim(-0.7, len(jobs) - 0.3)
-            ax.set_title(policy)
-            ax.grid(axis="y", alpha=0.3)
-        axes[0].set_ylabel("mean iteration time (ms)")
-        top = max((h for p in policies for e in summary.policies[p].jobs.values()
-                   for h in (e.predicted_iteration_ms, e.mean_iteration_ms) if h), default=1)
-        axes[0].set_ylim(0, top * 1.15)
-        handles = [Patch(facecolor="white", edgecolor="0.3", hatch="///", label="predicted (fluid model)"),
-                   Patch(facecolor="0.4", label="measured")]
-        fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
-        fig.suptitle(f"{title}\nlabel = error = (measured − predicted) / predicted", fontsize=12)
-        return _save(fig, path)
+    fig = Figure(figsize=(WIDTH_IN, 4.6), layout="constrained")
+    axes = fig.subplots(1, len(policies), sharey=True, squeeze=False)[0]
+    for ax, policy in zip(axes, policies, strict=True):
+        entries = summary.policies[policy].jobs
+        jobs = [j for j in all_jobs if j in entries]
+        for i, job in enumerate(jobs):
+            entry = entries[job]
+            heights = [h for h in (entry.predicted_iteration_ms, entry.mean_iteration_ms) if h]
+            if entry.predicted_iteration_ms is not None:
+                ax.bar(i - bar_w / 2, entry.predicted_iteration_ms, bar_w, facecolor="white",
+                       edgecolor=colors[job], hatch="///", linewidth=1.2)
+            if entry.mean_iteration_ms is not None:
+                ax.bar(i + bar_w / 2, entry.mean_iteration_ms, bar_w, color=colors[job])
+            label = "n/a" if entry.error_pct is None else f"{entry.error_pct:+.1f} %"
+            ax.annotate(label, (i, max(heights, default=0)), xytext=(0, 4),
+                        textcoords="offset points", ha="center", fontsize=9)
+        ax.set_xticks(range(len(jobs)), jobs)
+        ax.set_xlim(-0.7, len(jobs) - 0.3)
+        ax.set_title(policy)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("mean iteration time (ms)")
+    top = max((h for p in policies for e in summary.policies[p].jobs.values()
+               for h in (e.predicted_iteration_ms, e.mean_iteration_ms) if h), default=1)
+    axes[0].set_ylim(0, top * 1.15)
+    handles = [Patch(facecolor="white", edgecolor="0.3", hatch="///", label="predicted (fluid model)"),
+               Patch(facecolor="0.4", label="measured")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
+    fig.suptitle(f"{title}\nlabel = error = (measured − predicted) / predicted", fontsize=12)
+    return _save(fig, path)
 
 
 # --------------------------------------------------------------------------- 4: circles
@@ -361,7 +373,8 @@ def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
         for start, end in busy[job.name]:
             ax.add_patch(_clock_wedge((0, 0), start / hyper_ms, end / hyper_ms, r_outer,
                                       0.85 * step, color=colors[job.name]))
-    for start, end in overlap_intervals(busy):
+    overlaps = overlap_intervals(busy)
+    for start, end in overlaps:
         ax.add_patch(_clock_wedge((0, 0), start / hyper_ms, end / hyper_ms, 1.12, 0.06,
                                   color="red"))
     for quarter in range(4):
@@ -372,24 +385,24 @@ def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
                 ha="center" if quarter % 2 == 0 else ("left" if quarter == 1 else "right"),
                 va="bottom" if quarter == 0 else ("top" if quarter == 2 else "center"))
     handles = [Patch(color=colors[j.name], label=j.name) for j in schedule.jobs]
-    if not schedule.feasible:
+    if overlaps:
         handles.append(Patch(color="red", label="overlap"))
     ax.legend(handles=handles, loc="center", fontsize=9, frameon=False,
               title="outer to inner ring", title_fontsize=8)
 
 
+@_default_style
 def draw_schedule_circles(results: Results, path: Path) -> Path:
     """The schedule as CASSINI-style circles: one per job, and the hyper-period's."""
     schedule = results.schedule
     if schedule is None or not schedule.jobs:
         return _placeholder(path, "The schedule as circles", "no schedule.json in this results folder")
     colors = job_colors(job_order(results))
-    with style.context("default"):
-        fig = Figure(figsize=(WIDTH_IN, 5.8), layout="constrained")
-        ax_jobs, ax_unified = fig.subplots(1, 2, width_ratios=[1.35, 1])
-        _draw_job_circles(ax_jobs, schedule, colors)
-        _draw_unified_circle(ax_unified, schedule, colors)
-        return _save(fig, path)
+    fig = Figure(figsize=(WIDTH_IN, 5.8), layout="constrained")
+    ax_jobs, ax_unified = fig.subplots(1, 2, width_ratios=[1.35, 1])
+    _draw_job_circles(ax_jobs, schedule, colors)
+    _draw_unified_circle(ax_unified, schedule, colors)
+    return _save(fig, path)
 
 
 def draw_all(results: Results, plots_dir: Path) -> list[Path]:

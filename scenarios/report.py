@@ -79,6 +79,11 @@ def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
 
+def _fidelity_measured(results: Results) -> bool:
+    fidelity = results.summary.fidelity
+    return any(fidelity.get(k) is not None for k in ("solo_rate_ratio", "capture_drops"))
+
+
 def _banners(results: Results) -> list[str]:
     """What a reader must know before trusting any number below."""
     summary = results.summary
@@ -86,7 +91,11 @@ def _banners(results: Results) -> list[str]:
     if not summary.complete:
         lines += [f"> **⚠ INCOMPLETE RUN: {summary.incomplete_reason or 'reason not recorded'}.** "
                   "The numbers below cover only what was measured before the run stopped.", ""]
-    if not summary.fidelity_ok:
+    if not summary.fidelity_ok and not _fidelity_measured(results):
+        lines += ["> **⚠ FIDELITY NOT CONFIRMED: the run did not measure solo bursts against the "
+                  "configured link rate, so nothing shows that the fabric delivered what the "
+                  "scenario asked for.**", ""]
+    elif not summary.fidelity_ok:
         fidelity = summary.fidelity
         facts = []
         ratio = fidelity.get("solo_rate_ratio")
@@ -96,7 +105,7 @@ def _banners(results: Results) -> list[str]:
         drops = fidelity.get("capture_drops")
         if drops:
             facts.append(f"the capture dropped {drops} packets")
-        why = "; ".join(facts) or "fidelity was not measured"
+        why = "; ".join(facts) or "the run marked fidelity as lost"
         lines += [f"> **⚠ FIDELITY LOST: the emulated fabric did not deliver what the scenario "
                   f"configured, so these measurements may show the emulator, not the model.** "
                   f"{why[0].upper() + why[1:]}.", ">", "> What to change:"]
@@ -141,9 +150,11 @@ def _schedule_section(results: Results) -> tuple[str, list[str]]:
                      "pairwise overlap per hyper-period.")
     else:
         verdict = "infeasible"
-        lines.append("**Infeasible**, although every pair passes the gcd test: the pairwise test "
-                     "is necessary but not sufficient for more than two jobs. The best shifts "
-                     f"leave {schedule.overlap_ms:g} ms of pairwise overlap per hyper-period.")
+        load = sum(j.comm_ms / j.period_ms for j in schedule.jobs)
+        why = (f"together the bursts need {load * 100:.0f} % of the link (Σ c/T > 1)" if load > 1
+               else "the pairwise test is necessary but not sufficient for more than two jobs")
+        lines.append(f"**Infeasible**, although every pair passes the gcd test: {why}. The best "
+                     f"shifts leave {schedule.overlap_ms:g} ms of pairwise overlap per hyper-period.")
     longest_ms = max(j.period_ms for j in schedule.jobs)
     if schedule.hyperperiod_ms >= 20 * longest_ms:
         lines.append(f"The hyper-period is {schedule.hyperperiod_ms / longest_ms:.0f}× the longest "
@@ -161,6 +172,8 @@ def _policy_section(results: Results) -> tuple[str, list[str]]:
     lines += [f"| {p} | {_pct(0.0 if p == 'none' else policies[p].throughput_change_vs_none_pct)} |"
               for p in order]
     lines.append("")
+    if not order:
+        return "no policy results recorded", ["The run recorded no policy results.", ""]
     changes = {p: policies[p].throughput_change_vs_none_pct for p in order if p != "none"}
     changes = {p: c for p, c in changes.items() if c is not None}
     if not changes:
@@ -192,6 +205,8 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
               f"{_ms(r.mean_iteration_ms)} | {_ms(r.predicted_iteration_ms)} | "
               f"{_ms(r.solo_iteration_ms)} | {_pct(r.error_pct)} |" for p, j, r in rows]
     lines.append("")
+    if not rows:
+        lines = []
     errors = [(abs(r.error_pct), p, j, r.error_pct) for p, j, r in rows if r.error_pct is not None]
     if not errors:
         lines += ["No prediction error could be computed.", ""]
@@ -210,7 +225,9 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
 def _fidelity_section(results: Results) -> tuple[str, list[str]]:
     summary = results.summary
     fidelity, checks = summary.fidelity, summary.crosschecks
-    verdict = "ok" if summary.fidelity_ok else "**LOST** (see the warning at the top)"
+    verdict = ("ok" if summary.fidelity_ok else
+               "**LOST** (see the warning at the top)" if _fidelity_measured(results) else
+               "**not confirmed** (not measured)")
     ratio = fidelity.get("solo_rate_ratio")
     lines = [f"- Fidelity: {verdict}.",
              f"- Solo bursts reached {'n/a' if ratio is None else f'{ratio * 100:.1f} %'} of the "

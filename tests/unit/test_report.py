@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib
 import pytest
 from results_example import GATE_CHANGE_PCT, MEASURED_MS, SHIFT_CHANGE_PCT, error_pct, write_example
 
@@ -57,7 +58,8 @@ def test_report_states_the_numbers_of_the_folder(drawn):
 def test_a_redraw_from_the_data_alone_is_byte_identical(tmp_path):
     folder = write_example(tmp_path / "run")
     first = {p.name: p.read_bytes() for p in draw_report(folder)}
-    again = {p.name: p.read_bytes() for p in draw_report(folder)}
+    with matplotlib.rc_context({"axes.facecolor": "red", "font.size": 20, "savefig.dpi": 300}):
+        again = {p.name: p.read_bytes() for p in draw_report(folder)}  # a user's matplotlibrc
     copy = _data_only_copy(folder, tmp_path / "elsewhere" / folder.name)
     from_copy = {p.name: p.read_bytes() for p in draw_report(copy)}
     assert first == again
