@@ -58,6 +58,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -84,8 +85,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "rx_dropped", "tx_dropped",
     ),
 }
-# Names are labels, never numbers, even when a job is called "1".
-_LABEL_COLUMNS = {"policy": str, "job": str, "worker": str, "link": str}
+# Names are labels, never numbers, even when a job is called "1"; every other column is a number.
+_LABEL_COLUMNS = {"policy": str, "job": str, "worker": str, "link": str, "dpid": str, "port": str}
 
 REQUIRED_FILES = (SCENARIO_FILE, ENVIRONMENT_FILE, SCHEDULE_FILE, SUMMARY_FILE, *TABLES)
 
@@ -107,10 +108,12 @@ def _json_ready(value: Any) -> Any:
     """Plain JSON: NaN/inf become null (strict parsers reject them), NumPy scalars become Python."""
     if isinstance(value, Mapping):
         return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
         return [_json_ready(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()  # numpy scalar
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
@@ -454,9 +457,24 @@ def _parse_summary(path: Path, data: Any) -> Summary:
     if not isinstance(data, dict) or not isinstance(data.get("complete"), bool):
         raise _bad(path, "not a shiftbed summary (no boolean 'complete'); "
                          "expected a folder written by `shiftbed run`")
-    policies_raw = data.get("policies") or {}
-    if not isinstance(policies_raw, dict):
-        raise _bad(path, "policies: must be an object keyed by policy name")
+    try:
+        policies = _parse_policies(data.get("policies") or {})
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise _bad(path, f"policies: not in the shiftbed summary form ({exc})") from None
+    return Summary(
+        scenario=str(data.get("scenario", "")),
+        results_dir=str(data.get("results_dir", "")),
+        complete=data["complete"],
+        incomplete_reason=data.get("incomplete_reason"),
+        fidelity_ok=bool(data.get("fidelity_ok", False)),
+        fidelity=dict(data.get("fidelity") or {}),
+        crosschecks=dict(data.get("crosschecks") or {}),
+        policies=policies,
+        raw=data,
+    )
+
+
+def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
     policies = {}
     for policy, entry in policies_raw.items():
         jobs = {}
@@ -479,17 +497,7 @@ def _parse_summary(path: Path, data: Any) -> Summary:
             jobs=jobs,
             epoch_s=_number(entry.get("epoch_s")),
         )
-    return Summary(
-        scenario=str(data.get("scenario", "")),
-        results_dir=str(data.get("results_dir", "")),
-        complete=data["complete"],
-        incomplete_reason=data.get("incomplete_reason"),
-        fidelity_ok=bool(data.get("fidelity_ok", False)),
-        fidelity=dict(data.get("fidelity") or {}),
-        crosschecks=dict(data.get("crosschecks") or {}),
-        policies=policies,
-        raw=data,
-    )
+    return policies
 
 
 def _parse_schedule(path: Path, data: Any) -> ScheduleRecord:
@@ -533,6 +541,9 @@ def _read_table(path: Path, name: str) -> pd.DataFrame:
     missing = [c for c in schema if c not in frame.columns]
     if missing:
         raise _bad(path, f"missing columns {missing} (schema: {list(schema)})")
+    for column in schema:
+        if column not in dtypes and not pd.api.types.is_numeric_dtype(frame[column]):
+            raise _bad(path, f"column {column!r} must hold numbers")
     return frame
 
 

@@ -140,8 +140,9 @@ def test_a_table_without_its_schema_columns_is_refused(tmp_path):
 
 def test_json_has_no_nan_and_no_numpy_types(tmp_path):
     writer = ResultsWriter(tmp_path, "demo")
-    path = writer.write_json("extra.json", {"x": float("nan"), "n": np.int64(3), "f": np.float64(0.5)})
-    assert json.loads(path.read_text()) == {"x": None, "n": 3, "f": 0.5}
+    path = writer.write_json("extra.json", {"x": float("nan"), "n": np.int64(3), "f": np.float64(0.5),
+                                           "v": np.array([1.5, np.inf]), "b": np.bool_(True)})
+    assert json.loads(path.read_text()) == {"x": None, "n": 3, "f": 0.5, "v": [1.5, None], "b": True}
     writer.finish(False, "test")
 
 
@@ -162,6 +163,21 @@ def test_job_names_stay_labels_even_when_they_look_like_numbers(tmp_path):
 def test_a_folder_that_is_not_a_results_folder_is_one_clear_line(tmp_path, make, message):
     with pytest.raises(InputError, match=message) as caught:
         load_results(make(tmp_path))
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda f: (f / "summary.json").write_text('{"complete": true, "policies": {"gate": 3}}'),
+     "policies: not in the shiftbed summary form"),
+    (lambda f: (f / "windows.csv").write_text("policy,job,open_s,close_s\ngate,a,soon,later\n"),
+     "column 'open_s' must hold numbers"),
+    (lambda f: (f / "schedule.json").write_text('{"quantum_ms": 1}'), "not a shiftbed schedule"),
+])
+def test_a_damaged_results_folder_is_one_clear_line(tmp_path, edit, message):
+    folder = write_example(tmp_path)
+    edit(folder)
+    with pytest.raises(InputError, match=message) as caught:
+        load_results(folder)
     assert "\n" not in str(caught.value)
 
 
