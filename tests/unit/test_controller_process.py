@@ -1,0 +1,86 @@
+"""The controller starts both ways (python -m controller, stock ryu-manager) and its REST refuses bad pins.
+
+No switches and no root needed: a real ryu-manager process on free ports.
+"""
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from controller.fabric_config import CONFIG_ENV, FabricConfig
+from controller.process import ControllerProcess, free_tcp_port
+from topo.wiring import FabricParams
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def config_path(tmp_path):
+    path = tmp_path / "fabric.json"
+    FabricConfig(FabricParams(spines=2, leaves=3, hosts_per_leaf=1)).write(str(path))
+    return path
+
+
+def put(url, body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="PUT")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return reply.status, json.load(reply)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def test_python_m_controller_serves_status_and_validates_pins(config_path):
+    controller = ControllerProcess(config_path)
+    controller.start()
+    try:
+        status = controller.status()
+        assert status["expected_dpids"] == [0x101, 0x102, 0x103, 0x201, 0x202]
+        assert status["ready"] is False and status["connected_dpids"] == []
+        code, body = put(f"{controller.rest_url}/fabric/pins", [{"spine": 3}])
+        assert code == 400 and "pins[0].spine" in body["error"]
+        code, body = put(f"{controller.rest_url}/fabric/pins", {"not": "a list"})
+        assert code == 400
+        code, body = put(f"{controller.rest_url}/fabric/pins", [{"spine": 2, "dst_port_range": [5201, 5210]}])
+        assert code == 200 and body["pins"][0]["spine"] == 2
+        assert controller.alive()
+    finally:
+        controller.stop()
+    assert not controller.alive()
+
+
+def test_stock_ryu_manager_runs_the_app_file(config_path):
+    ryu_manager = Path(sys.executable).parent / "ryu-manager"
+    if not ryu_manager.exists():
+        pytest.skip("no ryu-manager next to this Python")
+    import sysconfig
+
+    from controller.ryu_hook import PTH_NAME
+    assert (Path(sysconfig.get_paths()["purelib"]) / PTH_NAME).exists(), (
+        "make install must run `.venv/bin/python -m controller.ryu_hook --install-pth`")
+    wsapi_port = free_tcp_port()
+    proc = subprocess.Popen(
+        [str(ryu_manager), "controller/fabric_app.py", "--ofp-tcp-listen-port", str(free_tcp_port()),
+         "--wsapi-host", "127.0.0.1", "--wsapi-port", str(wsapi_port)],
+        cwd=REPO, env={"PATH": "/usr/bin:/bin", CONFIG_ENV: str(config_path)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{wsapi_port}/fabric/status", timeout=1) as reply:
+                    assert json.load(reply)["fabric"]["leaves"] == 3
+                    return
+            except OSError:
+                time.sleep(0.1)
+        pytest.fail("ryu-manager controller/fabric_app.py did not serve /fabric/status")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
