@@ -1,6 +1,7 @@
 """The results folder: written atomically, read back exactly, refused when it is not one."""
 
 import json
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -204,3 +205,15 @@ def test_schedule_record_states_gcd_and_comm_sum_per_pair():
 def test_throughput_change_is_the_mean_per_job_rate_change():
     # a: 100 -> 80 ms is +25 % iterations/s; b: 200 -> 250 ms is -20 %
     assert throughput_change_pct({"a": 80.0, "b": 250.0}, {"a": 100.0, "b": 200.0}) == pytest.approx(2.5)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give files away")
+def test_under_sudo_the_folder_goes_to_the_invoking_user(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUDO_UID", "65534")
+    monkeypatch.setenv("SUDO_GID", "65534")
+    writer = ResultsWriter(tmp_path / "results", "demo")
+    writer.write_text("scenario.yaml", "name: demo\n")
+    folder = writer.finish(False, "test")
+    owned = [tmp_path / "results", folder.parent, folder, folder / "scenario.yaml", folder / "plots"]
+    assert {p.stat().st_uid for p in owned} == {65534}
+    assert tmp_path.stat().st_uid == 0  # what existed before is left alone
