@@ -125,9 +125,10 @@ def _schedule_section(results: Results) -> tuple[str, list[str]]:
         f"Quantum {schedule.quantum_ms:g} ms, hyper-period (LCM of the periods) "
         f"{schedule.hyperperiod_ms:g} ms, method `{schedule.method}`.",
         "",
-        "| job | period (ms) | comm (ms) | shift (ms) |",
-        "|---|---:|---:|---:|",
-        *[f"| {j.name} | {j.period_ms:g} | {j.comm_ms:g} | {j.shift_ms:g} |" for j in schedule.jobs],
+        "| job | period (ms) | comm (ms) | shift (ms) | measured solo period (ms) | measured solo comm (ms) |",
+        "|---|---:|---:|---:|---:|---:|",
+        *[f"| {j.name} | {j.period_ms:g} | {j.comm_ms:g} | {j.shift_ms:g} | "
+          f"{_ms(j.solo_period_ms)} | {_ms(j.solo_comm_ms)} |" for j in schedule.jobs],
         "",
     ]
     if schedule.pairs:
@@ -277,5 +278,9 @@ def render_report(results: Results, plot_names: list[str]) -> str:
     for name in plot_names:
         caption = PLOT_CAPTIONS.get(name, name)
         lines += [f"### {caption}", "", f"![{caption}]({PLOTS_DIR}/{name})", ""]
-    lines += ["## Environment", "", *_environment_lines(results)]
+    lines += ["## Environment", "", *_environment_lines(results),
+              "## Data", "",
+              "Every number above comes from the tables in this folder (schema: docs/results.md), "
+              "e.g. `pd.read_csv('iterations.csv')`; `shiftbed report` redraws this page from them.",
+              ""]
     return "\n".join(lines).rstrip() + "\n"
