@@ -13,15 +13,28 @@ used by the CLI.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from controller.schedule import pair_overlap_table
 
 
-def solve_cpsat(periods: Sequence[int], comms: Sequence[int], time_limit_s: float | None = None) -> tuple[list[int], int]:
-    """Optimal integer shifts and pairwise overlap (quanta per hyper-period)."""
+@dataclass(frozen=True)
+class CpsatResult:
+    """What CP-SAT found: shifts and objective (quanta), its proven bound, and whether it is optimal."""
+
+    shifts: list[int]
+    objective: int
+    bound: int
+    optimal: bool
+    seconds: float
+
+
+def build_model(periods: Sequence[int], comms: Sequence[int]) -> tuple[cp_model.CpModel, list]:
+    """The CP model and its shift variables."""
     n = len(periods)
     h = math.lcm(*periods)
     model = cp_model.CpModel()
@@ -41,10 +54,19 @@ def solve_cpsat(periods: Sequence[int], comms: Sequence[int], time_limit_s: floa
             model.AddElement(d, table, cost)
             terms.append((h // math.lcm(periods[i], periods[j])) * cost)
     model.Minimize(sum(terms))
+    return model, shifts
+
+
+def solve_cpsat(periods: Sequence[int], comms: Sequence[int], time_limit_s: float | None = None) -> CpsatResult:
+    """Minimise pairwise overlap with default CP-SAT settings (optionally under a time cap)."""
+    started = time.perf_counter()
+    model, shifts = build_model(periods, comms)
     solver = cp_model.CpSolver()
     if time_limit_s is not None:
         solver.parameters.max_time_in_seconds = time_limit_s
     status = solver.Solve(model)
-    if status != cp_model.OPTIMAL:
-        raise RuntimeError(f"CP-SAT did not prove optimality (status {solver.StatusName(status)})")
-    return [int(solver.Value(s)) for s in shifts], int(round(solver.ObjectiveValue()))
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise RuntimeError(f"CP-SAT found no solution (status {solver.StatusName(status)})")
+    return CpsatResult([int(solver.Value(s)) for s in shifts], int(round(solver.ObjectiveValue())),
+                       math.ceil(solver.BestObjectiveBound() - 1e-6), status == cp_model.OPTIMAL,
+                       time.perf_counter() - started)

@@ -42,6 +42,7 @@ import numpy as np
 MAX_EXACT_JOBS = 6
 MAX_PERIOD_QUANTA = 1_000_000
 DEFAULT_MAX_NODES = 200_000
+_PAIR_CLOSURE_LIMIT = 250_000  # gcd² up to which the last two jobs are solved jointly
 _EPS = 1e-12
 
 
@@ -193,6 +194,7 @@ class _Problem:
     comms: list[int]
     n: int = 0
     residue: list[int] = field(default_factory=list)  # G_i: s_i matters modulo this
+    inert_cost: float = 0.0  # pairs whose overlap does not depend on the shifts
     # directed[i][j][x]: rate when (s_j - s_i) mod g_ij == x, tiled to length G_j
     directed: list[list[np.ndarray | None]] = field(default_factory=list)
     pair_min: dict[tuple[int, int], float] = field(default_factory=dict)
@@ -201,18 +203,24 @@ class _Problem:
     def __post_init__(self):
         n = self.n = len(self.periods)
         p, c = self.periods, self.comms
-        gcds = [[math.gcd(p[i], p[j]) for j in range(n)] for i in range(n)]
-        self.residue = [math.lcm(*(gcds[i][j] for j in range(n) if j != i)) if n > 1 else 1 for i in range(n)]
-        self.directed = [[None] * n for _ in range(n)]
+        self.inert_cost = 0.0
+        active = []
         for i in range(n):
             for j in range(i + 1, n):
-                g = gcds[i][j]
                 self.tables[(i, j)] = table = pair_overlap_table(p[i], c[i], p[j], c[j])
-                rate = table / math.lcm(p[i], p[j])
-                reverse = rate[(-np.arange(g)) % g]
-                self.directed[i][j] = np.tile(rate, self.residue[j] // g)
-                self.directed[j][i] = np.tile(reverse, self.residue[i] // g)
-                self.pair_min[(i, j)] = float(rate.min())
+                self.pair_min[(i, j)] = float(table.min()) / math.lcm(p[i], p[j])
+                if table.min() == table.max():  # every relative shift costs the same: inert
+                    self.inert_cost += self.pair_min[(i, j)]
+                else:
+                    active.append((i, j))
+        # only active pairs constrain a shift: s_i matters modulo lcm of their gcds
+        self.residue = [math.lcm(1, *(math.gcd(p[a], p[b]) for a, b in active if i in (a, b))) for i in range(n)]
+        self.directed = [[None] * n for _ in range(n)]
+        for i, j in active:
+            g = math.gcd(p[i], p[j])
+            rate = self.tables[(i, j)] / math.lcm(p[i], p[j])
+            self.directed[i][j] = np.tile(rate, self.residue[j] // g)
+            self.directed[j][i] = np.tile(rate[(-np.arange(g)) % g], self.residue[i] // g)
 
     def overlap_quanta(self, shifts: Sequence[int]) -> int:
         """Exact integer objective: pairwise overlapped quanta per hyper-period."""
@@ -224,18 +232,19 @@ class _Problem:
         return total
 
     def cost(self, shifts: Sequence[int]) -> float:
-        total = 0.0
+        total = self.inert_cost
         for i in range(self.n):
             for j in range(i + 1, self.n):
                 row = self.directed[i][j]
-                total += row[(shifts[j] - shifts[i]) % len(row)]
+                if row is not None:
+                    total += row[(shifts[j] - shifts[i]) % len(row)]
         return total
 
     def cost_array(self, i: int, shifts: Sequence[int | None]) -> np.ndarray:
         """Cost of every residue of job i against the jobs with a shift."""
         out = np.zeros(self.residue[i])
         for j, s in enumerate(shifts):
-            if j != i and s is not None:
+            if j != i and s is not None and self.directed[j][i] is not None:
                 out += _rolled(self.directed[j][i], s)
         return out
 
@@ -299,21 +308,30 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
         if nodes > max_nodes:
             raise BeyondExactMethod
         free = [i for i in range(n) if shifts[i] is None]
-        if not free:
-            if cost < best_cost - _EPS:
-                best, best_cost = list(shifts), cost
+        if len(free) == 1:  # the last job's best residue is read off its cost array
+            i = free[0]
+            lo, hi = bounds(i, shifts)
+            v = lo + int(arrays[i][lo : hi + 1].argmin())
+            if cost + arrays[i][v] < best_cost - _EPS:
+                best, best_cost = list(shifts), cost + float(arrays[i][v])
+                best[i] = v
             return
         mins = {i: float(arrays[i].min()) for i in free}
-        rest = sum(prob.pair_min[(a, b)] for a in free for b in free if a < b)
+        rest = sum(prob.pair_min[(a, b)] for a in free for b in free if a < b and prob.directed[a][b] is not None)
         bound = cost + rest + sum(mins.values())
         if bound >= best_cost - _EPS:
             return
+        if len(free) == 2 and not twins[free[0]] and not twins[free[1]]:
+            i, j = free
+            g = math.gcd(prob.periods[i], prob.periods[j])
+            if prob.directed[i][j] is not None and g * g <= _PAIR_CLOSURE_LIMIT:
+                close_pair(i, j, g, shifts, arrays, cost)
+                return
         # candidates of each free job: residues that can still beat the incumbent
         choice, cands = None, None
         for i in free:
             slack = best_cost - _EPS - (bound - mins[i])
-            lo = max((shifts[j] for j in twins[i] if j < i and shifts[j] is not None), default=0)
-            hi = min((shifts[j] for j in twins[i] if j > i and shifts[j] is not None), default=prob.residue[i] - 1)
+            lo, hi = bounds(i, shifts)
             idx = np.flatnonzero(arrays[i][lo : hi + 1] < slack) + lo
             if cands is None or len(idx) < len(cands):
                 choice, cands = i, idx
@@ -324,16 +342,42 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
         for v in values:
             v = int(v)
             shifts[choice] = v
-            child = {i: arrays[i] + _rolled(prob.directed[choice][i], v) for i in others}
+            child = {i: arrays[i] if prob.directed[choice][i] is None else arrays[i] + _rolled(prob.directed[choice][i], v)
+                     for i in others}
             search(shifts, child, cost + float(arrays[choice][v]))
             shifts[choice] = None
             if best_cost <= 0:
                 return
 
+    pair_matrix: dict[tuple[int, int], np.ndarray] = {}
+
+    def bounds(i, shifts):
+        """Residues of job i allowed by the ordering of identical jobs."""
+        lo = max((shifts[j] for j in twins[i] if j < i and shifts[j] is not None), default=0)
+        hi = min((shifts[j] for j in twins[i] if j > i and shifts[j] is not None), default=prob.residue[i] - 1)
+        return lo, hi
+
+    def close_pair(i, j, g, shifts, arrays, cost):
+        """Best joint residues of the last two jobs: they interact only modulo their gcd."""
+        nonlocal best, best_cost
+        a_i = arrays[i].reshape(-1, g).min(0)  # best s_i with s_i mod g = x
+        a_j = arrays[j].reshape(-1, g).min(0)
+        if (i, j) not in pair_matrix:
+            x, y = np.ogrid[:g, :g]
+            pair_matrix[(i, j)] = prob.directed[i][j][(y - x) % g]
+        total = a_i[:, None] + a_j[None, :] + pair_matrix[(i, j)]
+        k = int(total.argmin())
+        if cost + total.flat[k] < best_cost - _EPS:
+            rx, ry = divmod(k, g)
+            best = list(shifts)
+            best[i] = rx + g * int(arrays[i].reshape(-1, g)[:, rx].argmin())
+            best[j] = ry + g * int(arrays[j].reshape(-1, g)[:, ry].argmin())
+            best_cost = cost + float(total.flat[k])
+
     start: list[int | None] = [None] * n
     start[anchor] = 0
-    arrays = {i: prob.directed[anchor][i].copy() for i in range(n) if i != anchor}
-    search(start, arrays, 0.0)
+    arrays = {i: prob.cost_array(i, start) for i in range(n) if i != anchor}
+    search(start, arrays, prob.inert_cost)
     return best, nodes
 
 

@@ -18,5 +18,5 @@ def test_optimum_agrees_with_cpsat(seed):
     comms = [max(1, int(t * rng.uniform(0.05, 0.5) / n)) for t in periods]
     jobs = [JobTiming(f"j{i}", t, c) for i, (t, c) in enumerate(zip(periods, comms, strict=True))]
     ours = compute_schedule(jobs, 1.0, method="exact")
-    shifts, objective = milp.solve_cpsat(periods, comms, time_limit_s=20)
-    assert ours.overlap_ms == objective
+    result = milp.solve_cpsat(periods, comms, time_limit_s=20)
+    assert result.optimal and ours.overlap_ms == result.objective
