@@ -152,8 +152,8 @@ def draw_bandwidth(results: Results, path: Path) -> Path:
     panels = [(p, link) for p in policy_order(bandwidth["policy"].unique())
               for link in sorted(bandwidth["link"].unique())]
     run_s = float(bandwidth["t_s"].max()) + BANDWIDTH_BIN_S
-    longest_period_s = max((j.period_ms for j in results.schedule.jobs), default=0) / 1000 \
-        if results.schedule else 0.0
+    periods_ms = [j.period_ms for j in results.schedule.jobs] if results.schedule else []
+    longest_period_s = max(periods_ms, default=0.0) / 1000
     excerpts = _excerpts(run_s, longest_period_s)
     link_mbps = link_rate_mbps(results)
     totals = bandwidth.groupby(["policy", "link", "t_s"])["mbps"].sum()
@@ -187,7 +187,7 @@ def draw_bandwidth(results: Results, path: Path) -> Path:
     handles.append(Patch(facecolor="0.5", alpha=0.25, label="scheduled window (shaded)"))
     if link_mbps:
         handles.append(Line2D([], [], color="black", linestyle="--",
-                                        label=f"link rate {link_mbps:g} Mbit/s"))
+                              label=f"link rate {link_mbps:g} Mbit/s"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6),
                frameon=False)
     fig.suptitle(f"{title} on each shared link (10 ms bins)", fontsize=12)
