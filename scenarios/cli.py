@@ -24,11 +24,10 @@ SUBCOMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad arguments in one line plus the usage line."""
+    """argparse that reports bad arguments in one line (no multi-line usage dump)."""
 
     def error(self, message):
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def main(argv=None) -> int:
