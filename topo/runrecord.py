@@ -13,6 +13,7 @@ Nothing is ever found by name matching or killed by process name.
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -178,6 +179,7 @@ def clean_run(record: RunRecord) -> dict:
         if interface_exists(name):
             subprocess.run(["ip", "link", "del", name], capture_output=True)
             interfaces.append(name)
+    shutil.rmtree(RUN_DIR / record.run_id, ignore_errors=True)  # the run's default workdir (config, controller log)
     record.path.unlink(missing_ok=True)
     return {"run_id": record.run_id, "processes": stopped, "bridges": bridges, "interfaces": interfaces}
 
