@@ -139,12 +139,14 @@ class Fabric:
         mtu: host and switch port MTU (9000 by default).
         workdir: for the controller config and log (default ``/run/shiftbed/<run_id>``).
         controller_env: extra environment for the controller process.
+        ofp_port, wsapi_port: the controller's OpenFlow and REST ports (free ports by default).
         ready_timeout_s: how long switches may take to get their rules.
     """
 
     def __init__(self, params: FabricParams, run_id: str | None = None, pins=(), controller_apps=(),
                  stats_csv=None, stats_hz: float = 10.0, datapath: str | None = None, mtu: int = JUMBO_MTU,
-                 workdir=None, controller_env=None, ready_timeout_s: float = 30.0):
+                 workdir=None, controller_env=None, ofp_port: int | None = None, wsapi_port: int | None = None,
+                 ready_timeout_s: float = 30.0):
         self.params = params
         self.run_id = run_id or f"sb-{uuid.uuid4().hex[:8]}"
         self.config = FabricConfig(params, tuple(pins), str(stats_csv) if stats_csv else None, stats_hz)
@@ -153,6 +155,7 @@ class Fabric:
         self.mtu = mtu
         self.workdir = Path(workdir or runrecord.RUN_DIR / self.run_id)
         self.controller_env = controller_env or {}
+        self.ofp_port, self.wsapi_port = ofp_port, wsapi_port
         self.ready_timeout_s = ready_timeout_s
         self.wiring = fabric_wiring(params)
         self.topo = LeafSpineTopo(**params.as_dict(), mtu=mtu)  # validates before anything is touched
@@ -223,8 +226,9 @@ class Fabric:
         self.workdir.mkdir(parents=True, exist_ok=True)
         config_path = self.workdir / "fabric_config.json"
         self.config.write(str(config_path))
-        self.controller = ControllerProcess(config_path, apps=self.controller_apps,
-                                            log_path=self.workdir / "controller.log", env=self.controller_env)
+        self.controller = ControllerProcess(config_path, apps=self.controller_apps, ofp_port=self.ofp_port,
+                                            wsapi_port=self.wsapi_port, log_path=self.workdir / "controller.log",
+                                            env=self.controller_env)
         self.controller.start()
         self.record.add_process(self.controller.pid, "controller")
         self.record.notes["controller"] = {"ofp_port": self.controller.ofp_port,
