@@ -92,3 +92,17 @@ def test_params_from_dict_names_unknown_keys():
     assert FabricParams.from_dict({"spines": 3}).spines == 3
     with pytest.raises(ValueError, match="spine"):
         FabricParams.from_dict({"spine": 3})
+
+
+def test_loads_the_way_mn_custom_does(tmp_path):
+    """`mn --custom topo/leafspine.py` execs the file under /usr/bin/python3 without the repo on sys.path."""
+    import subprocess
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "topo" / "leafspine.py"
+    code = ("customs = {}; exec(compile(open(%r).read(), %r, 'exec'), customs, customs); "
+            "topo = customs['topos']['leafspine'](spines=2, leaves=3); print(len(topo.switches()), len(topo.hosts()))"
+            % (str(path), str(path)))
+    result = subprocess.run(["/usr/bin/python3", "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["5", "6"]
