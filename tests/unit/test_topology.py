@@ -100,9 +100,8 @@ def test_loads_the_way_mn_custom_does(tmp_path):
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "topo" / "leafspine.py"
-    code = ("customs = {}; exec(compile(open(%r).read(), %r, 'exec'), customs, customs); "
-            "topo = customs['topos']['leafspine'](spines=2, leaves=3); print(len(topo.switches()), len(topo.hosts()))"
-            % (str(path), str(path)))
+    code = (f"customs = {{}}; exec(compile(open({str(path)!r}).read(), {str(path)!r}, 'exec'), customs, customs); "
+            "topo = customs['topos']['leafspine'](spines=2, leaves=3); print(len(topo.switches()), len(topo.hosts()))")
     result = subprocess.run(["/usr/bin/python3", "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["5", "6"]
