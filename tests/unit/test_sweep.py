@@ -122,3 +122,24 @@ def test_three_job_feasibility_matches_an_independent_monte_carlo():
 def test_sweep_does_not_depend_on_the_number_of_processes():
     s = settings(3, (50, 300), [1, 10], samples=12)
     assert run_sweep(s, workers=1) == run_sweep(s, workers=2)
+
+
+def test_sweep_cli_writes_csv_plots_and_one_json_object(tmp_path):
+    import json
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "sweep"
+    done = subprocess.run([str(repo / ".venv/bin/shiftbed"), "sweep", "--jobs", "2,3", "--samples", "4",
+                           "--quantum-ms", "1,10", "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=120, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["combinations"] == 16 and set(doc["by_jobs"]) == {"2", "3"}
+    assert {p.name for p in out.iterdir()} == {"sweep.csv", "summary.json", "feasible_fraction.png",
+                                               "shift_helps_fraction.png"}
+    assert len((out / "sweep.csv").read_text().splitlines()) == 17
+    bad = subprocess.run([str(repo / ".venv/bin/shiftbed"), "sweep", "--period-ms", "10:5"],
+                         capture_output=True, text=True, timeout=60, cwd=repo)
+    assert bad.returncode == 2 and "--period-ms" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
