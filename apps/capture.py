@@ -20,7 +20,7 @@ SNAPLEN = 96  # Ethernet + IPv4 + TCP headers with options; payload is not neede
 BUFFER_KIB = 16384
 
 
-def tcpdump_argv(interface: str, pcap_path: str, bpf: str = "tcp") -> list[str]:
+def tcpdump_argv(interface: str, pcap_path: str, bpf: str = "ip") -> list[str]:
     """tcpdump writing headers only, no name resolution, a big kernel buffer."""
     argv = ["tcpdump", "-i", interface, "-s", str(SNAPLEN), "-B", str(BUFFER_KIB), "-n", "-U",
             "--immediate-mode", "-w", pcap_path]
@@ -33,7 +33,7 @@ class Capture:
     ``on_start(pid)`` lets the caller record the PID (e.g. ``fabric.track``).
     """
 
-    def __init__(self, interface: str, pcap_path: str, bpf: str = "tcp", host_pid: int | None = None,
+    def __init__(self, interface: str, pcap_path: str, bpf: str = "ip", host_pid: int | None = None,
                  on_start=None, log_path: str | None = None):
         self.interface, self.pcap_path = interface, pcap_path
         self._log = open(log_path or os.devnull, "wb")

@@ -71,7 +71,8 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
     shows each edge to within one packet gap (``length_bytes * 8 / rate``).
     """
     return [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)), "-u", "-R",
-            "-b", f"{rate_mbps}M", "-l", str(int(length_bytes)), "-t", str(seconds), "-J"]
+            "-b", f"{rate_mbps}M", "-l", str(int(length_bytes)), "-t", str(seconds), "-J",
+            "--pacing-timer", "100"]
 
 
 @dataclass

@@ -13,7 +13,7 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 - ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window,
   hyper-period, feasibility
 - ``POST /policy`` ``{"policy", "epoch_s"? | "start_in_s"?, "seed"?, "mode"?,
-  "floor_kbps"?, "guard_ms"?, "quantum_ms"?}``: choose the policy and the
+  "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?}``: choose the policy and the
   common epoch; for ``gate`` the controller starts firing edges
 - ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
   ``GET /edges``
@@ -29,7 +29,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from controller.windows import MODES, DataFlow
+from controller.windows import MODES, TOGGLES, DataFlow
 
 POLICIES = ("none", "shift", "gate", "random")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -178,13 +178,14 @@ class PolicyRequest:
     floor_kbps: int = 1000
     guard_ms: float = 0.0
     quantum_ms: float = 1.0
+    toggle: str = "delete"
 
 
 def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     """Body of ``POST /policy`` → :class:`PolicyRequest`; ``epoch_s`` defaults to now + ``start_in_s`` (2 s)."""
     now_s = time.time() if now_s is None else now_s
     _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "guard_ms",
-                   "quantum_ms"}, "policy")
+                   "quantum_ms", "toggle"}, "policy")
     policy = doc.get("policy")
     if policy not in POLICIES:
         raise ApiError(400, f"policy.policy: must be one of {', '.join(POLICIES)}, got {policy!r}"[:200])
@@ -202,7 +203,10 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     floor_kbps = int(_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
     guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, 1000.0, lo_open=False, default=0.0))
     quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, 10_000.0, default=1.0))
-    return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, guard_ms, quantum_ms)
+    toggle = doc.get("toggle", "delete")
+    if toggle not in TOGGLES:
+        raise ApiError(400, f"policy.toggle: must be one of {', '.join(TOGGLES)}, got {toggle!r}"[:200])
+    return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, guard_ms, quantum_ms, toggle)
 
 
 class SchedulerCore:

@@ -99,8 +99,11 @@ class SchedulerApp(app_manager.RyuApp):
         if mod.meter_id is not None:
             instructions = [parser.OFPInstructionMeter(mod.meter_id),
                             parser.OFPInstructionGotoTable(GOTO_TABLE_AFTER_GATE)]
+        elif mod.pass_through:
+            instructions = [parser.OFPInstructionGotoTable(GOTO_TABLE_AFTER_GATE)]
+        command = ofp.OFPFC_MODIFY_STRICT if mod.command == "modify" else ofp.OFPFC_ADD
         return parser.OFPFlowMod(dp, cookie=GATE_COOKIE, table_id=mod.table, priority=mod.priority,
-                                 command=ofp.OFPFC_ADD, match=match, instructions=instructions)
+                                 command=command, match=match, instructions=instructions)
 
     def send(self, mods, record=None) -> None:
         """Send ``mods`` (grouped per switch), then one barrier per switch touched."""
@@ -129,7 +132,7 @@ class SchedulerApp(app_manager.RyuApp):
         windows = {name: JobWindow(*w) for name, w in core.windows_ms().items()}
         flows = {name: list(job.flows) for name, job in core.jobs.items()}
         self.gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
-                               floor_kbps=core.policy.floor_kbps)
+                               floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle)
         self.edges, self._pending = [], {}
         self.send(self.gate.setup())
         core.gating = True

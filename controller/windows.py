@@ -39,6 +39,7 @@ GATE_PRIORITY = 10100  # > controller.forwarding.SCHEDULER_MIN_PRIORITY (10000)
 GATE_TABLE = 0
 GOTO_TABLE_AFTER_GATE = 1  # the fabric's copy of forwarding (controller/forwarding.py)
 MODES = ("block", "floor")
+TOGGLES = ("delete", "modify")  # open = delete the closing rule, or modify it to pass
 ETH_TYPE_IPV4 = 0x0800
 IP_PROTOS = {"tcp": 6, "udp": 17}
 
@@ -66,14 +67,19 @@ class DataFlow:
 
 @dataclass(frozen=True)
 class GateFlowMod:
-    """Add or (strictly) delete one gate rule. ``meter_id=None``: drop; else meter + goto_table 1."""
+    """Add, modify or delete (all strict) one gate rule.
 
-    command: str  # "add" | "delete"
+    Instructions: ``meter_id`` set → meter + goto_table 1 (floor); ``pass_through`` →
+    goto_table 1 (open, ``toggle="modify"``); neither → none, i.e. drop.
+    """
+
+    command: str  # "add" | "modify" | "delete"
     dpid: int
     match: dict
     priority: int = GATE_PRIORITY
     table: int = GATE_TABLE
     meter_id: int | None = None
+    pass_through: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,9 +120,12 @@ class WindowGate:
     """Window edges and their messages for a set of jobs, an epoch (unix s) and a mode."""
 
     def __init__(self, windows: dict[str, JobWindow], flows: dict[str, list[DataFlow]],
-                 epoch_s: float, mode: str = "block", floor_kbps: int = 1000):
+                 epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "delete"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if toggle not in TOGGLES:
+            raise ValueError(f"toggle must be one of {TOGGLES}, got {toggle!r}")
+        self.toggle = toggle
         if mode == "floor" and floor_kbps <= 0:
             raise ValueError("floor_kbps must be positive")
         missing = sorted(set(windows) - set(flows))
@@ -151,9 +160,13 @@ class WindowGate:
         return tuple(GateFlowMod(command, f.dpid, f.match(), meter_id=meter) for f in self.flows[job])
 
     def close_mods(self, job: str) -> tuple:
+        if self.toggle == "modify":
+            return self._rule_mods(job, "modify")
         return self._rule_mods(job, "add")
 
     def open_mods(self, job: str) -> tuple:
+        if self.toggle == "modify":
+            return tuple(GateFlowMod("modify", f.dpid, f.match(), pass_through=True) for f in self.flows[job])
         return self._rule_mods(job, "delete")
 
     def setup(self) -> list:
@@ -165,12 +178,12 @@ class WindowGate:
                     out.append(MeterMod("add", dpid, self.meter_ids[job], self.floor_kbps,
                                         max(1, self.floor_kbps // 4)))
         for job in self.windows:
-            out.extend(self.close_mods(job))
+            out.extend(self._rule_mods(job, "add"))
         return out
 
     def teardown(self) -> list:
         """Messages that remove every trace of the gate (rules, then meters)."""
-        out: list = [m for job in self.windows for m in self.open_mods(job)]
+        out: list = [m for job in self.windows for m in self._rule_mods(job, "delete")]
         if self.mode == "floor":
             for job in self.windows:
                 for dpid in sorted({f.dpid for f in self.flows[job]}):

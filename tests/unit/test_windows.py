@@ -144,3 +144,12 @@ def test_match_both_ports_when_given():
     assert "tcp_dst" not in DataFlow(1, "10.0.0.1", "10.0.0.3", 5201).match()
     udp = DataFlow(1, "10.0.0.1", "10.0.0.3", 5201, 5701, proto="udp").match()
     assert udp["ip_proto"] == 17 and udp["udp_src"] == 5201 and udp["udp_dst"] == 5701
+
+
+def test_modify_toggle_keeps_one_rule_and_flips_it():
+    g = gate([_Timing("a", 200, 60)], {"a": 0.0}, toggle="modify")
+    assert {m.command for m in g.setup()} == {"add"}
+    opening, closing = g.edges(EPOCH_S, EPOCH_S + 0.1)
+    assert {(m.command, m.pass_through) for m in opening.mods} == {("modify", True)}
+    assert {(m.command, m.pass_through) for m in closing.mods} == {("modify", False)}
+    assert {m.command for m in g.teardown()} == {"delete"}

@@ -1,0 +1,97 @@
+"""Did the gate hold? Compare captured packets (``scenarios/pcap.py``) with the schedule's windows.
+
+Two measures, shared by the integration tests, ``bench/gate.py`` and the runner:
+
+- :func:`bytes_in_windows`: the share of each job's payload bytes seen on the
+  shared link inside that job's windows;
+- :func:`edge_errors`: for a constant-rate probe flow through the gate, the
+  observed edges (last packet before a silent gap = close, first packet after
+  it = open) against the scheduled edges. Resolution: one packet gap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def windows_of(schedule_doc: dict, job: str, t0_s: float, t1_s: float) -> np.ndarray:
+    """``(open_s, close_s)`` rows of ``job``'s windows overlapping ``[t0_s, t1_s]``."""
+    j = schedule_doc["jobs"][job]
+    epoch_s = schedule_doc["epoch_s"]
+    period_s, shift_s, window_s = j["period_ms"] / 1000, j["shift_ms"] / 1000, j["window_ms"] / 1000
+    first = epoch_s + shift_s
+    k0 = max(0, int(np.floor((t0_s - first) / period_s)) - 1)
+    k1 = int(np.ceil((t1_s - first) / period_s)) + 1
+    opens = first + period_s * np.arange(k0, k1 + 1)
+    return np.column_stack([opens, opens + window_s])
+
+
+def inside(times_s: np.ndarray, windows: np.ndarray, slack_s: float = 0.0) -> np.ndarray:
+    """Boolean mask: which times fall in some window (widened by ``slack_s`` on both sides)."""
+    if len(windows) == 0:
+        return np.zeros(len(times_s), dtype=bool)
+    idx = np.searchsorted(windows[:, 0] - slack_s, times_s, side="right") - 1
+    ok = idx >= 0
+    idx = np.clip(idx, 0, len(windows) - 1)
+    return ok & (times_s < windows[idx, 1] + slack_s)
+
+
+def bytes_in_windows(packets: pd.DataFrame, job_of_packet: pd.Series, schedule_doc: dict,
+                     slack_s: float = 0.0) -> dict:
+    """Per job: payload bytes captured, and the share inside the job's windows."""
+    out = {}
+    for job in schedule_doc["jobs"]:
+        mine = packets[(job_of_packet == job) & (packets["payload_bytes"] > 0)]
+        if mine.empty:
+            out[job] = {"bytes": 0, "in_window": None}
+            continue
+        t = mine["time_s"].to_numpy()
+        w = windows_of(schedule_doc, job, t.min(), t.max())
+        mask = inside(t, w, slack_s)
+        total = int(mine["payload_bytes"].sum())
+        out[job] = {"bytes": total, "in_window": float(mine["payload_bytes"].to_numpy()[mask].sum() / total)}
+    return out
+
+
+def observed_edges(times_s: np.ndarray, min_gap_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """From a paced stream's packet times: (close times, open times) around every gap > ``min_gap_s``."""
+    t = np.sort(np.asarray(times_s))
+    gaps = np.nonzero(np.diff(t) > min_gap_s)[0]
+    return t[gaps], t[gaps + 1]
+
+
+def edge_errors(times_s: np.ndarray, windows: np.ndarray, min_gap_s: float,
+                max_error_s: float = 0.05) -> pd.DataFrame:
+    """Observed minus scheduled edge time (ms) for each scheduled edge inside the capture.
+
+    Only edges strictly inside the probe's life are scored; an edge whose
+    observation is further than ``max_error_s`` away counts as missed (NaN).
+    """
+    closes, opens = observed_edges(times_s, min_gap_s)
+    t0, t1 = np.min(times_s), np.max(times_s)
+    rows = []
+    for kind, scheduled, observed in (("open", windows[:, 0], opens), ("close", windows[:, 1], closes)):
+        for s in scheduled:
+            if not t0 + max_error_s < s < t1 - max_error_s:
+                continue
+            if len(observed):
+                nearest = observed[np.argmin(np.abs(observed - s))]
+                err = (nearest - s) * 1000 if abs(nearest - s) <= max_error_s else np.nan
+            else:
+                err = np.nan
+            rows.append({"edge": kind, "scheduled_s": s, "error_ms": err})
+    return pd.DataFrame(rows, columns=["edge", "scheduled_s", "error_ms"])
+
+
+def summarize_ms(values) -> dict:
+    """Signed mean, and mean, p95, max of absolute errors (ms); how many edges were missed."""
+    v = np.asarray(values, dtype=float)
+    missed = int(np.isnan(v).sum())
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return {"n": 0, "missed": missed}
+    signed_mean = float(v.mean())
+    v = np.abs(v)
+    return {"n": int(len(v)), "missed": missed, "signed_mean": signed_mean, "mean": float(v.mean()),
+            "p95": float(np.percentile(v, 95)), "max": float(v.max())}
