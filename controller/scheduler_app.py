@@ -34,7 +34,7 @@ from controller.windows import GOTO_TABLE_AFTER_GATE, GateFlowMod, JobWindow, Me
 GATE_COOKIE = 0x5B0F_6A7E_0000_0000
 APP_KEY = "scheduler_app"
 HORIZON_S = 0.5  # edges are computed this far ahead
-SPIN_S = 0.001  # the last stretch before an edge is spent yielding, not sleeping
+SPIN_S = 0.003  # the last stretch before an edge is spent yielding: epoll sleeps round up to 1 ms
 MAX_EDGE_RECORDS = 100_000
 
 log = logging.getLogger(__name__)
@@ -105,26 +105,45 @@ class SchedulerApp(app_manager.RyuApp):
         return parser.OFPFlowMod(dp, cookie=GATE_COOKIE, table_id=mod.table, priority=mod.priority,
                                  command=command, match=match, instructions=instructions)
 
-    def send(self, mods, record=None) -> None:
-        """Send ``mods`` (grouped per switch), then one barrier per switch touched."""
-        touched = []
+    def prepare(self, mods, record=None) -> list:
+        """Serialise ``mods`` and one barrier per switch touched, ahead of time: ``[(dp, bytes)]``.
+
+        Ryu serialises in Python (~0.1 ms a message); doing it before the edge
+        leaves only socket writes for the edge itself.
+        """
+        out, touched = [], []
         for mod in mods:
             dp = self.datapaths.get(mod.dpid)
             if dp is None:
                 if record is not None:
                     record["missing_dpids"] = sorted(set(record.get("missing_dpids", [])) | {mod.dpid})
                 continue
-            dp.send_msg(self._to_ofp(dp, mod))
+            msg = self._to_ofp(dp, mod)
+            dp.set_xid(msg)
+            msg.serialize()
+            out.append((dp, msg.buf))
             if dp not in touched:
                 touched.append(dp)
-        if record is not None:
-            record["sent_s"] = time.time()
         for dp in touched:
             barrier = dp.ofproto_parser.OFPBarrierRequest(dp)
             dp.set_xid(barrier)
+            barrier.serialize()
             if record is not None:
                 self._pending[(dp.id, barrier.xid)] = record
-            dp.send_msg(barrier)
+            out.append((dp, barrier.buf))
+        return out
+
+    def send(self, mods, record=None) -> None:
+        """Send ``mods`` now, each switch's followed by a barrier."""
+        self.send_prepared(self.prepare(mods, record), record)
+
+    @staticmethod
+    def send_prepared(prepared, record=None) -> None:
+        for dp, buf in prepared:
+            dp.send(buf)
+        if record is not None:
+            record["sent_s"] = time.time()
+        hub.sleep(0)  # let each switch connection's send loop write now
 
     # -- the gate ----------------------------------------------------------------------
     def start_gate(self) -> None:
@@ -161,13 +180,14 @@ class SchedulerApp(app_manager.RyuApp):
                 delay_s = edge.time_s - time.time()
                 if delay_s > SPIN_S:
                     hub.sleep(delay_s - SPIN_S)
+                record = {"due_s": edge.time_s, "job": edge.job, "opening": edge.opening,
+                          "sent_s": None, "barrier_s": None}
+                prepared = self.prepare(edge.mods, record)
                 while time.time() < edge.time_s:
                     hub.sleep(0)
                 if generation != self._generation:
                     return
-                record = {"due_s": edge.time_s, "job": edge.job, "opening": edge.opening,
-                          "sent_s": None, "barrier_s": None}
-                self.send(edge.mods, record)
+                self.send_prepared(prepared, record)
                 if len(self.edges) < MAX_EDGE_RECORDS:
                     self.edges.append(record)
             cursor_s += HORIZON_S
