@@ -407,6 +407,8 @@ def compute_schedule(
         if not 1 <= c < t:
             raise ValueError(f"{j.name}: need 1 quantum <= comm < period, got comm={c}, period={t} quanta")
     h = math.lcm(*periods)
+    if len(jobs) == 2 and method != "heuristic" and not max(periods) > MAX_PERIOD_QUANTA:
+        return _two_jobs(jobs, quantum_ms, periods, comms)
     prob = _Problem(periods, comms)
     too_big = len(jobs) > max_jobs or max(periods) > MAX_PERIOD_QUANTA
     if too_big and method == "exact":
@@ -439,6 +441,21 @@ def compute_schedule(
         lower_bound_ms=lower * quantum_ms,
         nodes=nodes,
     )
+
+
+def _two_jobs(jobs, quantum_ms, periods, comms) -> Schedule:
+    """Closed form: the separating interval if it exists, else the table's minimum."""
+    (t1, t2), (c1, c2) = periods, comms
+    interval = separating_interval(t1, c1, t2, c2)
+    if interval is not None:
+        d, overlap = interval[0], 0
+    else:
+        table = pair_overlap_table(t1, c1, t2, c2)
+        d = int(table.argmin())
+        overlap = int(table[d])  # the hyper-period is the pair's LCM
+    return Schedule(tuple(jobs), quantum_ms, {jobs[0].name: 0.0, jobs[1].name: d * quantum_ms},
+                    math.lcm(t1, t2) * quantum_ms, overlap == 0, overlap * quantum_ms, "exact", None,
+                    overlap * quantum_ms, 0)
 
 
 def _refusal(n_jobs: int, max_period: int, max_nodes: int) -> str:

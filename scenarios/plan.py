@@ -118,7 +118,7 @@ def render(plan: dict) -> str:
     """The human-readable table."""
     gap = "" if plan["gap"] is None else f", gap {plan['gap']:.1%}"
     lines = [
-        f"scenario {plan['scenario']}  quantum {plan['quantum_ms']:g} ms  hyper-period {plan['hyperperiod_ms']:g} ms",
+        f"scenario {plan['scenario']}  quantum {plan['quantum_ms']:g} ms  hyper-period {plan['hyperperiod_ms']:,} ms",
         f"feasible: {'yes' if plan['feasible'] else 'no'}  (overlap {plan['overlap_ms']:g} ms per hyper-period, "
         f"{plan['method']}{gap})",
         "",
