@@ -103,6 +103,12 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     ``period - comm`` earlier). ``windows``: gate the named jobs.
     """
     windows = windows or {}
+    for j in jobs:
+        if not 0 < j.comm_ms < j.period_ms:
+            raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
+    for name, w in windows.items():
+        if not 0 < w.length_ms <= w.period_ms:
+            raise ValueError(f"{name}: need 0 < window length <= period, got {w.length_ms}, {w.period_ms}")
     n = len(jobs)
     compute = [j.period_ms - j.comm_ms for j in jobs]
     gate = [windows.get(j.name) for j in jobs]
@@ -122,7 +128,11 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         else:
             state[i], next_t[i] = "wait", w.next_start(now)
 
+    max_events = 1000 * n * target  # a bound far above any real run: a guard, not a limit
     while min(len(e) for e in ends) < target:
+        max_events -= 1
+        if max_events < 0:
+            raise RuntimeError("fluid model made no progress (window or time values out of range)")
         sending = [i for i in range(n) if state[i] == "send"]
         share = 1.0 / len(sending) if sending else 0.0
         t_next = min(next_t)
