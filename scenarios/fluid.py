@@ -161,8 +161,9 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         mean = (e[-1] - e[0]) / (len(e) - 1)
         k = len(starts[i]) - 1
         burst_start = _burst_start(starts[i][k], gate[i])
-        lag = burst_start - (offsets_ms[job.name] + k * job.period_ms)
-        phase = (lag + job.period_ms / 2) % job.period_ms - job.period_ms / 2
+        period = gate[i].period_ms if gate[i] else job.period_ms  # gated: against its window grid
+        lag = burst_start - (offsets_ms[job.name] + k * period)
+        phase = (lag + period / 2) % period - period / 2
         out[job.name] = JobResult(job.name, job.period_ms, len(e) - 1, mean, 1000.0 / mean, lag,
                                   0.0 if abs(phase) < 1e-6 else phase)
     return out
