@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 MAX_EXACT_JOBS = 6
-MAX_PERIOD_QUANTA = 1_000_000
+# Distinct objective values differ by at least 1/lcm(T_i, T_j) >= 1/T_max² in the float rates
+# the search compares; up to 10^5 quanta that is >= 1e-10, far above the float error and _EPS.
+MAX_PERIOD_QUANTA = 100_000
 DEFAULT_MAX_NODES = 200_000
 _PAIR_CLOSURE_LIMIT = 250_000  # gcd² up to which the last two jobs are solved jointly
 _EPS = 1e-12
