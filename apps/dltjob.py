@@ -303,6 +303,9 @@ class IperfTransport:
         self.servers = []
         self.clients: list = []
         os.makedirs(run_dir, exist_ok=True)
+        for worker in spec.workers:
+            if worker.host_pid is not None:
+                iperf.allow_port_reuse(worker.host_pid)
         for phase in collective(spec):
             for t in phase:
                 pidfile = os.path.join(run_dir, f"iperf3-{spec.name}-{t.port}.pid")

@@ -75,6 +75,21 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
             "--pacing-timer", "100"]
 
 
+def allow_port_reuse(host_pid: int | None) -> None:
+    """No TIME_WAIT in this host's namespace, so a pinned ``--cport`` can be bound every iteration.
+
+    Measured: the receiving client closes first, its ``(cport, server)`` socket
+    sits in TIME_WAIT for 60 s and the next burst fails with "unable to connect
+    stream: Address already in use" (iperf3 binds without SO_REUSEADDR).
+    ``tcp_max_tw_buckets`` is per network namespace, so this touches only the
+    emulated host, never the machine. Refused for the root namespace.
+    """
+    if host_pid is None:
+        raise ValueError("refusing to change TIME_WAIT handling in the root namespace")
+    subprocess.run(in_host(host_pid, ["sysctl", "-q", "-w", "net.ipv4.tcp_max_tw_buckets=0"]),
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=5)
+
+
 @dataclass
 class Server:
     """A running iperf3 server daemon, known by its PID (from its pid file)."""

@@ -17,6 +17,7 @@ Gate rules carry :data:`GATE_COOKIE`, so the fabric app never deletes them and
 
 import controller.ryu_compat  # noqa: F401,I001  (must come before every ryu import)
 
+import itertools
 import json
 import logging
 import time
@@ -176,14 +177,19 @@ class SchedulerApp(app_manager.RyuApp):
         cursor_s = max(time.time(), self.gate.epoch_s - 1.0)
         while generation == self._generation:
             edges = self.gate.edges(cursor_s, cursor_s + HORIZON_S)
-            for edge in edges:
-                delay_s = edge.time_s - time.time()
+            # edges due at the same instant (one job closes as the next opens) go out as one
+            # batch with one barrier per switch: sent one after the other, the second waited
+            # for the first's barrier and datapath revalidation and landed 3-7 ms late (measured)
+            for due_s, group in itertools.groupby(edges, key=lambda e: e.time_s):
+                group = list(group)
+                delay_s = due_s - time.time()
                 if delay_s > SPIN_S:
                     hub.sleep(delay_s - SPIN_S)
-                record = {"due_s": edge.time_s, "job": edge.job, "opening": edge.opening,
+                record = {"due_s": due_s, "job": ",".join(e.job for e in group),
+                          "opening": ",".join("open" if e.opening else "close" for e in group),
                           "sent_s": None, "barrier_s": None}
-                prepared = self.prepare(edge.mods, record)
-                while time.time() < edge.time_s:
+                prepared = self.prepare([m for e in group for m in e.mods], record)
+                while time.time() < due_s:
                     hub.sleep(0)
                 if generation != self._generation:
                     return

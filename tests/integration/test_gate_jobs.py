@@ -1,0 +1,240 @@
+"""Two emulated DLT jobs on the real fabric: contention under ``none``, confinement under ``gate``.
+
+Real Mininet + Open vSwitch (userspace) + Ryu (fabric app + window scheduler)
++ iperf3 + tcpdump. Root only, one fabric at a time (run under
+``flock /tmp/shiftbed-dev.lock``).
+
+Jobs (ring all-reduce of two workers, so each job has one flow each way
+through the shared link leaf1 <-> spine1; every TCP/UDP flow is pinned to
+spine 1): ``a`` on h1/h3 with T = 300 ms, c = 100 ms and ``b`` on h2/h4 with
+T = 600 ms, c = 150 ms; gcd(300, 600) = 300 >= 250, so they can be separated.
+Links 100 Mbit/s, MTU 9000 (PLATFORM.md: 94-99 % of link rate for up to 4
+flows). ``fill`` 0.55: a solo burst's launch-to-exit (iperf3 start-up
+included) then takes ~85 % of ``comm_ms`` (measured by the solo runs below).
+"""
+
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from apps import jobrun
+from apps.capture import Capture
+from apps.dltjob import JobPlan, data_flows
+from scenarios import gatecheck
+from scenarios.pcap import label_flows, read_pcap
+
+pytestmark = pytest.mark.root
+
+LINK_MBPS = 50.0
+SHARED_LINK_IF = "leaf1-eth3"  # leaf1's port to spine1 (hosts_per_leaf=2, so spine S is port 2 + S)
+JOBS = {"a": dict(period_ms=300, comm_ms=100, hosts=["h1", "h3"], base_port=5201),
+        "b": dict(period_ms=600, comm_ms=150, hosts=["h2", "h4"], base_port=6201)}
+FILL = 0.3
+RUN_S = 4.2
+# Thresholds (issue 4): >= 95 % of each job's bytes inside its windows; edges p95 <= 3 ms.
+MIN_IN_WINDOW = 0.95
+MAX_EDGE_P95_MS = 3.0
+# "near solo": a gated job's period is its window period T, which is a little longer
+# than its solo iteration (the solo burst takes ~85 % of comm_ms), so allow T/solo + 5 %.
+NEAR_SOLO_SLACK = 0.05
+
+
+@pytest.fixture(scope="module")
+def fabric(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    from controller.forwarding import Pin
+    from topo.fabric import Fabric
+    from topo.wiring import FabricParams
+
+    params = FabricParams(spines=2, leaves=2, hosts_per_leaf=2, host_link_mbps=LINK_MBPS,
+                          fabric_link_mbps=LINK_MBPS)
+    with Fabric(params, pins=[Pin(spine=1), Pin(spine=1, proto="udp")],
+                controller_apps=["controller.scheduler_app"]) as fab:
+        yield fab
+
+
+@pytest.fixture(scope="module")
+def specs(fabric):
+    return [jobrun.job_on_fabric(fabric, name, j["period_ms"], j["comm_ms"], j["hosts"],
+                                 base_port=j["base_port"], fill=FILL) for name, j in JOBS.items()]
+
+
+def iterations_for(spec, seconds):
+    return max(3, int(seconds * 1000 / spec.period_ms))
+
+
+def run_jobs(fabric, specs, run_dir, policy=None, plans=None, capture=False):
+    """Run the jobs under ``policy`` (plans from the controller) or given ``plans``; return frames."""
+    os.makedirs(run_dir, exist_ok=True)
+    cap = None
+    if capture:
+        cap = Capture(SHARED_LINK_IF, os.path.join(run_dir, "shared.pcap"),
+                      on_start=lambda pid: fabric.track(pid, "tcpdump"))
+    schedule = None
+    rest = fabric.controller.rest_url
+    try:
+        if policy is not None:
+            schedule = jobrun.set_policy(rest, policy, start_in_s=1.5)
+        longest = max(s.period_ms for s in specs)
+        procs = [jobrun.start_drivers([s], run_dir, rest, plans=plans and {s.name: plans[s.name]},
+                                      iterations=iterations_for(s, RUN_S) if longest else None,
+                                      fabric=fabric) for s in specs]
+        drivers = {k: v for p in procs for k, v in p.items()}
+        codes = jobrun.wait_drivers(drivers, timeout_s=60)
+    finally:
+        if cap is not None:
+            cap.stop()
+        if policy == "gate":
+            jobrun.stop_gate(rest)
+        jobrun.end_leftover_servers(run_dir)
+    assert codes == {s.name: 0 for s in specs}, [open(os.path.join(run_dir, f"{s.name}.driver.err")).read()
+                                                 for s in specs]
+    rows = pd.concat([pd.read_csv(os.path.join(run_dir, f"{s.name}.csv")) for s in specs])
+    assert (rows["error"].isna() | (rows["error"] == "")).all(), rows["error"].dropna().unique()
+    return rows, schedule
+
+
+def per_iteration(rows):
+    """One row per job iteration: start, comm_start (earliest launch), comm_end, end."""
+    it = rows.groupby(["job", "iteration"]).agg(start=("start", "min"), comm_start=("comm_start", "min"),
+                                                comm_end=("comm_end", "max"), end=("end", "max")).reset_index()
+    it["iteration_ms"] = (it["end"] - it["start"]) * 1000
+    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000
+    return it
+
+
+@pytest.fixture(scope="module")
+def solo(fabric, specs, tmp_path_factory):
+    """Calibration: each job alone on the fabric (mean iteration and comm phase, ms)."""
+    out = {}
+    for spec in specs:
+        run_dir = str(tmp_path_factory.mktemp(f"solo-{spec.name}"))
+        plan = JobPlan("none", time.time() + 1.0, 0.0, spec.period_ms, spec.comm_ms)
+        rows, _ = run_jobs(fabric, [spec], run_dir, plans={spec.name: plan})
+        it = per_iteration(rows)
+        out[spec.name] = {"iteration_ms": it["iteration_ms"].iloc[1:].mean(),
+                          "comm_ms": it["comm_ms"].iloc[1:].mean(),
+                          "comm_samples_ms": it["comm_ms"].iloc[1:].to_numpy()}
+    print("solo", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def registered(fabric, specs):
+    jobrun.register_jobs(fabric.controller.rest_url, fabric.wiring, specs)
+    schedule = jobrun.get(fabric.controller.rest_url, "schedule")
+    assert schedule["feasible"] and schedule["hyperperiod_ms"] == 600
+    return schedule
+
+
+def standard_error(x, y):
+    """Standard error of mean(x) - mean(y) (samples assumed independent)."""
+    def sem2(v):
+        return np.var(v, ddof=1) / len(v) if len(v) > 1 else 0.0
+    return float(np.sqrt(sem2(np.asarray(x)) + sem2(np.asarray(y))))
+
+
+def overlap_ms(it, job, other):
+    """For each iteration of ``job``: how long its comm phase overlapped ``other``'s (ms)."""
+    mine, theirs = it[it.job == job], it[it.job == other]
+    return np.array([np.clip(np.minimum(theirs.comm_end, r.comm_end) - np.maximum(theirs.comm_start, r.comm_start),
+                             0, None).sum() * 1000 for r in mine.itertuples()])
+
+
+def test_solo_burst_fits_its_comm_time(solo):
+    for name, j in JOBS.items():
+        assert solo[name]["comm_ms"] < j["comm_ms"], solo
+
+
+def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_path):
+    rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy="none")
+    assert schedule["policy"] == "none"
+    it = per_iteration(rows)
+    # every job's first burst starts at the common epoch
+    first = it[it.iteration == 0].comm_start
+    assert first.max() - first.min() < 0.02
+    for job, other in (("a", "b"), ("b", "a")):
+        # bursts that shared the link for at least half of a solo burst
+        hit = overlap_ms(it, job, other) >= 0.5 * solo[job]["comm_ms"]
+        assert hit.sum() >= 1
+        stretched = it[it.job == job].comm_ms.to_numpy()[hit]
+        print(job, "overlapped comm", stretched.mean(), "solo", solo[job]["comm_ms"])
+        # longer than solo beyond noise: 3 standard errors of the difference of the means
+        assert stretched.mean() - solo[job]["comm_ms"] > 3 * standard_error(stretched, solo[job]["comm_samples_ms"])
+        iteration_ms = it[it.job == job].iteration_ms.to_numpy()[hit].mean()
+        assert iteration_ms > solo[job]["iteration_ms"]
+
+
+def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, specs, solo, registered,
+                                                                        tmp_path):
+    rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy="gate", capture=True)
+    assert schedule["policy"] == "gate"
+    packets = read_pcap(str(tmp_path / "shared.pcap"))
+    flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
+             for s in specs}
+    shares = gatecheck.bytes_in_windows(packets, label_flows(packets, flows), schedule)
+    print("bytes in windows", shares)
+    it = per_iteration(rows)
+    for spec in specs:
+        assert shares[spec.name]["bytes"] > 0
+        assert shares[spec.name]["in_window"] >= MIN_IN_WINDOW, shares
+        gated_ms = it[(it.job == spec.name) & (it.iteration > 0)].iteration_ms.mean()
+        bound_ms = max(spec.period_ms, solo[spec.name]["iteration_ms"]) * (1 + NEAR_SOLO_SLACK)
+        print(spec.name, "gated iteration", gated_ms, "solo", solo[spec.name]["iteration_ms"])
+        assert gated_ms <= bound_ms
+    # and no two jobs' comm phases overlapped
+    assert not overlap_ms(it, "a", "b").any()
+
+
+def test_gate_edges_on_the_wire_within_3ms(fabric, tmp_path):
+    """Two gated constant-rate UDP probes show every edge on the shared link (p95 <= 3 ms)."""
+    from apps import iperf
+    from topo.wiring import leaf_dpid
+
+    rest = fabric.controller.rest_url
+    jobrun.remove_jobs(rest, ["a", "b"])
+    probes = {"pa": ("h1", "h3", 7201, 7701, 200, 60), "pb": ("h2", "h4", 7202, 7702, 400, 100)}
+    servers, clients = [], []
+    try:
+        for name, (src, dst, port, cport, period_ms, comm_ms) in probes.items():
+            server = iperf.start_server(port, str(tmp_path / f"{name}.pid"), fabric.host(src).pid)
+            fabric.track(server.pid, f"iperf3:{name}")
+            servers.append(server)
+            body = {"name": name, "period_ms": period_ms, "comm_ms": comm_ms, "workers": [src, dst],
+                    "flows": [{"dpid": leaf_dpid(fabric.wiring.host(src).leaf), "src_ip": fabric.ip(src),
+                               "dst_ip": fabric.ip(dst), "tcp_src": port, "tcp_dst": cport, "proto": "udp"}]}
+            assert jobrun.requests.post(f"{rest}/shiftbed/jobs", json=body, timeout=5).status_code == 201
+        with Capture(SHARED_LINK_IF, str(tmp_path / "probe.pcap"),
+                     on_start=lambda pid: fabric.track(pid, "tcpdump")):
+            for name, (src, dst, port, cport, _, _) in probes.items():
+                clients.append(fabric.spawn(dst, iperf.probe_argv(fabric.ip(src), port, cport, 8, 4.5),
+                                            label=f"probe:{name}"))
+            time.sleep(0.5)  # UDP set-up must pass before the gate closes anything
+            schedule = jobrun.set_policy(rest, "gate", start_in_s=0.3)
+            for c in clients:
+                c.popen.wait(timeout=15)
+        status = jobrun.get(rest, "status")
+    finally:
+        jobrun.stop_gate(rest)
+        for c in clients:
+            fabric.stop_process(c)
+        for s in servers:
+            s.stop()
+        jobrun.remove_jobs(rest, probes)
+    packets = read_pcap(str(tmp_path / "probe.pcap"))
+    errors = []
+    for name, (_, _, port, cport, _, _) in probes.items():
+        t = packets[(packets.sport == port) & (packets.dport == cport)].time_s.to_numpy()
+        assert len(t) > 1000
+        w = gatecheck.windows_of(schedule, name, t.min(), t.max())
+        errors.append(gatecheck.edge_errors(t, w, min_gap_s=0.002).assign(job=name))
+    errors = pd.concat(errors)
+    errors.to_csv(tmp_path / "edge_errors.csv", index=False)
+    summary = gatecheck.summarize_ms(errors.error_ms)
+    print("edge error", summary, "controller", status["send_lateness_ms"], status["barrier_lateness_ms"])
+    assert summary["missed"] == 0 and summary["n"] >= 40
+    assert summary["p95"] <= MAX_EDGE_P95_MS
