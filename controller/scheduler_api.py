@@ -13,7 +13,7 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 - ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window,
   hyper-period, feasibility
 - ``POST /policy`` ``{"policy", "epoch_s"? | "start_in_s"?, "seed"?, "mode"?,
-  "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?}``: choose the policy and the
+  "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?, "advance_ms"?}``: choose the policy and the
   common epoch; for ``gate`` the controller starts firing edges
 - ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
   ``GET /edges``
@@ -179,13 +179,14 @@ class PolicyRequest:
     guard_ms: float = 0.0
     quantum_ms: float = 1.0
     toggle: str = "delete"
+    advance_ms: float = 0.0  # send each edge this much early (pre-compensates the switch's delay)
 
 
 def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     """Body of ``POST /policy`` → :class:`PolicyRequest`; ``epoch_s`` defaults to now + ``start_in_s`` (2 s)."""
     now_s = time.time() if now_s is None else now_s
     _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "guard_ms",
-                   "quantum_ms", "toggle"}, "policy")
+                   "quantum_ms", "toggle", "advance_ms"}, "policy")
     policy = doc.get("policy")
     if policy not in POLICIES:
         raise ApiError(400, f"policy.policy: must be one of {', '.join(POLICIES)}, got {policy!r}"[:200])
@@ -206,7 +207,9 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     toggle = doc.get("toggle", "delete")
     if toggle not in TOGGLES:
         raise ApiError(400, f"policy.toggle: must be one of {', '.join(TOGGLES)}, got {toggle!r}"[:200])
-    return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, guard_ms, quantum_ms, toggle)
+    advance_ms = float(_number(doc, "advance_ms", "policy", 0.0, 50.0, lo_open=False, default=0.0))
+    return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, guard_ms, quantum_ms, toggle,
+                         advance_ms)
 
 
 class SchedulerCore:

@@ -11,6 +11,11 @@ it is due, send the edge's flow-mods and a barrier — and (3) records for each
 edge its due time, the time its messages were handed to the switch connection
 and the time the barrier reply came back (``GET /shiftbed/edges``).
 
+``advance_ms`` (policy option, default 0) sends every edge that much early:
+the switch applies a flow-mod ~1.3-1.9 ms after it is sent (barrier replies,
+docs/gate.md), so a measured constant can be pre-compensated; lateness in
+``GET /shiftbed/status`` is always against the *scheduled* time.
+
 Gate rules carry :data:`GATE_COOKIE`, so the fabric app never deletes them and
 ``POST /shiftbed/stop`` removes all of them (and the meters) at once.
 """
@@ -174,7 +179,8 @@ class SchedulerApp(app_manager.RyuApp):
         self.core.gating = False
 
     def _fire_edges(self, generation: int) -> None:
-        cursor_s = max(time.time(), self.gate.epoch_s - 1.0)
+        advance_s = self.core.policy.advance_ms / 1000
+        cursor_s = max(time.time() + advance_s, self.gate.epoch_s - 1.0)
         while generation == self._generation:
             edges = self.gate.edges(cursor_s, cursor_s + HORIZON_S)
             # edges due at the same instant (one job closes as the next opens) go out as one
@@ -182,14 +188,15 @@ class SchedulerApp(app_manager.RyuApp):
             # for the first's barrier and datapath revalidation and landed 3-7 ms late (measured)
             for due_s, group in itertools.groupby(edges, key=lambda e: e.time_s):
                 group = list(group)
-                delay_s = due_s - time.time()
+                send_at_s = due_s - advance_s
+                delay_s = send_at_s - time.time()
                 if delay_s > SPIN_S:
                     hub.sleep(delay_s - SPIN_S)
                 record = {"due_s": due_s, "job": ",".join(e.job for e in group),
                           "opening": ",".join("open" if e.opening else "close" for e in group),
                           "sent_s": None, "barrier_s": None}
                 prepared = self.prepare([m for e in group for m in e.mods], record)
-                while time.time() < due_s:
+                while time.time() < send_at_s:
                     hub.sleep(0)
                 if generation != self._generation:
                     return

@@ -77,6 +77,7 @@ def test_good_job():
     {"policy": "gate", "epoch_s": NOW_S, "start_in_s": 1}, {"policy": "gate", "mode": "half"},
     {"policy": "gate", "floor_kbps": 0}, {"policy": "gate", "guard_ms": -5},
     {"policy": "gate", "quantum_ms": 0}, {"policy": "gate", "seed": 1.5}, {"policy": "gate", "colour": 1},
+    {"policy": "gate", "toggle": "flip"}, {"policy": "gate", "advance_ms": -1}, {"policy": "gate", "advance_ms": 500},
 ])
 def test_bad_policy(doc):
     assert status_of(validate_policy, doc, NOW_S) == 400
