@@ -77,13 +77,19 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
             procs += clients
             time.sleep(0.5)
             schedule = jobrun.set_policy(rest, "gate", start_in_s=0.3, toggle=toggle, advance_ms=advance_ms)
+            hung = 0
             for c in clients:
-                c.popen.wait(timeout=20)
+                try:
+                    c.popen.wait(timeout=PROBE_S + 10)
+                except subprocess.TimeoutExpired:  # seen once under load: end-of-test exchange stuck
+                    hung += 1
+                    fabric.stop_process(c)
         status = jobrun.get(rest, "status")
     finally:
         jobrun.stop_gate(rest)
         for p in procs:
-            fabric.stop_process(p)
+            if p in fabric.processes:
+                fabric.stop_process(p)
         for s in servers:
             s.stop()
         jobrun.remove_jobs(rest, probes)
@@ -96,7 +102,8 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
     return {"jobs": n_jobs, "load": load, "toggle": toggle, "advance_ms": advance_ms,
             **gatecheck.summarize_ms(errors),
             "controller_send_late_ms": status["send_lateness_ms"],
-            "barrier_late_ms": status["barrier_lateness_ms"], "openflow_errors": status["openflow_errors"]}
+            "barrier_late_ms": status["barrier_lateness_ms"], "openflow_errors": status["openflow_errors"],
+            "probes_hung": hung}
 
 
 def burst_overhead(fabric, work: Path, n: int = 20, nbytes: int = 250_000) -> dict:

@@ -19,15 +19,18 @@ either
   ``floor_kbps``, burst ``0.25 × rate`` as PLATFORM.md measured TCP needs) and
   ``goto_table:1``, where the fabric keeps a copy of forwarding.
 
-Why these mechanisms (measured, ../shared/PLATFORM.md and docs/gate.md):
-a Ryu flow-mod + barrier lands 1–1.6 ms after its due time (sd 0.3 ms); a
-``modify`` of the same rule costs the same, so add/delete is used because the
-open state then is *no rule at all* — forwarding exactly as without the gate,
-and a crashed controller leaves at worst a closed window the run's teardown
-deletes. ``ovs-ofctl`` per edge is 27 ms late and ``set_queue`` is ignored by
-the userspace datapath, so neither is used; changing a meter's rate per edge
-was not used because a meter polices (drops) instead of blocking cleanly.
-Gating matches the data port only, so iperf3's control connection is never cut.
+Why these mechanisms (measured here, docs/gate.md; ../shared/PLATFORM.md):
+a Ryu flow-mod + barrier lands on the wire 1.3-1.7 ms after its due time on an
+idle link (p95 2.4-3.7 ms for 1-4 jobs), nearly all of it Open vSwitch applying
+the change (the controller sends within 0.05 ms). Opening by ``modify`` of an
+always-present rule measured the same within noise as ``delete`` (p95 2.2 vs
+2.5-3.7 ms at 2 jobs), so ``toggle="delete"`` is the default: the open state is
+then *no rule at all* — forwarding exactly as without the gate — and a crashed
+controller leaves at worst closed windows that teardown removes by cookie.
+``ovs-ofctl`` per edge is ~27 ms late and ``set_queue`` is ignored by the
+userspace datapath, so neither is used; a meter polices (drops) rather than
+blocks, so it is offered only as the floor, not as the gate itself. Gating
+matches the data ports only, so iperf3's control connection is never cut.
 """
 
 from __future__ import annotations
