@@ -45,7 +45,7 @@ from controller.fabric_config import FabricConfig
 from controller.forwarding import Pin
 from controller.process import ControllerProcess
 from topo import runrecord
-from topo.leafspine import JUMBO_MTU, FabricLink, LeafSpineTopo
+from topo.leafspine import DEFAULT_QUEUE_MS, JUMBO_MTU, FabricLink, LeafSpineTopo
 from topo.wiring import FabricParams, fabric_wiring
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,7 @@ class Fabric:
         stats_hz: how often it polls them.
         datapath: ``kernel``/``user``/None (automatic).
         mtu: host and switch port MTU (9000 by default).
+        queue_ms: each port's queue, in ms at its link rate (``topo/leafspine.py``).
         workdir: for the controller config and log (default ``/run/shiftbed/<run_id>``).
         controller_env: extra environment for the controller process.
         ofp_port, wsapi_port: the controller's OpenFlow and REST ports (free ports by default).
@@ -145,6 +146,7 @@ class Fabric:
 
     def __init__(self, params: FabricParams, run_id: str | None = None, pins=(), controller_apps=(),
                  stats_csv=None, stats_hz: float = 10.0, datapath: str | None = None, mtu: int = JUMBO_MTU,
+                 queue_ms: float = DEFAULT_QUEUE_MS,
                  workdir=None, controller_env=None, ofp_port: int | None = None, wsapi_port: int | None = None,
                  ready_timeout_s: float = 30.0):
         self.params = params
@@ -158,7 +160,7 @@ class Fabric:
         self.ofp_port, self.wsapi_port = ofp_port, wsapi_port
         self.ready_timeout_s = ready_timeout_s
         self.wiring = fabric_wiring(params)
-        self.topo = LeafSpineTopo(**params.as_dict(), mtu=mtu)  # validates before anything is touched
+        self.topo = LeafSpineTopo(**params.as_dict(), mtu=mtu, queue_ms=queue_ms)  # validates before anything is touched
         self.net = None
         self.controller = None
         self.record = None

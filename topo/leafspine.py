@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # `mn --custom topo/leafspine.py`: the repository i
     from topo import wiring as numbering
 
 JUMBO_MTU = 9000
-DEFAULT_QUEUE_MS = 20  # per-port queue, in ms at the link rate (see FabricIntf.bwCmds)
+DEFAULT_QUEUE_MS = 50  # per-port queue, in ms at the link rate (see FabricIntf.bwCmds)
 
 
 class FabricIntf(TCIntf):
@@ -47,7 +47,7 @@ class FabricIntf(TCIntf):
     def bwCmds(self, bw=None, **kwargs):
         """Mininet's HTB class with an explicit quantum (two frames, which
         silences HTB's "quantum is big" warning) and a byte-limited FIFO under
-        it holding ``queue_ms`` of traffic at the link rate (at least 4 frames).
+        it holding ``queue_ms`` of traffic at the link rate (at least 8 frames).
 
         Without the FIFO the class queue is 1000 packets: 3.6 s at 20 Mbit/s
         with 9000-byte frames, which delays ACKs behind data by seconds.
@@ -57,7 +57,7 @@ class FabricIntf(TCIntf):
         cmds = [cmd + f" quantum {2 * mtu}" if " htb rate " in cmd else cmd for cmd in cmds]
         queue_ms = getattr(self, "queue_ms", DEFAULT_QUEUE_MS)
         if bw is not None and queue_ms and parent.strip() == "parent 5:1":
-            limit_bytes = max(int(bw * 1e6 / 8 * queue_ms / 1000), 4 * (mtu + 14))
+            limit_bytes = max(int(bw * 1e6 / 8 * queue_ms / 1000), 8 * (mtu + 14))
             cmds.append(f"%s qdisc add dev %s parent 5:1 handle 10: bfifo limit {limit_bytes}")
         return cmds, parent
 
@@ -86,10 +86,12 @@ class LeafSpineTopo(Topo):
     """
 
     def build(self, spines=2, leaves=2, hosts_per_leaf=2, host_link_mbps=50.0,
-              fabric_link_mbps=50.0, mtu=JUMBO_MTU):
+              fabric_link_mbps=50.0, mtu=JUMBO_MTU, queue_ms=DEFAULT_QUEUE_MS):
         params = numbering.FabricParams(spines, leaves, hosts_per_leaf, host_link_mbps, fabric_link_mbps)
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not 576 <= mtu <= JUMBO_MTU:
             raise ValueError(f"mtu: must be a whole number in [576, {JUMBO_MTU}], got {mtu!r}")
+        if isinstance(queue_ms, bool) or not isinstance(queue_ms, int | float) or not 0 < queue_ms <= 10_000:
+            raise ValueError(f"queue_ms: must be in (0, 10000] ms, got {queue_ms!r}")
         self.wiring = numbering.fabric_wiring(params)
         for leaf in range(1, leaves + 1):
             self.addSwitch(numbering.leaf_name(leaf), dpid=f"{numbering.leaf_dpid(leaf):016x}", protocols="OpenFlow13")
@@ -98,13 +100,13 @@ class LeafSpineTopo(Topo):
         for host in self.wiring.hosts:
             self.addHost(host.name, ip=f"{host.ip}/8", mac=host.mac)
             self.addLink(host.name, numbering.leaf_name(host.leaf), port1=0, port2=host.leaf_port,
-                         cls=FabricLink, bw=host_link_mbps, mtu=mtu)
+                         cls=FabricLink, bw=host_link_mbps, mtu=mtu, queue_ms=queue_ms)
         for leaf in range(1, leaves + 1):
             for spine in range(1, spines + 1):
                 self.addLink(numbering.leaf_name(leaf), numbering.spine_name(spine),
                              port1=self.wiring.leaf_uplink_port(spine),
                              port2=self.wiring.spine_downlink_port(leaf),
-                             cls=FabricLink, bw=fabric_link_mbps, mtu=mtu)
+                             cls=FabricLink, bw=fabric_link_mbps, mtu=mtu, queue_ms=queue_ms)
 
 
 topos = {"leafspine": LeafSpineTopo}
