@@ -165,6 +165,20 @@ def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_pa
         assert (overlap_ms(it, job, other)[1:] > 0).any()
 
 
+@pytest.mark.parametrize("policy", ["shift", "random"])
+def test_first_bursts_follow_the_controllers_offsets(fabric, specs, registered, tmp_path, policy):
+    rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy=policy)
+    assert schedule["policy"] == policy
+    it = per_iteration(rows)
+    for spec in specs:
+        due_s = schedule["epoch_s"] + schedule["jobs"][spec.name]["offset_ms"] / 1000
+        first = it[(it.job == spec.name) & (it.iteration == 0)].comm_start.iloc[0]
+        assert abs(first - due_s) < 0.01, (spec.name, first - due_s)
+    if policy == "shift":
+        assert {n: j["offset_ms"] for n, j in schedule["jobs"].items()} == \
+            {n: j["shift_ms"] for n, j in schedule["jobs"].items()}
+
+
 def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, specs, solo, registered,
                                                                         tmp_path):
     rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy="gate", capture=True)
