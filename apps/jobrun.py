@@ -7,7 +7,8 @@ same few steps, so they live here once::
     rest = fabric.controller.rest_url          # controller started with controller.scheduler_app
     register_jobs(rest, fabric.wiring, specs)   # POST /shiftbed/jobs (flows matched at each sender's leaf)
     schedule = set_policy(rest, "gate", start_in_s=2.0)
-    drivers = start_drivers(specs, run_dir, rest, iterations=20, launch_lead_ms=lead, fabric=fabric)
+    solo = calibrate(specs, run_dir, fabric=fabric)  # each job alone: solo iteration/comm/overhead
+    drivers = start_drivers(specs, run_dir, rest, iterations=20, fabric=fabric)
     wait_drivers(drivers)                       # rows in <run_dir>/<job>.csv
     stop_gate(rest)
 
@@ -116,6 +117,43 @@ def wait_drivers(drivers: dict, timeout_s: float = 120.0) -> dict:
         except Exception:
             codes[name] = dltjob.stop_driver(proc)
     return codes
+
+
+def per_iteration(rows):
+    """Driver CSV rows (pandas) → one row per job iteration with ``iteration_ms`` and ``comm_ms``."""
+    it = rows.groupby(["job", "iteration"]).agg(start=("start", "min"), comm_start=("comm_start", "min"),
+                                                comm_end=("comm_end", "max"), end=("end", "max")).reset_index()
+    it["iteration_ms"] = (it["end"] - it["start"]) * 1000
+    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000
+    return it
+
+
+def calibrate(specs, run_dir: str, *, iterations: int = 8, fabric=None, start_in_s: float = 1.0) -> dict:
+    """Each job *alone* on the fabric, one after the other: its solo figures (ms).
+
+    Returns per job: ``iteration_ms`` / ``comm_ms`` (mean, iteration 0 left out as
+    warm-up), ``*_sd_ms``, the samples, and ``overhead_ms`` = solo comm phase minus
+    the data time at link rate, i.e. what iperf3 start-up and TCP cost per burst.
+    """
+    import pandas as pd
+
+    out = {}
+    for spec in specs:
+        job_dir = os.path.join(run_dir, f"solo-{spec.name}")
+        plan = dltjob.JobPlan("none", time.time() + start_in_s, 0.0, spec.period_ms, spec.comm_ms)
+        codes = wait_drivers(start_drivers([spec], job_dir, plans={spec.name: plan}, iterations=iterations,
+                                           fabric=fabric), timeout_s=60 + iterations * spec.period_ms / 1000 * 3)
+        end_leftover_servers(job_dir)
+        if codes[spec.name] != 0:
+            raise RuntimeError(f"solo run of {spec.name} failed: see {job_dir}/{spec.name}.driver.err")
+        it = per_iteration(pd.read_csv(os.path.join(job_dir, f"{spec.name}.csv"))).iloc[1:]
+        data_ms = max(t.nbytes for phase in dltjob.collective(spec) for t in phase) * 8 / (spec.link_mbps * 1e3)
+        out[spec.name] = {
+            "iteration_ms": float(it["iteration_ms"].mean()), "iteration_sd_ms": float(it["iteration_ms"].std()),
+            "comm_ms": float(it["comm_ms"].mean()), "comm_sd_ms": float(it["comm_ms"].std()),
+            "overhead_ms": float(it["comm_ms"].mean() - data_ms * len(dltjob.collective(spec))),
+            "iteration_samples_ms": it["iteration_ms"].to_numpy(), "comm_samples_ms": it["comm_ms"].to_numpy()}
+    return out
 
 
 def end_leftover_servers(run_dir: str) -> int:

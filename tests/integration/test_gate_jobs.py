@@ -22,7 +22,7 @@ import pytest
 
 from apps import jobrun
 from apps.capture import Capture
-from apps.dltjob import JobPlan, data_flows
+from apps.dltjob import data_flows
 from scenarios import gatecheck
 from scenarios.pcap import label_flows, read_pcap
 
@@ -98,29 +98,11 @@ def run_jobs(fabric, specs, run_dir, policy=None, plans=None, capture=False):
     return rows, schedule
 
 
-def per_iteration(rows):
-    """One row per job iteration: start, comm_start (earliest launch), comm_end, end."""
-    it = rows.groupby(["job", "iteration"]).agg(start=("start", "min"), comm_start=("comm_start", "min"),
-                                                comm_end=("comm_end", "max"), end=("end", "max")).reset_index()
-    it["iteration_ms"] = (it["end"] - it["start"]) * 1000
-    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000
-    return it
-
-
 @pytest.fixture(scope="module")
 def solo(fabric, specs, tmp_path_factory):
     """Calibration: each job alone on the fabric (mean iteration and comm phase, ms)."""
-    out = {}
-    for spec in specs:
-        run_dir = str(tmp_path_factory.mktemp(f"solo-{spec.name}"))
-        plan = JobPlan("none", time.time() + 1.0, 0.0, spec.period_ms, spec.comm_ms)
-        rows, _ = run_jobs(fabric, [spec], run_dir, plans={spec.name: plan})
-        it = per_iteration(rows)
-        out[spec.name] = {"iteration_ms": it["iteration_ms"].iloc[1:].mean(),
-                          "comm_ms": it["comm_ms"].iloc[1:].mean(),
-                          "comm_samples_ms": it["comm_ms"].iloc[1:].to_numpy(),
-                          "iteration_samples_ms": it["iteration_ms"].iloc[1:].to_numpy()}
-    print("solo", out)
+    out = jobrun.calibrate(specs, str(tmp_path_factory.mktemp("solo")), iterations=10, fabric=fabric)
+    print("solo", {k: {m: v[m] for m in ("iteration_ms", "comm_ms", "overhead_ms")} for k, v in out.items()})
     return out
 
 
@@ -147,7 +129,7 @@ def test_solo_burst_fits_its_comm_time(solo):
 def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_path):
     rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy="none")
     assert schedule["policy"] == "none"
-    it = per_iteration(rows)
+    it = jobrun.per_iteration(rows)
     # every job's first burst starts at the common epoch
     first = it[it.iteration == 0].comm_start
     assert first.max() - first.min() < 0.02
@@ -169,7 +151,7 @@ def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_pa
 def test_first_bursts_follow_the_controllers_offsets(fabric, specs, registered, tmp_path, policy):
     rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy=policy)
     assert schedule["policy"] == policy
-    it = per_iteration(rows)
+    it = jobrun.per_iteration(rows)
     for spec in specs:
         due_s = schedule["epoch_s"] + schedule["jobs"][spec.name]["offset_ms"] / 1000
         first = it[(it.job == spec.name) & (it.iteration == 0)].comm_start.iloc[0]
@@ -188,7 +170,7 @@ def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, s
              for s in specs}
     shares = gatecheck.bytes_in_windows(packets, label_flows(packets, flows), schedule)
     print("bytes in windows", shares)
-    it = per_iteration(rows)
+    it = jobrun.per_iteration(rows)
     for spec in specs:
         assert shares[spec.name]["bytes"] > 0
         assert shares[spec.name]["in_window"] >= MIN_IN_WINDOW, shares
@@ -248,3 +230,19 @@ def test_gate_edges_on_the_wire_within_3ms(fabric, tmp_path):
     print("edge error", summary, "controller", status["send_lateness_ms"], status["barrier_lateness_ms"])
     assert summary["missed"] == 0 and summary["n"] >= 40
     assert summary["p95"] <= MAX_EDGE_P95_MS
+
+
+def test_live_rest_refuses_bad_requests_and_keeps_serving(fabric):
+    rest = fabric.controller.rest_url
+    post = jobrun.requests.post
+    bad = [("post", "/shiftbed/jobs", b"{not json"), ("post", "/shiftbed/jobs", b"[1]"),
+           ("post", "/shiftbed/jobs", b'{"name": "x", "period_ms": "fast"}'),
+           ("post", "/shiftbed/policy", b'{"policy": "sometimes"}'),
+           ("post", "/shiftbed/policy", b'{"policy": "gate", "epoch_s": 1e300}'),
+           ("delete", "/shiftbed/jobs/nobody", None)]
+    for method, path, body in bad:
+        answer = (post(rest + path, data=body, timeout=5) if method == "post"
+                  else jobrun.requests.delete(rest + path, timeout=5))
+        assert 400 <= answer.status_code < 500, (path, answer.status_code, answer.text)
+        assert "error" in answer.json()
+    assert jobrun.get(rest, "status")["openflow_errors"] == 0
