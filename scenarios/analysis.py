@@ -1,0 +1,122 @@
+"""Measurements → numbers: iteration times, per-job bandwidth on a link, cross-checks.
+
+Pure pandas/numpy on the tables a run produces (driver rows from
+``apps/dltjob.py``, packets from ``scenarios/pcap.py``, OpenFlow port counters
+from the fabric app), so every figure in a report can be recomputed from the
+results folder and unit-tested without a network.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+BIN_MS = 10.0
+
+
+def iteration_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, job, iteration) from per-worker rows.
+
+    A job's iteration starts when its first worker starts and ends when its
+    last worker's transfer is done (the barrier); ``comm_ms`` runs from the
+    first launch to the last exit.
+    """
+    keys = ["policy", "job", "iteration"]
+    it = (rows.groupby(keys, sort=True)
+          .agg(start=("start", "min"), comm_start=("comm_start", "min"), comm_end=("comm_end", "max"),
+               end=("end", "max"), bytes=("bytes", "sum"))
+          .reset_index())
+    it["iteration_ms"] = (it["end"] - it["start"]) * 1000.0
+    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000.0
+    return it
+
+
+def job_means(it: pd.DataFrame, warmup: int = 1) -> dict[str, dict]:
+    """Per job: iterations measured and mean iteration/comm time, skipping ``warmup`` iterations.
+
+    The first iteration is skipped by default: it starts at the policy's epoch
+    minus a compute phase, before any contention pattern has formed.
+    """
+    out = {}
+    for job, rows in it.groupby("job", sort=True):
+        steady = rows[rows["iteration"] >= warmup]
+        if steady.empty:
+            steady = rows
+        out[str(job)] = {"iterations": int(len(steady)),
+                         "mean_iteration_ms": float(steady["iteration_ms"].mean()),
+                         "mean_comm_ms": float(steady["comm_ms"].mean())}
+    return out
+
+
+def bandwidth_bins(packets: pd.DataFrame, job_of_packet: pd.Series, t0_s: float, t1_s: float,
+                   bin_ms: float = BIN_MS) -> pd.DataFrame:
+    """Mbit/s per job in ``bin_ms`` bins over ``[t0_s, t1_s)`` (wire bytes; times relative to ``t0_s``).
+
+    Every job gets every bin (zeros included) so stacked plots and means are honest.
+    """
+    bin_s = bin_ms / 1000.0
+    n_bins = max(1, int(np.ceil((t1_s - t0_s) / bin_s)))
+    edges = t0_s + bin_s * np.arange(n_bins + 1)
+    frames = []
+    for job in sorted(j for j in job_of_packet.unique() if j):
+        mine = packets[job_of_packet == job]
+        sums, _ = np.histogram(mine["time_s"].to_numpy(), bins=edges, weights=mine["wire_bytes"].to_numpy())
+        frames.append(pd.DataFrame({"t_s": np.round(edges[:-1] - t0_s, 6), "job": job,
+                                    "mbps": sums * 8 / bin_s / 1e6}))
+    if not frames:
+        return pd.DataFrame(columns=["t_s", "job", "mbps"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def burst_rates_mbps(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame,
+                     sender_ips: set[str], skip_fraction: float = 0.0) -> np.ndarray:
+    """Realised rate of each burst on the link: wire bytes / time between data packets.
+
+    Only packets from ``sender_ips`` (one direction of the link) count, so a
+    burst's rate is comparable with the link rate. ``skip_fraction`` leaves
+    out the first part of each burst (TCP's slow start on a fresh
+    connection), giving the rate the fabric sustains.
+    """
+    data = packets[(packets["payload_bytes"] > 0) & packets["src_ip"].isin(sender_ips)]
+    labels = job_of_packet.loc[data.index]
+    rates = []
+    for row in it.itertuples():
+        t = data["time_s"].to_numpy()
+        mask = (labels.to_numpy() == row.job) & (t >= row.comm_start) & (t <= row.comm_end)
+        times = t[mask]
+        if len(times) < 10:
+            continue
+        begin = times.min() + skip_fraction * (times.max() - times.min())
+        kept = mask & (t >= begin)
+        seconds = times.max() - begin
+        if seconds > 0 and kept.sum() > 1:
+            # bytes after the first kept packet, over the time they took
+            wire = data["wire_bytes"].to_numpy()[kept]
+            rates.append((wire.sum() - wire[0]) * 8 / (t[kept].max() - t[kept].min()) / 1e6)
+    return np.asarray(rates)
+
+
+def port_tx_bytes(port_stats: pd.DataFrame, dpid, port: int, t0_s: float,
+                  t1_s: float) -> tuple[float, float, float]:
+    """Bytes a switch port transmitted between the counter samples nearest ``t0_s`` and ``t1_s``.
+
+    Returns ``(bytes, sample0_s, sample1_s)`` so a caller can compare with the
+    capture over exactly the interval the counters cover.
+    """
+    time_col = "time_s" if "time_s" in port_stats.columns else "time"
+    rows = port_stats[(port_stats["dpid"].astype(str) == str(dpid)) & (port_stats["port"].astype(int) == port)]
+    rows = rows.sort_values(time_col)
+    if len(rows) < 2:
+        return 0.0, t0_s, t0_s
+    times = rows[time_col].to_numpy(dtype=float)
+    i0 = int(np.argmin(np.abs(times - t0_s)))
+    i1 = int(np.argmin(np.abs(times - t1_s)))
+    tx = rows["tx_bytes"].to_numpy(dtype=float)
+    return float(tx[i1] - tx[i0]), float(times[i0]), float(times[i1])
+
+
+def percent_error(measured: float, reference: float) -> float | None:
+    """(measured − reference) / reference × 100, or None without a reference."""
+    if not reference:
+        return None
+    return (measured - reference) / reference * 100.0

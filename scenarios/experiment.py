@@ -1,0 +1,598 @@
+"""One emulation run: scenario → fabric → calibration → each policy → results folder.
+
+The steps, in order (``shiftbed run`` is a thin adapter around :class:`Experiment`):
+
+1. the theory plans the scenario (schedule, pair facts);
+2. a fabric comes up with the fabric app and the window scheduler; every
+   job's traffic is pinned to one spine (the scenario's ``pin_spine``, else
+   spine 1), so the contention happens on a known link, which is captured;
+3. the jobs are registered with the scheduler (its REST API), which computes
+   the schedule with the same theory module;
+4. calibration: each job alone, a few iterations — its solo iteration time,
+   its burst's start-up overhead and data time, the realised rate of its
+   bursts on the wire (fidelity);
+5. each policy in turn: the scheduler sets the policy and a common epoch, the
+   job drivers run for the duration (gate: the scheduler opens and closes
+   each job's windows in the switches), tcpdump captures the shared link;
+6. the fluid model, fed with the measured solo figures and the offsets the
+   scheduler actually used, predicts every job's mean iteration time;
+7. summary, cross-checks and report into the results folder (atomic: a
+   temporary folder renamed at the end, also when interrupted).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from controller.schedule import compute_schedule
+from scenarios import analysis
+from scenarios.fluid import FluidJob, Window, simulate
+from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[1]
+FIDELITY_MIN_RATIO = 0.90  # realised solo burst rate / configured link rate
+CALIBRATION_ITERATIONS = 6
+BURST_TARGET = 0.7  # a solo burst (start-up included) should take this share of comm_ms ...
+BURST_TOLERANCE = 0.1  # ... give or take this share (else the fill is corrected again)
+SIZING_ROUNDS = 3
+# Fidelity asks whether the fabric delivers its configured rate, so the first
+# part of each solo burst (a fresh TCP connection's slow start, which real
+# networks share) is left out of the sustained rate; the whole-burst rate is
+# recorded beside it.
+SLOW_START_SHARE = 0.25
+GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of the link (FINs pass)
+PORT_STRIDE = 10  # job i uses iperf3 ports base + PORT_STRIDE*i (+500 for client data ports)
+BASE_PORT = 5201
+START_IN_S = 1.5  # epoch this far ahead of the policy request, so every driver is ready
+
+
+class RunAborted(Exception):
+    """The run cannot go on (controller died, a worker failed, a signal); measurements are kept."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``shiftbed run`` was asked for."""
+
+    policies: tuple[str, ...]
+    duration_s: float
+    out_root: Path
+    seed: int = 0
+    fill: float = 0.8  # share of comm_ms a solo burst's data takes (apps/dltjob.py)
+    datapath: str | None = None
+
+
+@dataclass(frozen=True)
+class SharedLink:
+    """The captured link: a leaf's uplink to a spine (one direction: leaf → spine)."""
+
+    leaf: int
+    spine: int
+    hosts_per_leaf: int
+
+    @property
+    def name(self) -> str:
+        return f"leaf{self.leaf}->spine{self.spine}"
+
+    @property
+    def interface(self) -> str:
+        return f"leaf{self.leaf}-eth{self.hosts_per_leaf + self.spine}"
+
+    @property
+    def port(self) -> int:
+        return self.hosts_per_leaf + self.spine
+
+
+def shared_link(scenario, wiring) -> SharedLink:
+    """The leaf uplink crossed by the most jobs' flows (ties: lowest leaf)."""
+    counts: dict[tuple[int, int], set[str]] = {}
+    for job in scenario.jobs:
+        spine = job.pin_spine or 1
+        leaves = {wiring.host(w).leaf for w in job.workers}
+        if len(leaves) < 2:
+            continue
+        for leaf in leaves:
+            counts.setdefault((leaf, spine), set()).add(job.name)
+    if not counts:
+        leaf = wiring.host(scenario.jobs[0].workers[0]).leaf
+        return SharedLink(leaf, scenario.jobs[0].pin_spine or 1, wiring.params.hosts_per_leaf)
+    (leaf, spine), _ = max(sorted(counts.items()), key=lambda kv: len(kv[1]))
+    return SharedLink(leaf, spine, wiring.params.hosts_per_leaf)
+
+
+def environment_record(fabric) -> dict:
+    """Versions and settings a reader needs to reproduce the run."""
+
+    def output(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    iperf = output(["iperf3", "--version"])
+    return {
+        "shiftbed_commit": output(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
+        "ovs_version": fabric.ovs_version,
+        "ryu_version": output([str(Path(os.sys.executable)), "-c", "import ryu; print(ryu.__version__)"]),
+        "iperf3_version": iperf.splitlines()[0] if iperf else None,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "datapath": fabric.datapath,
+        "mtu": fabric.mtu,
+        "cores": os.cpu_count(),
+        "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),
+        "fabric_startup_s": fabric.startup_s,
+    }
+
+
+class Progress:
+    """A live line on stderr: policy, elapsed/total, iterations per job, link utilisation."""
+
+    def __init__(self, stream, interface: str, link_mbps: float):
+        self.stream, self.interface, self.link_mbps = stream, interface, link_mbps
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _tx_bytes(self) -> int:
+        try:
+            with open(f"/sys/class/net/{self.interface}/statistics/tx_bytes") as f:
+                return int(f.read())
+        except (OSError, ValueError):
+            return 0
+
+    def start(self, label: str, total_s: float, csv_paths: dict[str, str]) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, args=(label, total_s, csv_paths), daemon=True)
+        self._thread.start()
+
+    def _loop(self, label, total_s, csv_paths):
+        started, last_bytes, last_t = time.monotonic(), self._tx_bytes(), time.monotonic()
+        while not self._stop.wait(1.0):
+            now, now_bytes = time.monotonic(), self._tx_bytes()
+            util = (now_bytes - last_bytes) * 8 / 1e6 / max(now - last_t, 1e-3) / self.link_mbps
+            last_bytes, last_t = now_bytes, now
+            done = {job: _count_rows(path) for job, path in csv_paths.items()}
+            jobs = " ".join(f"{job}:{n}" for job, n in done.items())
+            self.stream.write(f"\r  {label:>8}  {min(now - started, total_s):5.1f}/{total_s:.0f} s  "
+                              f"iterations {jobs}  link {util:4.0%}   ")
+            self.stream.flush()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _count_rows(path: str) -> int:
+    try:
+        with open(path) as f:
+            return max(0, sum(1 for _ in f) - 1)
+    except OSError:
+        return 0
+
+
+class Experiment:
+    """Runs one scenario under the requested policies and writes the results folder."""
+
+    def __init__(self, scenario, scenario_text: str, options: RunOptions, progress_stream=None):
+        self.scenario = scenario
+        self.scenario_text = scenario_text
+        self.options = options
+        self.progress_stream = progress_stream
+        self.schedule = compute_schedule(scenario.timings(), scenario.quantum_ms)
+        self.writer: ResultsWriter | None = None
+        self.summary: dict = {"policies": {}}
+        self.solo: dict[str, dict] = {}
+        self.measured: dict[str, dict] = {}
+        self.offsets: dict[str, dict] = {}
+        self.link_checks: dict[str, dict] = {}
+        self.launch_lead_ms = 0.0  # launch this early so a burst's data, not its start-up, meets its offset
+
+    # -- the whole run ---------------------------------------------------------
+
+    def run(self) -> Path:
+        """Run everything; returns the final results folder (also on interruption, then re-raises)."""
+        from controller.forwarding import Pin
+        from topo.fabric import Fabric
+        from topo.wiring import FabricParams
+
+        sc = self.scenario
+        f = sc.fabric
+        params = FabricParams(spines=f.spines, leaves=f.leaves, hosts_per_leaf=f.hosts_per_leaf,
+                              host_link_mbps=f.host_link_mbps, fabric_link_mbps=f.fabric_link_mbps)
+        pins = self._pins(Pin)
+        self.writer = ResultsWriter(self.options.out_root, sc.name)
+        complete, reason = False, None
+        try:
+            self.writer.write_text("scenario.yaml", self.scenario_text)
+            stats_raw = self.writer.partial_dir / "port_stats.raw.csv"
+            with Fabric(params, pins=pins, controller_apps=["controller.scheduler_app"], stats_csv=stats_raw,
+                        datapath=self.options.datapath) as fabric:
+                self.fabric = fabric
+                self.link = shared_link(sc, fabric.wiring)
+                self.link_mbps = min(f.host_link_mbps, f.fabric_link_mbps)
+                self.writer.write_json("environment.json", environment_record(fabric))
+                self._run_on(fabric)
+                self._stats_raw = stats_raw
+            complete = True
+        except BaseException as exc:  # keep what was measured, say why it stopped, re-raise
+            reason = _reason(exc)
+            raise
+        finally:
+            self._finish(complete, reason)
+        return self.writer.final_dir
+
+    def _pins(self, Pin) -> list:
+        """Every job's TCP traffic through its spine (the scenario's pin_spine, else spine 1)."""
+        pins = []
+        for i, job in enumerate(self.scenario.jobs):
+            first = BASE_PORT + PORT_STRIDE * i
+            spine = job.pin_spine or 1
+            pins.append(Pin(spine=spine, src_port_range=(first, first + PORT_STRIDE - 1)))
+            pins.append(Pin(spine=spine, dst_port_range=(first, first + PORT_STRIDE - 1)))
+        return pins
+
+    def _run_on(self, fabric) -> None:
+        from apps import jobrun
+
+        sc = self.scenario
+        timings = {t.name: t for t in sc.timings()}
+        self.specs = [
+            jobrun.job_on_fabric(fabric, job.name, timings[job.name].period_ms, timings[job.name].comm_ms,
+                                 list(job.workers), pattern=job.pattern, link_mbps=self.link_mbps,
+                                 fill=self.options.fill, base_port=BASE_PORT + PORT_STRIDE * i,
+                                 jitter_ms=job.jitter_ms, seed=self.options.seed + i)
+            for i, job in enumerate(sc.jobs)]
+        rest = fabric.controller.rest_url
+        controller_schedule = jobrun.register_jobs(rest, fabric.wiring, self.specs)
+        log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
+                 controller_schedule.get("hyperperiod_ms"))
+        self._calibrate(fabric)
+        self.writer.write_json("schedule.json", schedule_record(self.schedule, {
+            name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.solo.items()}))
+        for policy in self.options.policies:
+            self._run_policy(fabric, policy)
+
+    # -- calibration -----------------------------------------------------------
+
+    def _calibrate(self, fabric) -> None:
+        """Each job alone: size its bursts to fit ``comm_ms``, then keep its solo figures.
+
+        A burst is a fixed start-up cost (process start, iperf3's control
+        exchange: docs/gate.md) plus data at the rate the fabric delivers. Each
+        solo run measures both; the fill is corrected until a solo burst takes
+        ``BURST_TARGET`` × ``comm_ms`` (± ``BURST_TOLERANCE``), leaving margin
+        so that a gated burst ends inside its window.
+        """
+        from dataclasses import replace
+
+        sized = []
+        for spec in self.specs:
+            for _ in range(SIZING_ROUNDS):
+                solo = self._solo(fabric, spec)
+                if abs(solo["comm_ms"] / spec.comm_ms - BURST_TARGET) <= BURST_TOLERANCE:
+                    break
+                data_target_ms = max(BURST_TARGET * spec.comm_ms - solo["startup_ms"], 0.2 * spec.comm_ms)
+                fill = spec.fill * data_target_ms / max(solo["data_ms"], 1e-3)
+                spec = replace(spec, fill=min(1.0, max(0.02, fill)))
+            sized.append(spec)
+            self.solo[spec.name] = {**solo, "fill": spec.fill}
+            log.info("solo %s: %s", spec.name, {k: round(v, 2) for k, v in self.solo[spec.name].items()})
+        self.specs = sized
+        self.launch_lead_ms = float(np.mean([s["lead_ms"] for s in self.solo.values()]))
+
+    def _solo(self, fabric, spec) -> dict:
+        """One job alone for a few iterations: its solo figures (ms) and burst rate (Mbit/s)."""
+        from apps.dltjob import JobPlan
+
+        run_dir = self._work_dir("solo", spec.name, f"{spec.fill:.3f}")
+        plan = JobPlan("none", time.time() + START_IN_S, 0.0, spec.period_ms, spec.comm_ms)
+        rows, packets, labels, _ = self._drive(fabric, [spec], run_dir, f"solo {spec.name}",
+                                               plans={spec.name: plan}, iterations=CALIBRATION_ITERATIONS)
+        it = analysis.iteration_table(rows)
+        steady = it[it["iteration"] >= 1]
+        senders = self._link_senders([spec])
+        rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
+        sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)
+        first_ms, data_ms = self._data_span_ms(packets, labels, steady)
+        comm_ms = float(steady["comm_ms"].mean())
+        return {"iteration_ms": float(steady["iteration_ms"].mean()), "comm_ms": comm_ms, "data_ms": data_ms,
+                "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
+                "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
+                "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0}
+
+    @staticmethod
+    def _data_span_ms(packets, labels, it) -> tuple[float, float]:
+        """Mean (launch → first data packet, first → last data packet) of a job's bursts on the link, ms."""
+        data = packets[(packets["payload_bytes"] > 0) & (labels != "")]
+        lab = labels.loc[data.index].to_numpy()
+        t = data["time_s"].to_numpy()
+        leads, spans = [], []
+        for row in it.itertuples():
+            times = t[(lab == row.job) & (t >= row.comm_start) & (t <= row.comm_end)]
+            if len(times) > 1:
+                leads.append((times.min() - row.comm_start) * 1000)
+                spans.append((times.max() - times.min()) * 1000)
+        if not spans:
+            return 0.0, float(it["comm_ms"].mean())
+        return float(np.mean(leads)), float(np.mean(spans))
+
+    # -- one policy ------------------------------------------------------------
+
+    def _run_policy(self, fabric, policy: str) -> None:
+        from apps import jobrun
+
+        rest = fabric.controller.rest_url
+        options = {}
+        if policy == "gate":  # a floor, not a wall: a burst's closing handshake after its window still passes
+            options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000)}
+        doc = jobrun.set_policy(rest, policy, start_in_s=START_IN_S, seed=self.options.seed, **options)
+        epoch_s = float(doc["epoch_s"])
+        run_dir = self._work_dir(policy)
+        try:
+            rows, packets, labels, window = self._drive(
+                fabric, self.specs, run_dir, policy, until_s=epoch_s + self.options.duration_s)
+        finally:
+            if policy == "gate":
+                jobrun.stop_gate(rest)
+        self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
+        self._record_policy(policy, doc, epoch_s, rows, packets, labels, window)
+
+    def _drive(self, fabric, specs, run_dir, label, plans=None, iterations=None, until_s=None):
+        """Run job drivers with the shared link captured; returns (rows, packets, labels, (t0, t1))."""
+        from apps import jobrun
+        from apps.capture import Capture
+        from apps.dltjob import data_flows
+        from scenarios.pcap import label_flows, read_pcap
+
+        pcap = os.path.join(run_dir, "shared.pcap")
+        cap = Capture(self.link.interface, pcap, on_start=lambda pid: fabric.track(pid, "tcpdump"),
+                      log_path=os.path.join(run_dir, "tcpdump.err"))
+        progress = None
+        if self.progress_stream is not None:
+            progress = Progress(self.progress_stream, self.link.interface, self.link_mbps)
+            total = (until_s - time.time()) if until_s else sum(s.period_ms for s in specs) / 1000 * (iterations or 1)
+            progress.start(label, total, {s.name: os.path.join(run_dir, f"{s.name}.csv") for s in specs})
+        t0 = time.time()
+        try:
+            drivers = jobrun.start_drivers(specs, run_dir, fabric.controller.rest_url, plans=plans,
+                                           iterations=iterations, until_s=until_s, fabric=fabric,
+                                           launch_lead_ms=self.launch_lead_ms)
+            budget = (until_s - time.time() if until_s else 0) + 60 + sum(s.period_ms for s in specs) / 1000 * (
+                iterations or 0) * 3
+            codes = jobrun.wait_drivers(drivers, timeout_s=budget)
+        finally:
+            if progress:
+                progress.stop()
+            cap.stop()
+            jobrun.end_leftover_servers(run_dir)
+            if not fabric.controller.alive():
+                raise RunAborted(f"the controller (pid {fabric.controller.pid}) died during {label}; "
+                                 f"see {fabric.controller.log_path}")
+        t1 = time.time()
+        rows = pd.concat([pd.read_csv(os.path.join(run_dir, f"{s.name}.csv")) for s in specs], ignore_index=True)
+        failed = {name: code for name, code in codes.items() if code != 0}
+        errors = rows["error"].dropna().astype(str)
+        errors = errors[errors != ""]
+        if failed or not errors.empty:
+            what = "; ".join(f"job {n} driver exited {c}" for n, c in failed.items()) or errors.iloc[0]
+            raise RunAborted(f"{label}: {what} (see {run_dir})")
+        packets = read_pcap(pcap)
+        flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
+                 for s in specs}
+        labels = label_flows(packets, flows)
+        self._capture_drops(run_dir, label)
+        return rows, packets, labels, (t0, t1)
+
+    def _capture_drops(self, run_dir, label) -> None:
+        """tcpdump reports kernel drops on exit; any drop makes the run lose fidelity."""
+        text = Path(run_dir, "tcpdump.err").read_text(errors="replace")
+        dropped = 0
+        for line in text.splitlines():
+            if "dropped by kernel" in line:
+                dropped += int(line.split()[0])
+        self.link_checks.setdefault("capture_drops", 0)
+        self.link_checks["capture_drops"] += dropped
+
+    def _link_senders(self, specs) -> set[str]:
+        """IPs of hosts on the captured link's leaf (their packets leave through it)."""
+        return {w.ip for s in specs for w in s.workers if self.fabric.wiring.host(w.name).leaf == self.link.leaf}
+
+    def _record_policy(self, policy, doc, epoch_s, rows, packets, labels, window) -> None:
+        it = analysis.iteration_table(rows)
+        self.measured[policy] = analysis.job_means(it)
+        self.writer.append_rows("iterations.csv", rows[["policy", "job", "worker", "iteration", "start",
+                                                         "comm_start", "comm_end", "end", "bytes"]]
+                                .to_dict("records"))
+        senders = self._link_senders(self.specs)
+        out = packets["src_ip"].isin(senders)
+        t_end = max(window[1], epoch_s + self.options.duration_s)
+        bins = analysis.bandwidth_bins(packets[out], labels[out], epoch_s, t_end)
+        if not bins.empty:
+            self.writer.append_rows("link_bandwidth.csv", bins.assign(policy=policy, link=self.link.name)
+                                    [["policy", "link", "t_s", "job", "mbps"]].to_dict("records"))
+        if policy in ("shift", "gate"):
+            wins = []
+            for name, j in doc["jobs"].items():
+                first = float(j["offset_ms"]) / 1000 if policy == "shift" else float(j["shift_ms"]) / 1000
+                period_s, window_s = float(j["period_ms"]) / 1000, float(j["window_ms"]) / 1000
+                k = 0
+                while first + k * period_s < self.options.duration_s:
+                    wins.append({"policy": policy, "job": name, "open_s": first + k * period_s,
+                                 "close_s": first + k * period_s + window_s})
+                    k += 1
+            self.writer.append_rows("windows.csv", wins)
+        self._check_bytes(policy, rows, packets, labels, senders)
+        if policy == "gate":
+            from scenarios import gatecheck
+
+            self.link_checks.setdefault("gate_bytes_in_window", {}).update(
+                {job: v["in_window"] for job, v in gatecheck.bytes_in_windows(packets, labels, doc).items()})
+        self.link_checks.setdefault("intervals", {})[policy] = (epoch_s, t_end)
+        self.summary.setdefault("epochs", {})[policy] = epoch_s
+
+    def _check_bytes(self, policy, rows, packets, labels, senders) -> None:
+        """Captured payload bytes of flows leaving through the link vs what iperf3 reported sending."""
+        sender_names = {w.name for s in self.specs for w in s.workers if w.ip in senders}
+        reported = float(rows[rows["worker"].isin(sender_names)]["bytes"].sum())
+        mask = packets["src_ip"].isin(senders) & (labels != "")
+        captured = float(packets.loc[mask, "payload_bytes"].sum())
+        self.link_checks.setdefault("bytes", {})[policy] = {"captured": captured, "reported": reported}
+
+    def _work_dir(self, *parts) -> str:
+        path = self.writer.partial_dir / "raw" / "-".join(parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
+
+    # -- prediction and summary ------------------------------------------------
+
+    def predict(self, policy: str) -> dict[str, float]:
+        """Fluid model fed with the measured solo figures and the offsets the scheduler used.
+
+        A burst is its start-up overhead (not on the link) then its data (on
+        the link, shared max-min fairly), so the model is given the data time
+        as ``comm_ms`` and the overhead as part of the computation; offsets
+        and windows move by the overhead too (the data starts that much
+        after the launch), which changes nothing relative between jobs.
+        """
+        jobs, offsets, windows = [], {}, {}
+        for spec in self.specs:
+            solo = self.solo[spec.name]
+            jobs.append(FluidJob(spec.name, solo["iteration_ms"], min(solo["data_ms"], 0.99 * solo["iteration_ms"])))
+            offsets[spec.name] = self.offsets[policy][spec.name] + solo["startup_ms"]
+            if policy == "gate":
+                timing = next(t for t in self.schedule.jobs if t.name == spec.name)
+                windows[spec.name] = Window(self.schedule.shifts_ms[spec.name] + solo["startup_ms"],
+                                            timing.period_ms, timing.comm_ms)
+        iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
+        result = simulate(jobs, offsets, windows or None, iterations=max(iterations, 5), warmup=1)
+        return {name: r.mean_iteration_ms for name, r in result.items()}
+
+    def _finish(self, complete: bool, reason: str | None) -> None:
+        """Summary, tables, report; the folder is renamed whatever happened."""
+        try:
+            self._write_port_stats()
+            self.writer.write_json("summary.json", self._summary(complete, reason))
+        except Exception as exc:  # never lose the folder because a summary could not be computed
+            log.exception("summary failed")
+            reason = reason or f"summary failed: {exc}"
+            complete = False
+        self.writer.finish(complete, reason)
+        try:
+            from scenarios.report import draw_report
+
+            draw_report(self.writer.final_dir)
+        except Exception:
+            log.exception("report failed; redraw with `shiftbed report %s`", self.writer.final_dir)
+
+    def _write_port_stats(self) -> None:
+        raw = self.writer.partial_dir / "port_stats.raw.csv"
+        if raw.exists() and raw.stat().st_size:
+            from controller.port_stats import read_port_stats
+
+            stats = read_port_stats(raw).rename(columns={"time_s": "time"})
+            cols = ["time", "dpid", "port", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
+                    "rx_dropped", "tx_dropped", "switch"]
+            self.writer.write_table("port_stats.csv", stats[cols])
+            raw.unlink()
+
+    def _summary(self, complete: bool, reason: str | None) -> dict:
+        policies = {}
+        predictions = {}
+        for policy, jobs in self.measured.items():
+            predictions[policy] = self.predict(policy)
+            entry = {}
+            for name, m in jobs.items():
+                predicted = predictions[policy][name]
+                entry[name] = {**m, "predicted_iteration_ms": predicted,
+                               "solo_iteration_ms": self.solo[name]["iteration_ms"],
+                               "error_pct": analysis.percent_error(m["mean_iteration_ms"], predicted)}
+            policies[policy] = {"jobs": entry, "epoch_s": self.summary.get("epochs", {}).get(policy)}
+        if "none" in policies:
+            none_ms = {j: v["mean_iteration_ms"] for j, v in policies["none"]["jobs"].items()}
+            none_pred = predictions["none"]
+            for policy, entry in policies.items():
+                measured_ms = {j: v["mean_iteration_ms"] for j, v in entry["jobs"].items()}
+                entry["throughput_change_vs_none_pct"] = throughput_change_pct(measured_ms, none_ms)
+                entry["predicted_throughput_change_vs_none_pct"] = throughput_change_pct(predictions[policy], none_pred)
+        ratio = min((s["sustained_mbps"] / self.link_mbps for s in self.solo.values()), default=0.0)
+        drops = self.link_checks.get("capture_drops", 0)
+        fidelity_ok = bool(self.solo) and ratio >= FIDELITY_MIN_RATIO and drops == 0
+        advice = None
+        if not fidelity_ok:
+            advice = ("solo bursts reached only {:.0%} of the {:.0f} Mbit/s link{}; lower the link rates, keep "
+                      "jumbo frames, or use fewer concurrent flows".format(
+                          ratio, self.link_mbps, f" and tcpdump dropped {drops} packets" if drops else ""))
+        return {
+            "scenario": self.scenario.name,
+            "complete": complete,
+            "incomplete_reason": reason,
+            "fidelity_ok": fidelity_ok,
+            "fidelity": {"solo_rate_ratio": ratio, "capture_drops": drops, "advice": advice,
+                         "solo": self.solo},
+            "crosschecks": self._crosschecks(),
+            "shared_link": self.link.name if hasattr(self, "link") else None,
+            "policies": policies,
+        }
+
+    def _crosschecks(self) -> dict:
+        out = {}
+        byte_sets = self.link_checks.get("bytes", {})
+        if byte_sets:
+            captured = sum(v["captured"] for v in byte_sets.values())
+            reported = sum(v["reported"] for v in byte_sets.values())
+            out["capture_vs_iperf_bytes_err_pct"] = analysis.percent_error(captured, reported)
+        if "gate_bytes_in_window" in self.link_checks:
+            out["gate_bytes_in_window"] = self.link_checks["gate_bytes_in_window"]
+        out["capture_vs_portstats_util_err_pct"] = self._util_check()
+        return out
+
+    def _util_check(self) -> float | None:
+        """Link utilisation from the capture vs from OpenFlow port counters, over the same interval."""
+        raw = self.writer.partial_dir / "port_stats.csv"
+        if not raw.exists() or not hasattr(self, "link"):
+            return None
+        stats = pd.read_csv(raw)
+        from topo.wiring import leaf_dpid
+
+        errors = []
+        for policy, (t0, t1) in self.link_checks.get("intervals", {}).items():
+            tx, t_lo, t_hi = analysis.port_tx_bytes(stats, leaf_dpid(self.link.leaf), self.link.port, t0, t1)
+            pcap = Path(self.writer.partial_dir, "raw", policy, "shared.pcap")
+            if t_hi <= t_lo or not pcap.exists():
+                continue
+            from scenarios.pcap import read_pcap
+
+            packets = read_pcap(str(pcap))
+            senders = self._link_senders(self.specs)
+            frame_times = packets["time_s"].to_numpy()
+            sel = packets["src_ip"].isin(senders).to_numpy() & (frame_times >= t_lo) & (frame_times < t_hi)
+            captured = float(packets.loc[sel, "wire_bytes"].sum())
+            if tx > 0:
+                errors.append(abs(analysis.percent_error(captured, tx)))
+        return max(errors) if errors else None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (SIGINT/SIGTERM)"
+    return f"{exc.__class__.__name__}: {exc}"
+
+
+def dump_json(obj) -> str:
+    return json.dumps(obj, indent=2, default=str)

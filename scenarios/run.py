@@ -1,0 +1,148 @@
+"""``shiftbed run SCENARIO``: full emulation of one scenario, one or more policies.
+
+Thin adapter: validates everything first (exit 2 on bad input, nothing
+built), then hands over to :class:`scenarios.experiment.Experiment`. SIGTERM
+is turned into the same path as Ctrl-C: the jobs stop, every measurement so
+far is kept in a results folder marked incomplete, the fabric is torn down,
+and the exit status is 130.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import sys
+from pathlib import Path
+
+from controller.policies import POLICIES, UnknownPolicy, get_policy
+from scenarios.errors import EnvironmentProblem, InputError
+
+DEFAULT_DURATION_S = 20.0
+MAX_DURATION_S = 3600.0
+
+
+def add_arguments(parser):
+    parser.add_argument("scenario", help="scenario YAML file")
+    parser.add_argument("--policy", help="comma-separated policies (default: the scenario's, else all: "
+                        + ",".join(POLICIES) + ")")
+    parser.add_argument("--duration", type=str, default=None,
+                        help=f"seconds each policy runs (default: the scenario's, else {DEFAULT_DURATION_S:g})")
+    parser.add_argument("--out", default="results", help="results root (default: results/)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for `random` offsets (default 0)")
+    parser.add_argument("--datapath", choices=["kernel", "user"], help="OVS datapath (default: automatic)")
+    parser.add_argument("--force", action="store_true",
+                        help="run even if the fabric is larger than this machine can emulate faithfully")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def parse_policies(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """``"none,gate"`` → ``("none", "gate")``; unknown names are an InputError naming them."""
+    if text is None:
+        return default
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        raise InputError("--policy: give at least one policy")
+    for name in names:
+        try:
+            get_policy(name)
+        except UnknownPolicy as exc:
+            raise InputError(f"--policy: {exc}") from None
+    if len(set(names)) != len(names):
+        raise InputError(f"--policy: a policy is named twice in {text!r}")
+    return tuple(names)
+
+
+def parse_duration(text: str | None, default: float) -> float:
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"--duration: must be a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"--duration: must be a positive number of seconds, got {text!r}")
+    if value > MAX_DURATION_S:
+        raise InputError(f"--duration: at most {MAX_DURATION_S:g} s, got {text!r}")
+    return value
+
+
+def emulation_load_mbps(scenario) -> float:
+    """Peak traffic the fabric must forward: every job's flows at link rate at once (Mbit/s)."""
+    link = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
+    return sum(len(job.workers) for job in scenario.jobs) * link
+
+
+# Measured here (docs/fabric.md): the userspace datapath keeps >= 90 % fidelity
+# up to about this many Mbit/s of concurrent traffic on 2 cores with MTU 9000.
+MAX_FAITHFUL_MBPS = 400.0
+
+
+def run(args) -> int:
+    from scenarios import spec
+
+    scenario = spec.load(args.scenario)
+    scenario.require_runnable()
+    policies = parse_policies(args.policy, scenario.policies)
+    duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
+    load = emulation_load_mbps(scenario)
+    if load > MAX_FAITHFUL_MBPS and not args.force:
+        raise InputError(f"{args.scenario}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "
+                         f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
+                         "rates or pass --force")
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("building a fabric needs root: run `sudo .venv/bin/shiftbed run ...`")
+
+    from controller.process import ControllerError
+    from scenarios.experiment import Experiment, RunAborted, RunOptions
+    from topo.fabric import FabricError
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    options = RunOptions(policies=policies, duration_s=duration_s, out_root=Path(args.out), seed=args.seed,
+                         datapath=args.datapath)
+    experiment = Experiment(scenario, Path(args.scenario).read_text(), options, progress_stream=sys.stderr)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        results_dir = experiment.run()
+    except KeyboardInterrupt:
+        print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
+        return 130
+    except (RunAborted, FabricError, ControllerError) as exc:  # measurements kept, cause named
+        where = experiment.writer.final_dir if experiment.writer else None
+        print(f"shiftbed run: {exc}" + (f"; partial results kept in {where}" if where else ""), file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    summary = json.loads((results_dir / "summary.json").read_text())
+    if args.json:
+        print(json.dumps(_json_view(summary, results_dir)))
+    else:
+        _print_table(summary, results_dir)
+    return 0
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _json_view(summary: dict, results_dir: Path) -> dict:
+    return {"results_dir": str(results_dir), "fidelity_ok": summary["fidelity_ok"],
+            "complete": summary["complete"], "crosschecks": summary.get("crosschecks", {}),
+            "policies": summary["policies"]}
+
+
+def _print_table(summary: dict, results_dir: Path) -> None:
+    print(f"{'policy':<8} {'job':<10} {'iters':>5} {'measured ms':>12} {'predicted ms':>13} {'error':>7} "
+          f"{'vs none':>8}")
+    for policy, entry in summary["policies"].items():
+        change = entry.get("throughput_change_vs_none_pct")
+        for job, j in entry["jobs"].items():
+            err = j.get("error_pct")
+            print(f"{policy:<8} {job:<10} {j['iterations']:>5} {j['mean_iteration_ms']:>12.1f} "
+                  f"{j['predicted_iteration_ms']:>13.1f} {err:>+6.1f}% "
+                  + (f"{change:>+7.1f}%" if change is not None else ""))
+    if not summary["fidelity_ok"]:
+        print(f"FIDELITY LOST: {summary['fidelity'].get('advice')}")
+    print(f"report: {results_dir / 'report.md'}")
