@@ -55,7 +55,7 @@ def bandwidth_bins(packets: pd.DataFrame, job_of_packet: pd.Series, t0_s: float,
     Every job gets every bin (zeros included) so stacked plots and means are honest.
     """
     bin_s = bin_ms / 1000.0
-    n_bins = max(1, int(np.ceil((t1_s - t0_s) / bin_s)))
+    n_bins = max(1, int(np.ceil((t1_s - t0_s) / bin_s - 1e-9)))  # no extra bin from rounding
     edges = t0_s + bin_s * np.arange(n_bins + 1)
     frames = []
     for job in sorted(j for j in job_of_packet.unique() if j):

@@ -153,7 +153,8 @@ class Progress:
         except (OSError, ValueError):
             return 0
 
-    def start(self, label: str, total_s: float, csv_paths: dict[str, str]) -> None:
+    def start(self, label: str, total_s: float, csv_paths: dict[str, tuple[str, int]]) -> None:
+        """Show progress until :meth:`stop`; ``csv_paths``: job → (its rows' CSV, its worker count)."""
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, args=(label, total_s, csv_paths), daemon=True)
         self._thread.start()
@@ -164,7 +165,7 @@ class Progress:
             now, now_bytes = time.monotonic(), self._tx_bytes()
             util = (now_bytes - last_bytes) * 8 / 1e6 / max(now - last_t, 1e-3) / self.link_mbps
             last_bytes, last_t = now_bytes, now
-            done = {job: _count_rows(path) for job, path in csv_paths.items()}
+            done = {job: _count_rows(path) // workers for job, (path, workers) in csv_paths.items()}
             jobs = " ".join(f"{job}:{n}" for job, n in done.items())
             self.stream.write(f"\r  {label:>8}  {min(now - started, total_s):5.1f}/{total_s:.0f} s  "
                               f"iterations {jobs}  link {util:4.0%}   ")
@@ -290,6 +291,12 @@ class Experiment:
                 data_target_ms = max(BURST_TARGET * spec.comm_ms - solo["startup_ms"], 0.2 * spec.comm_ms)
                 fill = spec.fill * data_target_ms / max(solo["data_ms"], 1e-3)
                 spec = replace(spec, fill=min(1.0, max(0.02, fill)))
+            # The scenario's period is the solo iteration time: compute for
+            # period − (the burst's measured length), with the same bytes.
+            burst_ms = solo["comm_ms"]
+            if spec.fill * spec.comm_ms / burst_ms <= 1.0:
+                spec = replace(spec, comm_ms=burst_ms, fill=spec.fill * spec.comm_ms / burst_ms)
+                solo = self._solo(fabric, spec)
             sized.append(spec)
             self.solo[spec.name] = {**solo, "fill": spec.fill}
             log.info("solo %s: %s", spec.name, {k: round(v, 2) for k, v in self.solo[spec.name].items()})
@@ -367,7 +374,8 @@ class Experiment:
         if self.progress_stream is not None:
             progress = Progress(self.progress_stream, self.link.interface, self.link_mbps)
             total = (until_s - time.time()) if until_s else sum(s.period_ms for s in specs) / 1000 * (iterations or 1)
-            progress.start(label, total, {s.name: os.path.join(run_dir, f"{s.name}.csv") for s in specs})
+            progress.start(label, total, {s.name: (os.path.join(run_dir, f"{s.name}.csv"), len(s.workers))
+                                          for s in specs})
         t0 = time.time()
         try:
             drivers = jobrun.start_drivers(specs, run_dir, fabric.controller.rest_url, plans=plans,

@@ -1,0 +1,115 @@
+"""`shiftbed run` on the classroom scenario, end to end, on the real fabric.
+
+Real Mininet + Open vSwitch + Ryu (fabric app + window scheduler) + iperf3 +
+tcpdump, driven through the installed command as a user would. One run (all
+four policies, ~1–2 minutes) is shared by the tests below.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
+SCENARIO = REPO / "scenarios" / "classroom.yaml"
+POLICIES = ("none", "shift", "gate", "random")
+# Issue 5: measured mean iteration time within 15 % of the fluid model's
+# prediction in tests (10 % is the goal, see docs/accuracy.md); cross-checks:
+# captured vs iperf3-reported bytes within 2 %, utilisation from the capture
+# vs port counters within 5 %.
+MAX_PREDICTION_ERROR_PCT = 15.0
+MAX_BYTES_ERR_PCT = 2.0
+MAX_UTIL_ERR_PCT = 5.0
+MIN_GATE_BYTES_IN_WINDOW = 0.95
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    out = tmp_path_factory.mktemp("results")
+    result = subprocess.run([SHIFTBED, "run", str(SCENARIO), "--policy", ",".join(POLICIES), "--out", str(out),
+                             "--json"], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    doc = json.loads(result.stdout)
+    return doc, pathlib.Path(doc["results_dir"]), result.stderr
+
+
+def test_json_has_every_key_for_every_policy_and_job(run):
+    doc, _, _ = run
+    assert doc["complete"] is True
+    assert set(doc["policies"]) == set(POLICIES)
+    for entry in doc["policies"].values():
+        assert entry["throughput_change_vs_none_pct"] is not None
+        assert set(entry["jobs"]) == {"alpha", "beta"}
+        for job in entry["jobs"].values():
+            assert job["iterations"] >= 3
+            assert job["mean_iteration_ms"] > 0 and job["predicted_iteration_ms"] > 0
+    assert doc["policies"]["none"]["throughput_change_vs_none_pct"] == 0
+
+
+def test_results_folder_is_complete_and_readable(run):
+    _, folder, _ = run
+    from scenarios.results import load_results
+
+    results = load_results(folder)
+    assert results.summary.complete
+    assert not list(folder.parent.glob(".*partial"))
+    for table in ("iterations", "link_bandwidth", "windows", "port_stats"):
+        assert len(getattr(results, table)) > 0, table
+    assert set(results.iterations["policy"]) == set(POLICIES)
+    env = json.loads((folder / "environment.json").read_text())
+    assert env["datapath"] in ("user", "kernel") and env["mtu"] == 9000 and env["ovs_version"]
+
+
+def test_crosschecks_within_bounds(run):
+    doc, _, _ = run
+    checks = doc["crosschecks"]
+    assert abs(checks["capture_vs_iperf_bytes_err_pct"]) <= MAX_BYTES_ERR_PCT, checks
+    assert checks["capture_vs_portstats_util_err_pct"] is not None
+    assert abs(checks["capture_vs_portstats_util_err_pct"]) <= MAX_UTIL_ERR_PCT, checks
+    for job, share in checks["gate_bytes_in_window"].items():
+        assert share >= MIN_GATE_BYTES_IN_WINDOW, (job, checks)
+
+
+def test_fidelity_and_prediction_agree(run):
+    doc, _, _ = run
+    assert doc["fidelity_ok"] is True
+    errors = {(p, j): v["error_pct"] for p, e in doc["policies"].items() for j, v in e["jobs"].items()}
+    assert max(abs(e) for e in errors.values()) <= MAX_PREDICTION_ERROR_PCT, errors
+
+
+def test_gate_beats_none_on_a_feasible_scenario(run):
+    doc, _, _ = run
+    assert doc["policies"]["gate"]["throughput_change_vs_none_pct"] > 0
+
+
+def test_plots_exist_and_redraw_identically(run, tmp_path):
+    _, folder, _ = run
+    pngs = sorted((folder / "plots").glob("*.png"))
+    assert len(pngs) >= 4
+    for png in pngs:
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, png
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    for png in (copy / "plots").glob("*.png"):
+        png.unlink()
+    (copy / "report.md").unlink()
+    redraw = subprocess.run([SHIFTBED, "report", str(copy)], capture_output=True, text=True, timeout=120)
+    assert redraw.returncode == 0, redraw.stderr
+    for png in pngs:
+        assert (copy / "plots" / png.name).read_bytes() == png.read_bytes(), png.name
+    assert (copy / "report.md").read_text() == (folder / "report.md").read_text().replace(str(folder), str(copy))
+
+
+def test_progress_is_shown_on_stderr(run):
+    _, _, stderr = run
+    assert "iterations alpha:" in stderr and "link" in stderr

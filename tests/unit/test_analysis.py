@@ -1,0 +1,80 @@
+"""Measurements → numbers (scenarios/analysis.py) on tables built here with known answers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scenarios import analysis
+
+
+def worker_rows():
+    """Two iterations of job j (workers w1, w2) and one of job k, times in seconds."""
+    return pd.DataFrame([
+        # policy, job, worker, iteration, start, comm_start, comm_end, end, bytes
+        ("none", "j", "w1", 0, 0.0, 0.2, 0.30, 0.30, 100),
+        ("none", "j", "w2", 0, 0.0, 0.21, 0.32, 0.32, 100),
+        ("none", "j", "w1", 1, 0.32, 0.52, 0.62, 0.62, 100),
+        ("none", "j", "w2", 1, 0.32, 0.52, 0.60, 0.60, 100),
+        ("none", "k", "w3", 0, 0.0, 0.5, 0.7, 0.7, 50),
+    ], columns=["policy", "job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes"])
+
+
+def test_iteration_ends_at_the_barrier_of_the_last_worker():
+    it = analysis.iteration_table(worker_rows())
+    j0 = it[(it.job == "j") & (it.iteration == 0)].iloc[0]
+    assert j0.end == pytest.approx(0.32)
+    assert j0.iteration_ms == pytest.approx(320.0)
+    assert j0.comm_ms == pytest.approx(120.0)
+    assert j0.bytes == 200
+
+
+def test_job_means_skip_the_warmup_iteration():
+    means = analysis.job_means(analysis.iteration_table(worker_rows()))
+    assert means["j"]["iterations"] == 1
+    assert means["j"]["mean_iteration_ms"] == pytest.approx(300.0)
+    # a job with only its warm-up iteration still gets a figure
+    assert means["k"]["iterations"] == 1 and means["k"]["mean_iteration_ms"] == pytest.approx(700.0)
+
+
+def packets(times, wire, job_labels, src="10.0.0.1"):
+    frame = pd.DataFrame({"time_s": np.asarray(times, float), "wire_bytes": wire, "payload_bytes": wire,
+                          "src_ip": src, "dst_ip": "10.0.0.3", "proto": 6, "sport": 1, "dport": 2})
+    return frame, pd.Series(job_labels, index=frame.index)
+
+
+def test_bandwidth_bins_give_every_job_every_bin():
+    # 1250 bytes in the first 10 ms bin = 1 Mbit/s; job b only in the third bin
+    frame, labels = packets([100.001, 100.005, 100.025], [625, 625, 2500], ["a", "a", "b"])
+    bins = analysis.bandwidth_bins(frame, labels, 100.0, 100.03)
+    assert set(bins.job) == {"a", "b"}
+    assert len(bins) == 6
+    a = bins[bins.job == "a"].set_index("t_s").mbps
+    assert a.loc[0.0] == pytest.approx(1.0)
+    assert a.loc[0.01] == 0 and a.loc[0.02] == 0
+    assert bins[(bins.job == "b") & (bins.t_s == 0.02)].mbps.iloc[0] == pytest.approx(2.0)
+
+
+def test_burst_rate_is_bytes_over_the_burst_time_and_can_skip_slow_start():
+    # 21 packets 1 ms apart, 6250 bytes each = 50 Mbit/s; the first 5 come 4 ms apart (slow start)
+    times = list(0.004 * np.arange(5)) + list(0.016 + 0.001 * np.arange(1, 17))
+    frame, labels = packets(times, [6250] * 21, ["a"] * 21)
+    it = pd.DataFrame({"job": ["a"], "comm_start": [0.0], "comm_end": [1.0]})
+    whole = analysis.burst_rates_mbps(frame, labels, it, {"10.0.0.1"})
+    sustained = analysis.burst_rates_mbps(frame, labels, it, {"10.0.0.1"}, skip_fraction=0.5)
+    assert whole[0] == pytest.approx(20 * 6250 * 8 / 0.032 / 1e6)
+    assert sustained[0] == pytest.approx(50.0)
+    # another direction's packets do not count
+    assert len(analysis.burst_rates_mbps(frame, labels, it, {"10.0.0.9"})) == 0
+
+
+def test_port_tx_bytes_between_the_nearest_samples():
+    stats = pd.DataFrame({"time_s": [10.0, 10.1, 10.2, 10.3], "dpid": 257, "port": 3,
+                          "tx_bytes": [0, 1000, 5000, 9000]})
+    tx, t0, t1 = analysis.port_tx_bytes(stats, 257, 3, 10.09, 10.31)
+    assert (tx, t0, t1) == (8000.0, 10.1, 10.3)
+    assert analysis.port_tx_bytes(stats, 258, 3, 10.0, 10.3)[0] == 0.0
+
+
+def test_percent_error():
+    assert analysis.percent_error(110, 100) == pytest.approx(10.0)
+    assert analysis.percent_error(1, 0) is None
