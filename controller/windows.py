@@ -21,10 +21,10 @@ either
 
 Why these mechanisms (measured here, docs/gate.md; ../shared/PLATFORM.md):
 a Ryu flow-mod + barrier lands on the wire 1.3-1.7 ms after its due time on an
-idle link (p95 2.4-3.7 ms for 1-4 jobs), nearly all of it Open vSwitch applying
-the change (the controller sends within 0.05 ms). Opening by ``modify`` of an
-always-present rule measured the same within noise as ``delete`` (p95 2.2 vs
-2.5-3.7 ms at 2 jobs), so ``toggle="delete"`` is the default: the open state is
+idle link (p95 2-6 ms for 1-4 jobs, with a run-to-run spread on this shared
+2-core machine), nearly all of it Open vSwitch applying the change (the
+controller sends within 0.05 ms). Opening by ``modify`` of an always-present
+rule measured the same within that spread as ``delete``, so ``toggle="delete"`` is the default: the open state is
 then *no rule at all* — forwarding exactly as without the gate — and a crashed
 controller leaves at worst closed windows that teardown removes by cookie.
 ``ovs-ofctl`` per edge is ~27 ms late and ``set_queue`` is ignored by the
