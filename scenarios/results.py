@@ -541,6 +541,8 @@ def _read_table(path: Path, name: str) -> pd.DataFrame:
     missing = [c for c in schema if c not in frame.columns]
     if missing:
         raise _bad(path, f"missing columns {missing} (schema: {list(schema)})")
+    if frame.empty:  # a header and no rows (e.g. windows.csv of a run without shift/gate)
+        return pd.concat([empty, frame.drop(columns=list(schema))], axis=1)
     for column in schema:
         if column not in dtypes and not pd.api.types.is_numeric_dtype(frame[column]):
             raise _bad(path, f"column {column!r} must hold numbers")

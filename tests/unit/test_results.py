@@ -155,6 +155,14 @@ def test_job_names_stay_labels_even_when_they_look_like_numbers(tmp_path):
     assert windows["job"].tolist() == ["1"]
 
 
+def test_a_table_with_a_header_and_no_rows_reads_as_empty_numbers(tmp_path):
+    writer = ResultsWriter(tmp_path, "demo")  # e.g. windows.csv of a run with only `none`
+    writer.write_table("windows.csv", pd.DataFrame(columns=list(TABLES["windows.csv"])))
+    windows = load_results(writer.finish(False, "test")).windows
+    assert windows.empty and list(windows.columns) == list(TABLES["windows.csv"])
+    assert pd.api.types.is_float_dtype(windows["open_s"]) and pd.api.types.is_string_dtype(windows["job"])
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda p: p / "missing", "no such results folder"),
     (lambda p: p, "not a shiftbed results folder"),
