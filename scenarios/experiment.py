@@ -22,10 +22,13 @@ The steps, in order (``shiftbed run`` is a thin adapter around :class:`Experimen
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
 import platform
+import re
+import shutil
 import subprocess
 import threading
 import time
@@ -57,10 +60,23 @@ GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of t
 PORT_STRIDE = 10  # job i uses iperf3 ports base + PORT_STRIDE*i (+500 for client data ports)
 BASE_PORT = 5201
 START_IN_S = 1.5  # epoch this far ahead of the policy request, so every driver is ready
+WATCH_INTERVAL_S = 0.2  # how often a running policy checks the controller and the workers
 
 
 class RunAborted(Exception):
     """The run cannot go on (controller died, a worker failed, a signal); measurements are kept."""
+
+
+class WorkerFault(RunAborted):
+    """A job's driver or one of its iperf3 processes failed; names the job and the worker.
+
+    During a policy this stops that policy's measurement only (a gap in the
+    results); during calibration it ends the run.
+    """
+
+    def __init__(self, job: str, worker: str | None, message: str):
+        super().__init__(message)
+        self.job, self.worker = job, worker
 
 
 @dataclass(frozen=True)
@@ -202,6 +218,8 @@ class Experiment:
         self.measured: dict[str, dict] = {}
         self.offsets: dict[str, dict] = {}
         self.link_checks: dict[str, dict] = {}
+        self.gaps: list[dict] = []  # policies whose measurement a worker fault cut short
+        self.link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
         self.launch_lead_ms = 0.0  # launch this early so a burst's data, not its start-up, meets its offset
 
     # -- the whole run ---------------------------------------------------------
@@ -228,9 +246,15 @@ class Experiment:
                 self.link = shared_link(sc, fabric.wiring)
                 self.link_mbps = min(f.host_link_mbps, f.fabric_link_mbps)
                 self.writer.write_json("environment.json", environment_record(fabric))
-                self._run_on(fabric)
+                try:
+                    self._run_on(fabric)
+                finally:  # the controller's log goes with the results (the fabric's workdir does not stay)
+                    _copy_if_exists(fabric.controller.log_path, self.writer.partial_dir / "controller.log")
                 self._stats_raw = stats_raw
-            complete = True
+            complete = not self.gaps
+            if self.gaps:
+                reason = "measurement gaps: " + "; ".join(
+                    f"policy {g['policy']}: {g['message']}" for g in self.gaps)
         except BaseException as exc:  # keep what was measured, say why it stopped, re-raise
             reason = _reason(exc)
             raise
@@ -354,15 +378,25 @@ class Experiment:
         try:
             rows, packets, labels, window = self._drive(
                 fabric, self.specs, run_dir, policy, until_s=epoch_s + self.options.duration_s)
+        except WorkerFault as fault:  # this policy's measurement stops here; the next policy runs
+            kept = self._keep_rows(policy, run_dir)
+            self.gaps.append({"policy": policy, "job": fault.job, "worker": fault.worker,
+                              "message": str(fault), "iterations_kept": kept})
+            log.error("policy %s: %s; its measurement stopped (%d iteration rows kept), going on with the "
+                      "next policy", policy, fault, kept)
+            return
+        except BaseException:  # interrupted or aborted: keep the iterations measured so far
+            self._keep_rows(policy, run_dir)
+            raise
         finally:
-            if policy == "gate":
+            if policy == "gate" and fabric.controller.alive():
                 jobrun.stop_gate(rest)
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
         self._record_policy(policy, doc, epoch_s, rows, packets, labels, window)
 
     def _drive(self, fabric, specs, run_dir, label, plans=None, iterations=None, until_s=None):
         """Run job drivers with the shared link captured; returns (rows, packets, labels, (t0, t1))."""
-        from apps import jobrun
+        from apps import dltjob, jobrun
         from apps.capture import Capture
         from apps.dltjob import data_flows
         from scenarios.pcap import label_flows, read_pcap
@@ -377,35 +411,85 @@ class Experiment:
             progress.start(label, total, {s.name: (os.path.join(run_dir, f"{s.name}.csv"), len(s.workers))
                                           for s in specs})
         t0 = time.time()
+        drivers = {}
         try:
             drivers = jobrun.start_drivers(specs, run_dir, fabric.controller.rest_url, plans=plans,
                                            iterations=iterations, until_s=until_s, fabric=fabric,
                                            launch_lead_ms=self.launch_lead_ms)
             budget = (until_s - time.time() if until_s else 0) + 60 + sum(s.period_ms for s in specs) / 1000 * (
                 iterations or 0) * 3
-            codes = jobrun.wait_drivers(drivers, timeout_s=budget)
+            self._watch(fabric, drivers, run_dir, label, budget)
         finally:
             if progress:
                 progress.stop()
+            for proc in drivers.values():  # interrupted or faulted: end the jobs first
+                dltjob.stop_driver(proc)
             cap.stop()
             jobrun.end_leftover_servers(run_dir)
-            if not fabric.controller.alive():
-                raise RunAborted(f"the controller (pid {fabric.controller.pid}) died during {label}; "
-                                 f"see {fabric.controller.log_path}")
         t1 = time.time()
         rows = pd.concat([pd.read_csv(os.path.join(run_dir, f"{s.name}.csv")) for s in specs], ignore_index=True)
-        failed = {name: code for name, code in codes.items() if code != 0}
-        errors = rows["error"].dropna().astype(str)
-        errors = errors[errors != ""]
-        if failed or not errors.empty:
-            what = "; ".join(f"job {n} driver exited {c}" for n, c in failed.items()) or errors.iloc[0]
-            raise RunAborted(f"{label}: {what} (see {run_dir})")
         packets = read_pcap(pcap)
         flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
                  for s in specs}
         labels = label_flows(packets, flows)
         self._capture_drops(run_dir, label)
         return rows, packets, labels, (t0, t1)
+
+    def _watch(self, fabric, drivers, run_dir, label, budget_s) -> None:
+        """Wait for the job drivers, checking every ``WATCH_INTERVAL_S`` the controller and the workers.
+
+        A dead controller is a :class:`RunAborted` naming it; a driver that
+        exits with an error or a burst that fails (iperf3 killed, refused) is
+        a :class:`WorkerFault` naming the job and the worker. Either way the
+        drivers are stopped at once (the caller's ``finally``).
+        """
+        from apps import dltjob
+
+        deadline = time.monotonic() + budget_s
+        tracked: set[str] = set()
+        while True:
+            _track_servers(fabric, run_dir, tracked)
+            if not fabric.controller.alive():
+                raise RunAborted(f"the controller (pid {fabric.controller.pid}) died during {label}; "
+                                 "its log is controller.log in the results folder")
+            running = False
+            for name, proc in drivers.items():
+                code = proc.poll()
+                running |= code is None
+                if code not in (None, 0):
+                    raise WorkerFault(name, None, f"job {name}: its driver exited with status {code} "
+                                      f"(see {run_dir}/{name}.driver.err)")
+                fault = _first_error(os.path.join(run_dir, f"{name}.csv"))
+                if fault:
+                    worker, error = fault
+                    raise WorkerFault(name, worker, f"job {name}, worker {worker}: {error}")
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                for proc in drivers.values():
+                    dltjob.stop_driver(proc)
+                raise RunAborted(f"{label}: the jobs did not finish within {budget_s:.0f} s (see {run_dir})")
+            time.sleep(WATCH_INTERVAL_S)
+
+    def _keep_rows(self, policy, run_dir) -> int:
+        """Append the iterations a cut-short policy completed without error to iterations.csv."""
+        frames = []
+        for spec in self.specs:
+            path = os.path.join(run_dir, f"{spec.name}.csv")
+            try:
+                frames.append(pd.read_csv(path))
+            except (OSError, pd.errors.EmptyDataError):
+                continue
+        if not frames:
+            return 0
+        rows = pd.concat(frames, ignore_index=True)
+        rows = rows[rows["error"].isna() | (rows["error"].astype(str) == "")]
+        if rows.empty:
+            return 0
+        self.writer.append_rows("iterations.csv", rows.assign(policy=policy)[
+            ["policy", "job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes"]]
+            .to_dict("records"))
+        return len(rows)
 
     def _capture_drops(self, run_dir, label) -> None:
         """tcpdump reports kernel drops on exit; any drop makes the run lose fidelity."""
@@ -496,6 +580,8 @@ class Experiment:
         try:
             self._write_port_stats()
             self.writer.write_json("summary.json", self._summary(complete, reason))
+            if not (self.writer.partial_dir / "windows.csv").exists():  # no shift/gate policy ran
+                self.writer.write_table("windows.csv", pd.DataFrame(columns=["policy", "job", "open_s", "close_s"]))
         except Exception as exc:  # never lose the folder because a summary could not be computed
             log.exception("summary failed")
             reason = reason or f"summary failed: {exc}"
@@ -556,6 +642,7 @@ class Experiment:
             "crosschecks": self._crosschecks(),
             "shared_link": self.link.name if hasattr(self, "link") else None,
             "policies": policies,
+            "gaps": self.gaps,
         }
 
     def _crosschecks(self) -> dict:
@@ -594,6 +681,49 @@ class Experiment:
             if tx > 0:
                 errors.append(abs(analysis.percent_error(captured, tx)))
         return max(errors) if errors else None
+
+
+def _first_error(csv_path: str) -> tuple[str, str] | None:
+    """(worker, error) of the first row of a driver's CSV that reports an error, else None.
+
+    The error names the flow and the host whose iperf3 client failed
+    (``apps/dltjob.py``); that host is the worker named.
+    """
+    import csv
+
+    try:
+        with open(csv_path, newline="") as f:
+            for row in csv.DictReader(f):
+                error = (row.get("error") or "").strip()
+                if error:
+                    named = re.search(r"client on (\S+?)\)", error)
+                    return (named.group(1) if named else row.get("worker", "?")), error
+    except OSError:
+        pass
+    return None
+
+
+def _track_servers(fabric, run_dir: str, tracked: set[str]) -> None:
+    """The drivers' iperf3 servers are daemons: put their PIDs (from their pid files) in the run record.
+
+    So ``shiftbed clean`` ends them even when the run and its drivers were SIGKILLed.
+    """
+    for path in glob.glob(os.path.join(run_dir, "iperf3-*.pid")):
+        if path in tracked:
+            continue
+        try:
+            pid = int(Path(path).read_text().strip().strip("\x00"))
+        except (OSError, ValueError):  # not written yet: next time
+            continue
+        tracked.add(path)
+        fabric.track(pid, "iperf3-server")
+
+
+def _copy_if_exists(src, dst) -> None:
+    try:
+        shutil.copyfile(src, dst)
+    except OSError:
+        pass
 
 
 def _reason(exc: BaseException) -> str:

@@ -94,10 +94,12 @@ def run(args) -> int:
                          "rates or pass --force")
     if os.geteuid() != 0:
         raise EnvironmentProblem("building a fabric needs root: run `sudo .venv/bin/shiftbed run ...`")
+    preflight()
 
     from controller.process import ControllerError
     from scenarios.experiment import Experiment, RunAborted, RunOptions
     from topo.fabric import FabricError
+    from topo.runrecord import FabricBusy
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     options = RunOptions(policies=policies, duration_s=duration_s, out_root=Path(args.out), seed=args.seed,
@@ -109,7 +111,7 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
         return 130
-    except (RunAborted, FabricError, ControllerError) as exc:  # measurements kept, cause named
+    except (RunAborted, FabricError, FabricBusy, ControllerError) as exc:  # measurements kept, cause named
         where = experiment.writer.final_dir if experiment.writer else None
         print(f"shiftbed run: {exc}" + (f"; partial results kept in {where}" if where else ""), file=sys.stderr)
         return 1
@@ -120,7 +122,32 @@ def run(args) -> int:
         print(json.dumps(_json_view(summary, results_dir)))
     else:
         _print_table(summary, results_dir)
-    return 0
+    for gap in summary.get("gaps") or []:  # the other policies ran; say what is missing
+        print(f"shiftbed run: policy {gap['policy']} stopped early: {gap['message']}", file=sys.stderr)
+    return 1 if summary.get("gaps") else 0
+
+
+def preflight() -> None:
+    """What a run needs before anything (results folder included) is created; EnvironmentProblem if not."""
+    import shutil
+
+    from topo.fabric import FabricError, ensure_ovs_running
+    from topo.runrecord import FabricBusy, FabricLock
+
+    try:
+        ensure_ovs_running()  # starts Open vSwitch if it is installed but not running
+    except FabricError as exc:
+        raise EnvironmentProblem(str(exc)) from None
+    missing = [tool for tool in ("iperf3", "tcpdump", "mnexec") if not shutil.which(tool)]
+    if missing:
+        raise EnvironmentProblem(f"{', '.join(missing)}: not installed; run `sudo make install`")
+    lock = FabricLock()
+    try:
+        lock.acquire("preflight")
+    except FabricBusy as exc:
+        raise EnvironmentProblem(str(exc)) from None
+    finally:
+        lock.release()
 
 
 def _raise_interrupt(signum, frame):
@@ -130,7 +157,7 @@ def _raise_interrupt(signum, frame):
 def _json_view(summary: dict, results_dir: Path) -> dict:
     return {"results_dir": str(results_dir), "fidelity_ok": summary["fidelity_ok"],
             "complete": summary["complete"], "crosschecks": summary.get("crosschecks", {}),
-            "policies": summary["policies"]}
+            "policies": summary["policies"], "gaps": summary.get("gaps") or []}
 
 
 def _print_table(summary: dict, results_dir: Path) -> None:
