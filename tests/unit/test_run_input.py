@@ -1,0 +1,164 @@
+"""`shiftbed run` refuses bad input before it builds or starts anything (issue 6).
+
+Each case drives the installed command as a subprocess: exit status 2, at most
+three lines on stderr naming the file/flag and what is wrong, no traceback,
+nothing on stdout, no results folder; as root also no new OVS bridge and no
+new run record in /run/shiftbed. The scenario-file classes themselves are
+covered case by case in test_spec.py (through `shiftbed plan`); here they go
+through `run`, which adds its own checks (a fabric, two workers per job,
+command-line values, the machine's capacity).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scenarios.errors import EnvironmentProblem
+
+SHIFTBED = str(Path(sys.executable).with_name("shiftbed"))
+GOOD = """\
+name: rel
+fabric: {spines: 1, leaves: 2, hosts_per_leaf: 2, host_link_mbps: 50, fabric_link_mbps: 50}
+jobs:
+  - {name: a, period_ms: 300, comm_ms: 100, workers: [h1, h3]}
+  - {name: b, period_ms: 600, comm_ms: 150, workers: [h2, h4]}
+"""
+RUN_DIR = Path(os.environ.get("SHIFTBED_RUN_DIR", "/run/shiftbed"))
+
+
+def machine_state():
+    """OVS bridges and run records, when this user can see them (root); else None."""
+    if os.geteuid() != 0 or not shutil.which("ovs-vsctl"):
+        return None
+    listed = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
+    return set(listed.stdout.split()), {p.name for p in RUN_DIR.glob("*.json")}
+
+
+def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
+    """Run `shiftbed run` on ``scenario_text`` (None: no file); check nothing happened; return stderr's lines."""
+    path = tmp_path / file_name
+    if scenario_text is not None:
+        path.write_text(scenario_text)
+    out = tmp_path / "results"
+    before = machine_state()
+    done = subprocess.run([SHIFTBED, "run", str(path), "--out", str(out), "--duration", "1", *args],
+                          capture_output=True, text=True, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert 1 <= len(lines) <= 3 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stdout == ""
+    assert not out.exists(), "a results folder was created for refused input"
+    assert machine_state() == before, "something was built for refused input"
+    return lines
+
+
+@pytest.mark.parametrize("text, field, words", [
+    ("name: x\njobs: [\n", "line 3", "YAML syntax error"),
+    ("", "(top level)", "empty file"),
+    ("- a\n- b\n", "(top level)", "expected a mapping"),
+    (GOOD.replace("name: rel\n", ""), "name", "missing required key"),
+    (GOOD.replace("period_ms: 300", "perod_ms: 300"), "jobs[0].perod_ms", "did you mean 'period_ms'"),
+    (GOOD.replace("period_ms: 300", "period_ms: fast"), "jobs[0].period_ms", "must be a number"),
+    (GOOD.replace("period_ms: 300", "period_ms: -300"), "jobs[0].period_ms", "must be > 0"),
+    (GOOD.replace("period_ms: 300", "period_ms: .inf"), "jobs[0].period_ms", "finite"),
+    (GOOD.replace("comm_ms: 100", "comm_ms: 300"), "jobs[0].comm_ms", "less than period_ms"),
+    (GOOD.replace("name: rel\n", "name: rel\nquantum_ms: -1\n"), "quantum_ms", "must be > 0"),
+    (GOOD.replace("name: b", "name: a"), "jobs[1].name", "duplicate job name"),
+    (GOOD.replace("[h2, h4]", "[h2, h5]"), "jobs[1].workers[1]", "not a host of the fabric"),
+    (GOOD.replace("[h2, h4]", "[h4, h4]"), "jobs[1].workers[1]", "used twice"),
+    (GOOD.replace("[h2, h4]", "[h2]"), "jobs[1].workers", "at least two workers"),
+    (GOOD.replace("fabric: {spines: 1, leaves: 2, hosts_per_leaf: 2, host_link_mbps: 50, fabric_link_mbps: 50}\n",
+                  ""), "fabric", "required to run"),
+    (GOOD.replace("spines: 1", "spines: 0"), "fabric.spines", "must be >= 1"),
+    (GOOD.replace("host_link_mbps: 50", "host_link_mbps: .nan"), "fabric.host_link_mbps", "finite"),
+])
+def test_bad_scenario_files_through_run(tmp_path, text, field, words):
+    (line,) = refused(tmp_path, text)
+    assert line.startswith(f"shiftbed run: {tmp_path / 's.yaml'}: {field}") and words in line, line
+
+
+def test_missing_scenario_file(tmp_path):
+    (line,) = refused(tmp_path, None, file_name="nope.yaml")
+    assert str(tmp_path / "nope.yaml") in line and "no such file" in line
+
+
+def test_directory_as_scenario_file(tmp_path):
+    (tmp_path / "d.yaml").mkdir()
+    (line,) = refused(tmp_path, None, file_name="d.yaml")
+    assert "d.yaml" in line and "cannot read" in line
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--policy", "nnoe"], "did you mean 'none'"),
+    (["--policy", "gate,shfit"], "did you mean 'shift'"),
+    (["--policy", ","], "at least one policy"),
+    (["--policy", "gate,gate"], "named twice"),
+    (["--duration", "0"], "positive"),
+    (["--duration", "-5"], "positive"),
+    (["--duration", "soon"], "must be a number"),
+    (["--duration", "nan"], "positive"),
+    (["--duration", "inf"], "positive"),
+    (["--duration", "1e9"], "at most"),
+    (["--seed", "x"], "--seed"),
+    (["--datapath", "fast"], "--datapath"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_command_line_values(tmp_path, args, words):
+    lines = refused(tmp_path, GOOD, *args)
+    assert words in lines[0] and args[0] in lines[0], lines
+
+
+def test_more_fabric_than_the_machine_emulates_faithfully_asks_for_force(tmp_path):
+    wide = GOOD.replace("host_link_mbps: 50, fabric_link_mbps: 50", "host_link_mbps: 200, fabric_link_mbps: 200")
+    (line,) = refused(tmp_path, wide)
+    # 4 workers at 200 Mbit/s: the estimate is in the message, with the way out
+    assert "fabric" in line and "~800 Mbit/s" in line and "--force" in line, line
+
+
+def test_the_duration_default_comes_from_the_scenario_and_is_checked_there(tmp_path):
+    (line,) = refused(tmp_path, GOOD.replace("name: rel\n", "name: rel\nduration_s: 0\n"))
+    assert "duration_s" in line and "must be > 0" in line
+
+
+# -- Open vSwitch missing or not answering: the message path (the machine's OVS is never stopped)
+
+
+def test_ovs_not_installed_is_named_with_the_fix(monkeypatch):
+    from scenarios import run as run_cmd
+    from topo import fabric
+
+    monkeypatch.setattr(fabric, "ovs_version", lambda: None)
+    monkeypatch.setattr(fabric.shutil, "which", lambda name: None)
+    with pytest.raises(EnvironmentProblem) as info:
+        run_cmd.preflight()
+    message = str(info.value)
+    assert "\n" not in message and "Open vSwitch is not installed" in message and "make install" in message
+
+
+def test_ovs_that_does_not_start_is_named_with_the_fix(monkeypatch, tmp_path):
+    from scenarios import run as run_cmd
+    from topo import fabric
+
+    fake_ctl = tmp_path / "ovs-ctl"  # "starts" nothing
+    fake_ctl.write_text("#!/bin/sh\nexit 0\n")
+    fake_ctl.chmod(0o755)
+    started = []
+    real_run = fabric.subprocess.run
+
+    def record_run(argv, *a, **kw):
+        started.append(list(argv))
+        return real_run(argv, *a, **kw)
+
+    monkeypatch.setattr(fabric, "ovs_version", lambda: None)
+    monkeypatch.setattr(fabric.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(fabric, "OVS_CTL", str(fake_ctl))
+    monkeypatch.setattr(fabric.subprocess, "run", record_run)
+    with pytest.raises(EnvironmentProblem) as info:
+        run_cmd.preflight()
+    message = str(info.value)
+    assert started == [[str(fake_ctl), "start", "--system-id=random"]]  # it tried to start OVS once
+    assert "\n" not in message and "does not answer" in message and "ovs-vswitchd.log" in message, message
