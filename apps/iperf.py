@@ -155,7 +155,7 @@ class BurstResult:
     launch_s: float  # unix time the client process was started
     exit_s: float  # unix time the client process was seen to exit
     test_start_s: float  # iperf3's start timestamp (whole seconds only in 3.12)
-    bytes_sent: int  # bytes that reached the receiver (reverse mode: this client)
+    bytes_sent: int  # bytes the sender put on the wire (iperf3's sum_sent; the capture agrees)
     seconds: float  # iperf3's own duration of the data phase
     retransmits: int
     error: str = ""
@@ -181,7 +181,10 @@ def parse_client_json(text: str) -> dict:
     start = doc.get("start", {}) or {}
     timestamp = (start.get("timestamp", {}) or {}).get("timesecs", 0)
     return {
-        "bytes_sent": int(received.get("bytes", sent.get("bytes", 0))),
+        # sum_sent is what the sending side wrote, which is what crosses the
+        # wire: measured on loopback, 262 144 sent and captured for ``-n
+        # 200000`` while the receiving client counted 237 568 when it stopped.
+        "bytes_sent": int(sent.get("bytes", received.get("bytes", 0))),
         "seconds": float(received.get("seconds", sent.get("seconds", 0.0))),
         "retransmits": int(sent.get("retransmits", 0)),
         "test_start_s": float(timestamp),

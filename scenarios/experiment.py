@@ -51,6 +51,7 @@ CALIBRATION_ITERATIONS = 6
 BURST_TARGET = 0.7  # a solo burst (start-up included) should take this share of comm_ms ...
 BURST_TOLERANCE = 0.1  # ... give or take this share (else the fill is corrected again)
 SIZING_ROUNDS = 3
+PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter than its period
 # Fidelity asks whether the fabric delivers its configured rate, so the first
 # part of each solo burst (a fresh TCP connection's slow start, which real
 # networks share) is left out of the sustained rate; the whole-burst rate is
@@ -316,10 +317,14 @@ class Experiment:
                 fill = spec.fill * data_target_ms / max(solo["data_ms"], 1e-3)
                 spec = replace(spec, fill=min(1.0, max(0.02, fill)))
             # The scenario's period is the solo iteration time: compute for
-            # period − (the burst's measured length), with the same bytes.
-            burst_ms = solo["comm_ms"]
-            if spec.fill * spec.comm_ms / burst_ms <= 1.0:
-                spec = replace(spec, comm_ms=burst_ms, fill=spec.fill * spec.comm_ms / burst_ms)
+            # period − (the burst's measured length) − a small margin, with the
+            # same bytes, so a gated job is ready a little before its next
+            # window (a job even 1 ms slower than its window period misses
+            # every other window). The margin is a share of the period, so
+            # commensurate periods stay commensurate.
+            phase_ms = solo["comm_ms"] + PERIOD_MARGIN * spec.period_ms
+            if spec.fill * spec.comm_ms / phase_ms <= 1.0 and phase_ms < spec.period_ms:
+                spec = replace(spec, comm_ms=phase_ms, fill=spec.fill * spec.comm_ms / phase_ms)
                 solo = self._solo(fabric, spec)
             sized.append(spec)
             self.solo[spec.name] = {**solo, "fill": spec.fill}
@@ -341,7 +346,7 @@ class Experiment:
         rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
         sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)
         first_ms, data_ms = self._data_span_ms(packets, labels, steady)
-        comm_ms = float(steady["comm_ms"].mean())
+        comm_ms = float(steady["comm_ms"].median())  # a slow process start now and then is not the burst
         return {"iteration_ms": float(steady["iteration_ms"].mean()), "comm_ms": comm_ms, "data_ms": data_ms,
                 "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
                 "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,

@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # `mn --custom topo/leafspine.py`: the repository i
     from topo import wiring as numbering
 
 JUMBO_MTU = 9000
-DEFAULT_QUEUE_MS = 50  # per-port queue, in ms at the link rate (see FabricIntf.bwCmds)
+DEFAULT_QUEUE_MS = 10  # per-port queue, in ms at the link rate (see FabricIntf.bwCmds)
 
 
 class FabricIntf(TCIntf):
@@ -45,20 +45,34 @@ class FabricIntf(TCIntf):
         return super().config(**params)
 
     def bwCmds(self, bw=None, **kwargs):
-        """Mininet's HTB class with an explicit quantum (two frames, which
-        silences HTB's "quantum is big" warning) and a byte-limited FIFO under
-        it holding ``queue_ms`` of traffic at the link rate (at least 8 frames).
+        """Mininet's HTB class, split in two: small packets (ACKs) first, data behind.
 
-        Without the FIFO the class queue is 1000 packets: 3.6 s at 20 Mbit/s
-        with 9000-byte frames, which delays ACKs behind data by seconds.
+        - Data waits in a byte-limited FIFO holding ``queue_ms`` at the link
+          rate (at least 8 frames). Mininet's default is 1000 packets: 3.6 s at
+          20 Mbit/s with 9000-byte frames.
+        - Packets under 128 bytes (pure ACKs, control) get their own class
+          with priority. A link carries one direction's data and the other
+          direction's ACKs; in one FIFO the ACKs waited behind up to
+          ``queue_ms`` of data, so a two-way burst (a 2-worker ring) ramped up
+          over RTTs of tens of ms and reached ~27 of 50 Mbit/s
+          (docs/gate.md). Both classes may borrow the whole rate.
+        - An explicit HTB quantum (two frames) silences "quantum is big".
         """
         cmds, parent = super().bwCmds(bw=bw, **kwargs)
         mtu = getattr(self, "mtu", JUMBO_MTU)
-        cmds = [cmd + f" quantum {2 * mtu}" if " htb rate " in cmd else cmd for cmd in cmds]
+        quantum = f" quantum {2 * mtu}"
+        cmds = [cmd + quantum if " htb rate " in cmd else cmd for cmd in cmds]
         queue_ms = getattr(self, "queue_ms", DEFAULT_QUEUE_MS)
         if bw is not None and queue_ms and parent.strip() == "parent 5:1":
             limit_bytes = max(int(bw * 1e6 / 8 * queue_ms / 1000), 8 * (mtu + 14))
-            cmds.append(f"%s qdisc add dev %s parent 5:1 handle 10: bfifo limit {limit_bytes}")
+            cmds += [
+                f"%s class add dev %s parent 5:1 classid 5:10 htb rate {bw * 0.1}Mbit ceil {bw}Mbit prio 0{quantum}",
+                f"%s class add dev %s parent 5:1 classid 5:20 htb rate {bw * 0.9}Mbit ceil {bw}Mbit prio 1{quantum}",
+                "%s qdisc add dev %s parent 5:10 handle 11: pfifo limit 1000",
+                f"%s qdisc add dev %s parent 5:20 handle 10: bfifo limit {limit_bytes}",
+                "%s filter add dev %s parent 5:0 protocol ip prio 1 u32 match u16 0x0000 0xff80 at 2 flowid 5:10",
+                "%s filter add dev %s parent 5:0 protocol all prio 2 u32 match u32 0 0 flowid 5:20",
+            ]
         return cmds, parent
 
 
