@@ -317,7 +317,8 @@ class IperfTransport:
         out = []
         for t, c in zip(phase, self.clients, strict=True):
             r = c.wait(timeout_s=60)
-            error = f"flow {t.src.name}->{t.dst.name} (iperf3 client on {t.dst.name}): {r.error}" if r.error else ""
+            error = (f"flow {t.src.name}->{t.dst.name} (iperf3 client on {t.dst.name}): {r.error.rstrip(': ')}"
+                     if r.error else "")
             out.append(TransferResult(t, r.launch_s, r.exit_s, r.bytes_sent, r.retransmits, error))
         self.clients = []
         return out

@@ -48,6 +48,10 @@ from topo import runrecord
 from topo.leafspine import DEFAULT_QUEUE_MS, JUMBO_MTU, FabricLink, LeafSpineTopo
 from topo.wiring import FabricParams, fabric_wiring
 
+# mininet.log makes every logger created after it a MininetLogger (its own handler without
+# newlines, its own level), which doubled warnings and hid INFO lines of modules imported
+# later; loggers made from here on are plain again.
+logging.setLoggerClass(logging.Logger)
 log = logging.getLogger(__name__)
 
 DATAPATH_ENV = "SHIFTBED_DATAPATH"

@@ -162,3 +162,17 @@ def test_ovs_that_does_not_start_is_named_with_the_fix(monkeypatch, tmp_path):
     message = str(info.value)
     assert started == [[str(fake_ctl), "start", "--system-id=random"]]  # it tried to start OVS once
     assert "\n" not in message and "does not answer" in message and "ovs-vswitchd.log" in message, message
+
+
+def test_log_lines_of_modules_imported_after_mininet_appear_once():
+    """mininet.log swaps the logger class; a run's warnings doubled and its INFO lines vanished."""
+    code = ("import logging, sys\n"
+            "logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(message)s')\n"
+            "import topo.fabric\n"
+            "import scenarios.experiment\n"
+            "log = logging.getLogger('scenarios.experiment')\n"
+            "log.info('info line'); log.error('error line')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["info line", "error line"], done.stderr
