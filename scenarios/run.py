@@ -69,6 +69,17 @@ def parse_duration(text: str | None, default: float) -> float:
     return value
 
 
+def check_out_root(text: str) -> Path:
+    """``--out`` must be a directory we can write in, or one we can create."""
+    out = Path(text)
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise InputError(f"--out: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"--out: cannot write in {existing}")
+    return out
+
+
 def emulation_load_mbps(scenario) -> float:
     """Peak traffic the fabric must forward: every job's flows at link rate at once (Mbit/s)."""
     link = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
@@ -87,6 +98,7 @@ def run(args) -> int:
     scenario.require_runnable()
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
+    check_out_root(args.out)
     load = emulation_load_mbps(scenario)
     if load > MAX_FAITHFUL_MBPS and not args.force:
         raise InputError(f"{args.scenario}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "

@@ -112,6 +112,16 @@ def test_bad_command_line_values(tmp_path, args, words):
     assert words in lines[0] and args[0] in lines[0], lines
 
 
+@pytest.mark.parametrize("where", ["file", "under a file"])
+def test_results_root_that_is_not_a_directory(tmp_path, where):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    out = blocker if where == "file" else blocker / "results"
+    (line,) = refused(tmp_path, GOOD, "--out", str(out))
+    assert line == f"shiftbed run: --out: {blocker} is not a directory", line
+    assert blocker.read_text() == "not a folder"
+
+
 def test_more_fabric_than_the_machine_emulates_faithfully_asks_for_force(tmp_path):
     wide = GOOD.replace("host_link_mbps: 50, fabric_link_mbps: 50", "host_link_mbps: 200, fabric_link_mbps: 200")
     (line,) = refused(tmp_path, wide)
