@@ -12,6 +12,7 @@ import os
 import sys
 
 from scenarios.errors import EnvironmentProblem
+from scenarios.results import finish_abandoned
 from topo import runrecord
 
 
@@ -28,16 +29,21 @@ def run(args) -> int:
             running.append(record.run_id)
             continue
         try:
-            cleaned.append(runrecord.clean_run(record))
+            item = runrecord.clean_run(record)
         except RuntimeError as exc:  # ovs-vsctl could not answer
             raise EnvironmentProblem(f"Open vSwitch: {exc}; start it with "
                                      "`sudo /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random`") from None
+        partial = record.notes.get("results_partial_dir")  # a `shiftbed run` killed before it renamed it
+        final = finish_abandoned(partial, "the run was killed (cleaned up by `shiftbed clean`)") if partial else None
+        item["results"] = str(final) if final else None
+        cleaned.append(item)
     if args.json:
         print(json.dumps({"cleaned": cleaned, "running": running, "ok": True}))
     else:
         for item in cleaned:
             print(f"run {item['run_id']}: stopped {len(item['processes'])} process(es), removed bridges "
-                  f"{item['bridges'] or 'none'}, interfaces {item['interfaces'] or 'none'}", file=sys.stderr)
+                  f"{item['bridges'] or 'none'}, interfaces {item['interfaces'] or 'none'}"
+                  + (f"; its partial results are in {item['results']}" if item["results"] else ""), file=sys.stderr)
         for run_id in running:
             print(f"run {run_id}: still running, left alone", file=sys.stderr)
         if not cleaned and not running:

@@ -244,6 +244,8 @@ class Experiment:
             with Fabric(params, pins=pins, controller_apps=["controller.scheduler_app"], stats_csv=stats_raw,
                         datapath=self.options.datapath) as fabric:
                 self.fabric = fabric
+                fabric.record.notes["results_partial_dir"] = str(self.writer.partial_dir)  # for `shiftbed clean`
+                fabric.record.save()
                 self.link = shared_link(sc, fabric.wiring)
                 self.link_mbps = min(f.host_link_mbps, f.fabric_link_mbps)
                 self.writer.write_json("environment.json", environment_record(fabric))

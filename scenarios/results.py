@@ -296,6 +296,35 @@ class ResultsWriter:
             self.finish(complete=False, reason=f"{exc_type.__name__}: {exc}".strip())
 
 
+def finish_abandoned(partial_dir: str | Path, reason: str) -> Path | None:
+    """Rename the ``.<stamp>.partial`` folder of a run that died unfinished (SIGKILL), marked incomplete.
+
+    What ``shiftbed clean`` does for a crashed run's results: the measurements
+    written so far stay, ``summary.json`` says ``complete: false`` and why.
+    Returns the final folder, or None when there is nothing to finish.
+    """
+    partial = Path(partial_dir)
+    name = partial.name
+    if not (partial.is_dir() and name.startswith(".") and name.endswith(".partial")):
+        return None
+    final = partial.with_name(name[1:-len(".partial")])
+    if final.exists():
+        return None
+    summary_path = partial / SUMMARY_FILE
+    try:
+        summary = json.loads(summary_path.read_text())
+    except (OSError, ValueError):
+        summary = {}
+    summary.update(format=FORMAT, results_dir=str(final), complete=False, incomplete_reason=reason)
+    summary.setdefault("scenario", partial.parent.name)
+    summary.setdefault("fidelity_ok", False)
+    for key in ("fidelity", "crosschecks", "policies"):
+        summary.setdefault(key, {})
+    atomic_write_bytes(summary_path, json_text(summary).encode())
+    os.rename(partial, final)
+    return final
+
+
 def throughput_change_pct(mean_iteration_ms: Mapping[str, float],
                           none_mean_iteration_ms: Mapping[str, float]) -> float:
     """``throughput_change_vs_none_pct``: the mean over jobs of the change in iterations per second.

@@ -24,6 +24,7 @@ from scenarios.results import (
     FORMAT,
     TABLES,
     ResultsWriter,
+    finish_abandoned,
     load_results,
     schedule_record,
     throughput_change_pct,
@@ -153,6 +154,20 @@ def test_job_names_stay_labels_even_when_they_look_like_numbers(tmp_path):
                                                     "open_s": [0.0], "close_s": [0.03]}))
     windows = load_results(writer.finish(False, "test")).windows
     assert windows["job"].tolist() == ["1"]
+
+
+def test_the_partial_folder_of_a_killed_run_is_finished_as_incomplete(tmp_path):
+    writer = ResultsWriter(tmp_path, "demo")  # the run was SIGKILLed: finish() never ran
+    writer.append_rows("iterations.csv", [{"policy": "none", "job": "a", "worker": "h1", "iteration": 0,
+                                           "start": 1.0, "comm_start": 1.2, "comm_end": 1.3, "end": 1.3,
+                                           "bytes": 10}])
+    final = finish_abandoned(writer.partial_dir, "killed")
+    assert final == writer.final_dir and not writer.partial_dir.exists()
+    results = load_results(final)
+    assert results.summary.complete is False and results.summary.incomplete_reason == "killed"
+    assert len(results.iterations) == 1
+    assert finish_abandoned(writer.partial_dir, "killed") is None  # idempotent: nothing left to finish
+    assert finish_abandoned(final, "killed") is None  # a finished folder is never touched
 
 
 def test_a_table_with_a_header_and_no_rows_reads_as_empty_numbers(tmp_path):
