@@ -327,8 +327,7 @@ class IperfTransport:
         """End clients in flight and every server, by PID."""
         for c in self.clients:
             c.kill()
-        for s in self.servers:
-            s.stop()
+        self._iperf.stop_servers(self.servers)
 
 
 def fetch_plan(controller_url: str, job: str, timeout_s: float = 5.0) -> JobPlan:

@@ -107,6 +107,17 @@ class Server:
             pass
 
 
+def stop_servers(servers, timeout_s: float = 2.0) -> None:
+    """End several servers at once: iperf3 takes ~1 s to leave after SIGTERM, so signal all, then wait."""
+    for server in servers:
+        try:
+            os.kill(server.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for server in servers:
+        server.stop(timeout_s)
+
+
 def kill_pid(pid: int, timeout_s: float = 2.0) -> None:
     """SIGTERM ``pid``, wait up to ``timeout_s`` for it to go, then SIGKILL. Gone is fine."""
     try:
