@@ -2,17 +2,19 @@
 
 Each case drives the installed command as a subprocess: exit status 2, at most
 three lines on stderr naming the file/flag and what is wrong, no traceback,
-nothing on stdout, no results folder; as root also no new OVS bridge and no
-new run record in /run/shiftbed. The scenario-file classes themselves are
+nothing on stdout, no results folder; as root also no run record of that process in
+/run/shiftbed and no OVS bridge tagged with one. The scenario-file classes themselves are
 covered case by case in test_spec.py (through `shiftbed plan`); here they go
 through `run`, which adds its own checks (a fabric, two workers per job,
 command-line values, the machine's capacity).
 """
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,12 +32,29 @@ jobs:
 RUN_DIR = Path(os.environ.get("SHIFTBED_RUN_DIR", "/run/shiftbed"))
 
 
-def machine_state():
-    """OVS bridges and run records, when this user can see them (root); else None."""
+def built_by(pid: int) -> list[str]:
+    """Run records owned by ``pid`` and OVS bridges tagged with their runs (root only; else empty).
+
+    Attributed to the process, not compared before/after, so a fabric that
+    another test or user brings up meanwhile is not mistaken for ours. A run
+    writes its record before it creates anything, so watching for records
+    while the process lives catches a fabric even if it was torn down again.
+    """
     if os.geteuid() != 0 or not shutil.which("ovs-vsctl"):
-        return None
-    listed = subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"], capture_output=True, text=True)
-    return set(listed.stdout.split()), {p.name for p in RUN_DIR.glob("*.json")}
+        return []
+    found = []
+    for path in RUN_DIR.glob("*.json"):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if doc.get("owner_pid") == pid:
+            found.append(path.name)
+            tagged = subprocess.run(["ovs-vsctl", "--timeout=5", "--bare", "--columns=name", "find", "bridge",
+                                     f"external_ids:shiftbed-run={doc.get('run_id')}"],
+                                    capture_output=True, text=True)
+            found += tagged.stdout.split()
+    return found
 
 
 def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
@@ -44,15 +63,20 @@ def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
     if scenario_text is not None:
         path.write_text(scenario_text)
     out = tmp_path / "results"
-    before = machine_state()
-    done = subprocess.run([SHIFTBED, "run", str(path), "--out", str(out), "--duration", "1", *args],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.Popen([SHIFTBED, "run", str(path), "--out", str(out), "--duration", "1", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    while proc.poll() is None:
+        seen += built_by(proc.pid)
+        time.sleep(0.01)
+    stdout, stderr = proc.communicate(timeout=60)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-2000:]
     assert 1 <= len(lines) <= 3 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.stdout == ""
     assert not out.exists(), "a results folder was created for refused input"
-    assert machine_state() == before, "something was built for refused input"
+    assert seen + built_by(proc.pid) == [], f"something was built for refused input: {seen}"
     return lines
 
 
