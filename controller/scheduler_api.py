@@ -72,7 +72,8 @@ def parse_body(raw: bytes | str | None) -> dict:
 def _unknown(doc: dict, allowed: set, where: str) -> None:
     extra = sorted(set(doc) - allowed)
     if extra:
-        raise ApiError(400, f"{where}: unknown field(s) {', '.join(map(str, extra))}; "
+        # repr: a field name may hold newlines or quotes, and the error stays one line
+        raise ApiError(400, f"{where}: unknown field(s) {', '.join(map(repr, extra))}; "
                             f"allowed: {', '.join(sorted(allowed))}")
 
 

@@ -115,6 +115,17 @@ def port_tx_bytes(port_stats: pd.DataFrame, dpid, port: int, t0_s: float,
     return float(tx[i1] - tx[i0]), float(times[i0]), float(times[i1])
 
 
+def unique_payload_bytes(packets: pd.DataFrame) -> float:
+    """Payload bytes with TCP retransmissions counted once (same flow and sequence number).
+
+    A segment captured here and lost further on is sent again, so the wire
+    carries it twice while iperf3 counts it once.
+    """
+    data = packets[packets["payload_bytes"] > 0]
+    unique = data.drop_duplicates(subset=["src_ip", "dst_ip", "sport", "dport", "seq"])
+    return float(unique["payload_bytes"].sum())
+
+
 def percent_error(measured: float, reference: float) -> float | None:
     """(measured − reference) / reference × 100, or None without a reference."""
     if not reference:

@@ -550,7 +550,7 @@ class Experiment:
         sender_names = {w.name for s in self.specs for w in s.workers if w.ip in senders}
         reported = float(rows[rows["worker"].isin(sender_names)]["bytes"].sum())
         mask = packets["src_ip"].isin(senders) & (labels != "")
-        captured = float(packets.loc[mask, "payload_bytes"].sum())
+        captured = analysis.unique_payload_bytes(packets[mask])
         self.link_checks.setdefault("bytes", {})[policy] = {"captured": captured, "reported": reported}
 
     def _work_dir(self, *parts) -> str:

@@ -4,7 +4,7 @@ PLATFORM.md: scapy ``RawPcapReader`` gives raw bytes at ~770 k packets/s while
 decoding with scapy layers runs at ~3 k/s, so headers are sliced by hand.
 Columns: ``time_s`` (capture time, unix s), ``wire_bytes`` (frame length on
 the wire), ``payload_bytes`` (TCP/UDP payload), ``src_ip``, ``dst_ip``,
-``proto``, ``sport``, ``dport``.
+``proto``, ``sport``, ``dport``, ``seq`` (TCP sequence number, 0 for UDP).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import struct
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["time_s", "wire_bytes", "payload_bytes", "src_ip", "dst_ip", "proto", "sport", "dport"]
+COLUMNS = ["time_s", "wire_bytes", "payload_bytes", "src_ip", "dst_ip", "proto", "sport", "dport", "seq"]
 _ETH_IPV4 = 0x0800
 _ETH_VLAN = 0x8100
 
@@ -24,7 +24,7 @@ def read_pcap(path: str) -> pd.DataFrame:
     """Every IPv4 TCP/UDP packet of a pcap (Ethernet link type) as a DataFrame."""
     from scapy.utils import RawPcapReader
 
-    times, wire, payload, src, dst, proto, sport, dport = [], [], [], [], [], [], [], []
+    times, wire, payload, src, dst, proto, sport, dport, seq = [], [], [], [], [], [], [], [], []
     with RawPcapReader(path) as reader:
         for data, meta in reader:
             off = 12
@@ -44,8 +44,10 @@ def read_pcap(path: str) -> pd.DataFrame:
             sp, dp = struct.unpack_from("!HH", data, l4)
             if p == 6:
                 header = (data[l4 + 12] >> 4) * 4 if len(data) > l4 + 12 else 20
+                seq.append(struct.unpack_from("!I", data, l4 + 4)[0] if len(data) >= l4 + 8 else 0)
             else:
                 header = 8
+                seq.append(0)
             if hasattr(meta, "sec"):
                 t = meta.sec + meta.usec / 1e6
                 length = meta.wirelen
@@ -69,6 +71,7 @@ def read_pcap(path: str) -> pd.DataFrame:
         "proto": np.asarray(proto, dtype=np.int16),
         "sport": np.asarray(sport, dtype=np.int32),
         "dport": np.asarray(dport, dtype=np.int32),
+        "seq": np.asarray(seq, dtype=np.int64),  # TCP sequence number (0 for UDP): spots retransmissions
     }, columns=COLUMNS)
 
 

@@ -37,6 +37,7 @@ RUN_S = 4.2
 # Thresholds (issue 4): >= 95 % of each job's bytes inside its windows; edges p95 <= 3 ms.
 MIN_IN_WINDOW = 0.95
 MAX_EDGE_P95_MS = 3.0
+EDGE_ADVANCE_MS = 1.3
 # "near solo": a gated job's period is its window period T, which is a little longer
 # than its solo iteration (the solo burst takes ~85 % of comm_ms), so allow T/solo + 5 %.
 NEAR_SOLO_SLACK = 0.05
@@ -206,7 +207,9 @@ def test_gate_edges_on_the_wire_within_3ms(fabric, tmp_path):
                 clients.append(fabric.spawn(dst, iperf.probe_argv(fabric.ip(src), port, cport, 8, 4.5),
                                             label=f"probe:{name}"))
             time.sleep(0.5)  # UDP set-up must pass before the gate closes anything
-            schedule = jobrun.set_policy(rest, "gate", start_in_s=0.3)
+            # edges sent 1.3 ms early: Open vSwitch's measured time to apply a
+            # flow-mod (docs/gate.md), which centres the error for 1-2 jobs
+            schedule = jobrun.set_policy(rest, "gate", start_in_s=0.3, advance_ms=EDGE_ADVANCE_MS)
             for c in clients:
                 c.popen.wait(timeout=15)
         status = jobrun.get(rest, "status")

@@ -75,6 +75,14 @@ def test_port_tx_bytes_between_the_nearest_samples():
     assert analysis.port_tx_bytes(stats, 258, 3, 10.0, 10.3)[0] == 0.0
 
 
+def test_retransmitted_segments_count_once():
+    frame, _ = packets([1.0, 1.1, 1.2, 1.3], [1000, 1000, 1000, 0], ["a"] * 4)
+    frame["seq"] = [100, 1100, 100, 2100]  # the third packet resends the first
+    assert analysis.unique_payload_bytes(frame) == 2000
+    frame.loc[2, "sport"] = 9  # another flow with the same sequence number is not a resend
+    assert analysis.unique_payload_bytes(frame) == 3000
+
+
 def test_percent_error():
     assert analysis.percent_error(110, 100) == pytest.approx(10.0)
     assert analysis.percent_error(1, 0) is None
