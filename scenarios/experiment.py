@@ -23,7 +23,6 @@ The steps, in order (``shiftbed run`` is a thin adapter around :class:`Experimen
 from __future__ import annotations
 
 import glob
-import json
 import logging
 import os
 import platform
@@ -738,6 +737,3 @@ def _reason(exc: BaseException) -> str:
         return "interrupted (SIGINT/SIGTERM)"
     return f"{exc.__class__.__name__}: {exc}"
 
-
-def dump_json(obj) -> str:
-    return json.dumps(obj, indent=2, default=str)
