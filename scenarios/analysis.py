@@ -96,6 +96,26 @@ def burst_rates_mbps(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.Dat
     return np.asarray(rates)
 
 
+def burst_spans_ms(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> tuple[float, float]:
+    """Mean (launch → first data packet, first → last data packet) of the bursts in ``it``, ms.
+
+    Both directions of the link count: a burst's data phase runs from its
+    first to its last data packet, whichever flow carries them.
+    """
+    data = packets[(packets["payload_bytes"] > 0) & (job_of_packet != "")]
+    labels = job_of_packet.loc[data.index].to_numpy()
+    t = data["time_s"].to_numpy()
+    leads, spans = [], []
+    for row in it.itertuples():
+        times = t[(labels == row.job) & (t >= row.comm_start) & (t <= row.comm_end)]
+        if len(times) > 1:
+            leads.append((times.min() - row.comm_start) * 1000)
+            spans.append((times.max() - times.min()) * 1000)
+    if not spans:
+        return 0.0, float(it["comm_ms"].mean())
+    return float(np.mean(leads)), float(np.mean(spans))
+
+
 def port_tx_bytes(port_stats: pd.DataFrame, dpid, port: int, t0_s: float,
                   t1_s: float) -> tuple[float, float, float]:
     """Bytes a switch port transmitted between the counter samples nearest ``t0_s`` and ``t1_s``.

@@ -213,7 +213,7 @@ class Experiment:
         self.progress_stream = progress_stream
         self.schedule = compute_schedule(scenario.timings(), scenario.quantum_ms)
         self.writer: ResultsWriter | None = None
-        self.summary: dict = {"policies": {}}
+        self.epochs: dict[str, float] = {}  # policy -> its epoch (unix s)
         self.solo: dict[str, dict] = {}
         self.measured: dict[str, dict] = {}
         self.offsets: dict[str, dict] = {}
@@ -346,30 +346,12 @@ class Experiment:
         senders = self._link_senders([spec])
         rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
         sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)
-        first_ms, data_ms = self._data_span_ms(packets, labels, steady)
+        first_ms, data_ms = analysis.burst_spans_ms(packets, labels, steady)
         comm_ms = float(steady["comm_ms"].median())  # a slow process start now and then is not the burst
         return {"iteration_ms": float(steady["iteration_ms"].mean()), "comm_ms": comm_ms, "data_ms": data_ms,
                 "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
                 "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
                 "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0}
-
-    @staticmethod
-    def _data_span_ms(packets, labels, it) -> tuple[float, float]:
-        """Mean (launch → first data packet, first → last data packet) of a job's bursts on the link, ms."""
-        data = packets[(packets["payload_bytes"] > 0) & (labels != "")]
-        lab = labels.loc[data.index].to_numpy()
-        t = data["time_s"].to_numpy()
-        leads, spans = [], []
-        for row in it.itertuples():
-            times = t[(lab == row.job) & (t >= row.comm_start) & (t <= row.comm_end)]
-            if len(times) > 1:
-                leads.append((times.min() - row.comm_start) * 1000)
-                spans.append((times.max() - times.min()) * 1000)
-        if not spans:
-            return 0.0, float(it["comm_ms"].mean())
-        return float(np.mean(leads)), float(np.mean(spans))
-
-    # -- one policy ------------------------------------------------------------
 
     def _run_policy(self, fabric, policy: str) -> None:
         from apps import jobrun
@@ -542,7 +524,8 @@ class Experiment:
             self.link_checks.setdefault("gate_bytes_in_window", {}).update(
                 {job: v["in_window"] for job, v in gatecheck.bytes_in_windows(packets, labels, doc).items()})
         self.link_checks.setdefault("intervals", {})[policy] = (epoch_s, t_end)
-        self.summary.setdefault("epochs", {})[policy] = epoch_s
+        self.link_checks.setdefault("outgoing", {})[policy] = packets.loc[out, ["time_s", "wire_bytes"]]
+        self.epochs[policy] = epoch_s
 
     def _check_bytes(self, policy, rows, packets, labels, senders) -> None:
         """Captured payload bytes of flows leaving through the link vs what iperf3 reported sending."""
@@ -622,7 +605,7 @@ class Experiment:
                 entry[name] = {**m, "predicted_iteration_ms": predicted,
                                "solo_iteration_ms": self.solo[name]["iteration_ms"],
                                "error_pct": analysis.percent_error(m["mean_iteration_ms"], predicted)}
-            policies[policy] = {"jobs": entry, "epoch_s": self.summary.get("epochs", {}).get(policy)}
+            policies[policy] = {"jobs": entry, "epoch_s": self.epochs.get(policy)}
         if "none" in policies:
             none_ms = {j: v["mean_iteration_ms"] for j, v in policies["none"]["jobs"].items()}
             none_pred = predictions["none"]
@@ -674,16 +657,11 @@ class Experiment:
         errors = []
         for policy, (t0, t1) in self.link_checks.get("intervals", {}).items():
             tx, t_lo, t_hi = analysis.port_tx_bytes(stats, leaf_dpid(self.link.leaf), self.link.port, t0, t1)
-            pcap = Path(self.writer.partial_dir, "raw", policy, "shared.pcap")
-            if t_hi <= t_lo or not pcap.exists():
+            outgoing = self.link_checks["outgoing"][policy]
+            if t_hi <= t_lo:
                 continue
-            from scenarios.pcap import read_pcap
-
-            packets = read_pcap(str(pcap))
-            senders = self._link_senders(self.specs)
-            frame_times = packets["time_s"].to_numpy()
-            sel = packets["src_ip"].isin(senders).to_numpy() & (frame_times >= t_lo) & (frame_times < t_hi)
-            captured = float(packets.loc[sel, "wire_bytes"].sum())
+            times = outgoing["time_s"].to_numpy()
+            captured = float(outgoing["wire_bytes"].to_numpy()[(times >= t_lo) & (times < t_hi)].sum())
             if tx > 0:
                 errors.append(abs(analysis.percent_error(captured, tx)))
         return max(errors) if errors else None

@@ -67,6 +67,13 @@ def test_burst_rate_is_bytes_over_the_burst_time_and_can_skip_slow_start():
     assert len(analysis.burst_rates_mbps(frame, labels, it, {"10.0.0.9"})) == 0
 
 
+def test_burst_spans_from_launch_and_between_data_packets():
+    frame, labels = packets([0.010, 0.050, 0.090, 0.5], [1000, 1000, 1000, 1000], ["a", "a", "a", "b"])
+    it = pd.DataFrame({"job": ["a"], "comm_start": [0.0], "comm_end": [0.1], "comm_ms": [100.0]})
+    lead_ms, span_ms = analysis.burst_spans_ms(frame, labels, it)
+    assert lead_ms == pytest.approx(10.0) and span_ms == pytest.approx(80.0)
+
+
 def test_port_tx_bytes_between_the_nearest_samples():
     stats = pd.DataFrame({"time_s": [10.0, 10.1, 10.2, 10.3], "dpid": 257, "port": 3,
                           "tx_bytes": [0, 1000, 5000, 9000]})
