@@ -1,27 +1,51 @@
 """The policies, one small class each, by name: the same names in theory and emulation.
 
-A policy says two things: where each job's *first burst* starts relative to the
-common epoch (``initial_offsets_ms``), and whether the fabric confines every
-burst to the job's window, every iteration (``realign_every_iteration``).
-Offsets are burst starts, the convention of ``Schedule.shifts_ms``,
-``controller/windows.py`` and ``apps/dltjob.py``: a job computes first and its
-iteration 0 burst begins at ``epoch + offset``.
+A policy decides three things, and nothing else:
+
+- ``initial_offsets_ms(schedule, rng)``: where each job's *first burst* starts
+  relative to the common epoch. Offsets are burst starts, the convention of
+  ``Schedule.shifts_ms``, ``controller/windows.py`` and ``apps/dltjob.py``: a
+  job computes first and its iteration 0 burst begins at ``epoch + offset``.
+- ``waits_for_window(iteration)``: whether iteration ``iteration``'s burst
+  waits for the start of the job's next *window* (re-alignment). A job's
+  windows are ``[offset + k·T, offset + k·T + c)`` after the epoch, with ``T``
+  and ``c`` the schedule's on-grid period and burst.
+- ``enforces_windows``: whether the fabric confines the job's traffic to its
+  windows (the controller opens and closes them in the switches).
+
+``none``, ``shift`` and ``random`` never wait and are not enforced; ``gate``
+waits every iteration and is enforced. The fluid model
+(``scenarios/fluid.py``), the scheduler (``controller/scheduler_api.py``), the
+job driver (``apps/dltjob.py``) and the run (``scenarios/experiment.py``) ask
+these three questions and never test a policy's name.
 
 Adding a policy: subclass :class:`Policy`, give it a ``name``, decorate it with
-``@register``; ``plan``, ``sweep``, the fluid model and the emulator then know
-it by name.
+``@register``. In a file of your own, load it with ``--policy-file FILE.py``
+(``plan``, ``sweep``, ``run``) or a scenario's ``policy_files:`` list; the
+controller and job processes a run starts load the same files (they inherit
+:data:`POLICY_FILES_ENV`). docs/policies.md has a complete example.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib.util
+import os
 import random as _random
+import sys
+from pathlib import Path
 
 from controller.schedule import Schedule
+
+POLICY_FILES_ENV = "SHIFTBED_POLICY_FILES"  # os.pathsep-separated absolute paths
 
 
 class UnknownPolicy(ValueError):
     """A policy name that is not registered (the message suggests the nearest)."""
+
+
+class PolicyFileError(ValueError):
+    """A policy file that is missing, fails to import, or registers no policy (one line)."""
 
 
 class Policy:
@@ -29,19 +53,34 @@ class Policy:
 
     name: str = ""
     description: str = ""
-    realign_every_iteration: bool = False
-    uses_schedule: bool = False
+    uses_schedule: bool = False  # its offsets (or windows) come from the schedule's shifts
+    enforces_windows: bool = False  # the fabric confines each job's traffic to its windows
 
     def initial_offsets_ms(self, schedule: Schedule, rng: _random.Random) -> dict[str, float]:
         """Each job's first burst start, ms after the epoch, in ``[0, period)``."""
         raise NotImplementedError
 
+    def waits_for_window(self, iteration: int) -> bool:
+        """Does iteration ``iteration``'s burst (0 = the first) wait for the job's next window start?
+
+        Default: exactly when the windows are enforced (a gated burst would
+        otherwise be held in the switch).
+        """
+        return self.enforces_windows
+
+    def realigns(self, iterations: int = 64) -> bool:
+        """Does the policy wait for a window at least once in the first ``iterations`` iterations?"""
+        return self.enforces_windows or any(self.waits_for_window(k) for k in range(iterations))
+
 
 POLICIES: dict[str, Policy] = {}
+_LOADED_FILES: dict[str, list[str]] = {}  # resolved path -> names it registered
 
 
 def register(cls: type[Policy]) -> type[Policy]:
     """Class decorator: make the policy available by its ``name``."""
+    if not isinstance(cls, type) or not issubclass(cls, Policy):
+        raise TypeError(f"@register: {cls!r} is not a subclass of controller.policies.Policy")
     if not cls.name or cls.name in POLICIES:
         raise ValueError(f"policy name {cls.name!r} is empty or taken")
     POLICIES[cls.name] = cls()
@@ -56,6 +95,73 @@ def get_policy(name: str) -> Policy:
         near = difflib.get_close_matches(name, POLICIES, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise UnknownPolicy(f"unknown policy {name!r}{hint}; known: {', '.join(POLICIES)}") from None
+
+
+def load_policy_file(path: str | os.PathLike) -> list[str]:
+    """Import a policy file so that its ``@register`` runs; the names it registered.
+
+    Loading the same file twice is a no-op (same names). Raises
+    :class:`PolicyFileError` (one line naming the file) if it does not exist,
+    fails to import, or registers nothing.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise PolicyFileError(f"{path}: no such policy file")
+    if p.suffix != ".py":
+        raise PolicyFileError(f"{path}: a policy file is a Python file ending in .py")
+    key = str(p.resolve())
+    if key in _LOADED_FILES:
+        return list(_LOADED_FILES[key])
+    before = set(POLICIES)
+    module_name = f"shiftbed_policy_{len(_LOADED_FILES)}_{p.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, key)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a student's file: any error is theirs, named in one line
+        sys.modules.pop(module_name, None)
+        for name in set(POLICIES) - before:  # a half-imported file leaves nothing behind
+            del POLICIES[name]
+        where = _line_in(exc, key)
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise PolicyFileError(f"{path}{where}: {type(exc).__name__}" + (f": {detail}" if detail else "")) from None
+    names = [n for n in POLICIES if n not in before]
+    if not names:
+        raise PolicyFileError(f"{path}: registers no policy (decorate a Policy subclass with @register)")
+    _LOADED_FILES[key] = names
+    return list(names)
+
+
+def _line_in(exc: BaseException, filename: str) -> str:
+    """``, line N`` of the innermost frame in ``filename`` (or a SyntaxError's line), else ''."""
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return f", line {exc.lineno}"
+    tb, line = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f", line {line}" if line else ""
+
+
+def loaded_policy_files() -> list[str]:
+    """Resolved paths of the policy files loaded so far, in order."""
+    return list(_LOADED_FILES)
+
+
+def export_policy_files() -> None:
+    """Put the loaded files in :data:`POLICY_FILES_ENV`, for the processes this one starts."""
+    if _LOADED_FILES:
+        os.environ[POLICY_FILES_ENV] = os.pathsep.join(_LOADED_FILES)
+
+
+def load_from_environment() -> list[str]:
+    """Load the policy files named in :data:`POLICY_FILES_ENV` (the controller and job drivers call this)."""
+    names = []
+    for path in filter(None, os.environ.get(POLICY_FILES_ENV, "").split(os.pathsep)):
+        names += load_policy_file(path)
+    return names
 
 
 @register
@@ -81,7 +187,7 @@ class ShiftPolicy(Policy):
 class GatePolicy(ShiftPolicy):
     name = "gate"
     description = "shift + enforcement: each burst waits for the job's next window, every iteration"
-    realign_every_iteration = True
+    enforces_windows = True  # and so waits_for_window() is True for every iteration
 
 
 @register

@@ -18,6 +18,14 @@ Assumptions (the emulator's measurements are compared against these):
   a burst still unfinished when its window closes pauses until the next one.
   So gate re-aligns every iteration, while a static shift computed from solo
   periods drifts once stretching happens (``phase_error_ms`` shows both).
+- Any registered policy (``controller/policies.py``) is simulated through the
+  same three answers: its first-burst offsets, whether iteration ``k``'s burst
+  waits for the job's next window start (``waits_for_window``), and whether
+  the windows are enforced on the link (``enforces_windows``). A job's windows
+  are ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid; for
+  ``gate`` the offset is the schedule's shift. A re-aligning policy that does
+  not enforce its windows (e.g. wait for the window every K-th iteration)
+  runs free in between and its bursts are never paused.
 - Jobs may be fed measured solo figures (``FluidJob``), real-valued; the
   gate's windows stay on the schedule's grid.
 
@@ -29,10 +37,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from controller.policies import get_policy
+from controller.policies import Policy, get_policy
 from controller.schedule import Schedule
 
 _EPS = 1e-9
@@ -96,13 +104,19 @@ class PolicyResult:
 
 def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              windows: dict[str, Window] | None = None, iterations: int = 40,
-             warmup: int = 2) -> dict[str, JobResult]:
+             warmup: int = 2, waits: Callable[[int], bool] | None = None,
+             enforce: bool = True) -> dict[str, JobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts; per-job results.
 
     ``offsets_ms``: first burst start of each job (its computation starts
-    ``period - comm`` earlier). ``windows``: gate the named jobs.
+    ``period - comm`` earlier). ``windows``: the named jobs' windows; by
+    default (``waits=None``, ``enforce=True``) they are gated: every burst
+    waits for a window start and pauses when its window closes. ``waits(k)``:
+    whether burst ``k`` (0 = first) waits for the next window start;
+    ``enforce``: whether a burst may only be on the link inside a window.
     """
     windows = windows or {}
+    waits = waits if waits is not None else (lambda k: True)
     for j in jobs:
         if not 0 < j.comm_ms < j.period_ms:
             raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
@@ -116,17 +130,27 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     state = ["compute"] * n  # compute | wait | send
     next_t = [offsets_ms[j.name] for j in jobs]  # compute end / window start / window end
     starts: list[list[float]] = [[] for _ in jobs]
+    aligned = [False] * n  # the current burst has waited for (or met) its window start
     ends: list[list[float]] = [[] for _ in jobs]
     target = warmup + iterations + 1
     t = min(next_t)
 
     def begin(i: int, now: float) -> None:
-        """Job i's burst may go now (free), or at its next window start (gated)."""
+        """Job i's burst goes now, or waits for its next window start (re-aligned or gated)."""
         w = gate[i]
-        if w is None or w.end_of_current(now) is not None and abs(w.next_start(now) - now) < 1e-6:
-            state[i], next_t[i] = "send", (w.end_of_current(now) if w else math.inf)
-        else:
+        if w is None:
+            state[i], next_t[i] = "send", math.inf
+            return
+        at_start = w.end_of_current(now) is not None and abs(w.next_start(now) - now) < 1e-6
+        if waits(len(starts[i]) - 1) and not aligned[i] and not at_start:
             state[i], next_t[i] = "wait", w.next_start(now)
+            return
+        aligned[i] = True  # this burst has met its window start (or needs none)
+        end = w.end_of_current(now) if enforce else math.inf
+        if end is None:  # enforced and outside every window
+            state[i], next_t[i] = "wait", w.next_start(now)
+        else:
+            state[i], next_t[i] = "send", end
 
     max_events = 1000 * n * target  # a bound far above any real run: a guard, not a limit
     while min(len(e) for e in ends) < target:
@@ -149,6 +173,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
                 remaining[i] = jobs[i].comm_ms
                 starts[i].append(t)
+                aligned[i] = False
                 begin(i, t)
             elif state[i] == "wait" and next_t[i] <= t + _EPS:
                 begin(i, next_t[i])
@@ -160,7 +185,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         e = ends[i][warmup:]
         mean = (e[-1] - e[0]) / (len(e) - 1)
         k = len(starts[i]) - 1
-        burst_start = _burst_start(starts[i][k], gate[i])
+        burst_start = _burst_start(starts[i][k], gate[i] if waits(k) else None)
         period = gate[i].period_ms if gate[i] else job.period_ms  # gated: against its window grid
         lag = burst_start - (offsets_ms[job.name] + k * period)
         phase = (lag + period / 2) % period - period / 2
@@ -182,10 +207,23 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
-    windows = None
-    if pol.realign_every_iteration:
-        windows = {j.name: Window(schedule.shifts_ms[j.name], j.period_ms, j.comm_ms) for j in schedule.jobs}
-    return PolicyResult(policy, offsets, simulate(fluid_jobs, offsets, windows, iterations))
+    return PolicyResult(policy, offsets, simulate(fluid_jobs, offsets, policy_windows(pol, schedule, offsets),
+                                                  iterations, waits=pol.waits_for_window,
+                                                  enforce=pol.enforces_windows))
+
+
+def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float],
+                   lead_ms: dict[str, float] | None = None) -> dict[str, Window] | None:
+    """Each job's windows under ``pol`` (None if it never waits for one and enforces none).
+
+    ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid, moved by
+    ``lead_ms[job]`` (the run adds each burst's start-up time).
+    """
+    if not pol.realigns():
+        return None
+    lead_ms = lead_ms or {}
+    return {j.name: Window(offsets_ms[j.name] + lead_ms.get(j.name, 0.0), j.period_ms, j.comm_ms)
+            for j in schedule.jobs}
 
 
 def compare_policies(schedule: Schedule, policies: Sequence[str] = ("none", "shift", "gate", "random"),

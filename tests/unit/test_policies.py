@@ -19,8 +19,10 @@ def test_the_four_policies_and_their_offsets():
     rng = random.Random(3)
     assert policies.get_policy("none").initial_offsets_ms(sched, rng) == {"a": 0.0, "b": 0.0}
     assert policies.get_policy("shift").initial_offsets_ms(sched, rng) == sched.shifts_ms
-    assert policies.get_policy("gate").realign_every_iteration
-    assert not policies.get_policy("shift").realign_every_iteration
+    gate, shift = policies.get_policy("gate"), policies.get_policy("shift")
+    assert gate.enforces_windows and all(gate.waits_for_window(k) for k in range(10))
+    assert not shift.enforces_windows and not any(shift.waits_for_window(k) for k in range(10))
+    assert not shift.realigns() and gate.realigns()
     offsets = policies.get_policy("random").initial_offsets_ms(sched, rng)
     assert all(0 <= offsets[j.name] < j.period_ms for j in sched.jobs)
 
