@@ -14,7 +14,7 @@ import sys
 
 from controller.policies import POLICIES, UnknownPolicy, get_policy
 from controller.schedule import BeyondExactMethod, compute_schedule, separating_interval, to_quanta
-from scenarios import fluid, spec
+from scenarios import fluid, policyfiles, spec
 from scenarios.errors import InputError
 
 
@@ -28,6 +28,7 @@ def add_arguments(parser) -> None:
                         help=f"comma-separated policies to predict (default: the scenario's; known: {', '.join(POLICIES)})")
     parser.add_argument("--iterations", type=int, default=40, help="iterations simulated per job by the fluid model")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random policy")
+    policyfiles.add_argument(parser)
 
 
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,
@@ -104,6 +105,7 @@ def run(args) -> int:
         raise InputError(f"--quantum-ms: must be a positive number, got {args.quantum_ms}")
     if args.iterations < 2:
         raise InputError(f"--iterations: must be at least 2, got {args.iterations}")
+    policyfiles.load(args.policy_file)
     scenario = spec.load(args.scenario)
     plan = build_plan(scenario, args.quantum_ms, args.heuristic, _policies_arg(args.policies),
                       args.iterations, args.seed)

@@ -36,6 +36,9 @@ def add_arguments(parser):
     parser.add_argument("--force", action="store_true",
                         help="run even if the fabric is larger than this machine can emulate faithfully")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    from scenarios import policyfiles
+
+    policyfiles.add_argument(parser)
 
 
 def parse_policies(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -92,8 +95,9 @@ MAX_FAITHFUL_MBPS = 400.0
 
 
 def run(args) -> int:
-    from scenarios import spec
+    from scenarios import policyfiles, spec
 
+    policyfiles.load(args.policy_file)
     scenario = spec.load(args.scenario)
     scenario.require_runnable()
     policies = parse_policies(args.policy, scenario.policies)

@@ -7,6 +7,7 @@ mean 'period_ms'?)``. The rest of shiftbed trusts the objects it gets.
 Keys (``*`` = required)::
 
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
+    policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
     fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*
     jobs*: - name*  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
              pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
@@ -27,13 +28,13 @@ from typing import Any
 
 import yaml
 
-from controller.policies import POLICIES
+from controller.policies import POLICIES, PolicyFileError, export_policy_files, load_policy_file
 from controller.schedule import JobTiming, comm_quanta, period_quanta, quantize_job
 from scenarios import zoo
 from scenarios.errors import InputError
 
 PATTERNS = ("ring", "ps")
-TOP_KEYS = ("name", "description", "quantum_ms", "policies", "duration_s", "fabric", "jobs")
+TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "fabric", "jobs")
 FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps")
 JOB_KEYS = ("name", "period_ms", "comm_ms", "workers", "pattern", "pin_spine", "gradient_mb",
             "jitter_ms", "model", "model_workers", "model_link_mbps", "time_scale")
@@ -81,6 +82,7 @@ class Scenario:
     description: str = ""
     policies: tuple[str, ...] = ("none", "shift", "gate", "random")
     duration_s: float | None = None
+    policy_files: tuple[str, ...] = ()  # resolved paths, already loaded
 
     def timings(self, quantum_ms: float | None = None) -> list[JobTiming]:
         """The jobs on the quantum grid (period to nearest, comm rounded up)."""
@@ -173,6 +175,7 @@ class _Checker:
         description = doc.get("description", "")
         if not isinstance(description, str):
             self.fail("description", f"must be a string, got {_kind(description)}")
+        policy_files = self.policy_files(doc.get("policy_files", []))
         policies = self.policies(doc.get("policies", list(POLICIES)))
         duration_s = self.number(doc["duration_s"], "duration_s") if "duration_s" in doc else None
         fabric = self.fabric(doc["fabric"]) if doc.get("fabric") is not None else None
@@ -186,7 +189,26 @@ class _Checker:
                 self.fail(f"jobs[{i}].name", f"duplicate job name {job.name!r} (also jobs[{seen[job.name]}])")
             seen[job.name] = i
             jobs.append(job)
-        return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s)
+        return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
+                        policy_files)
+
+    def policy_files(self, value: Any) -> tuple[str, ...]:
+        """Load each policy file (relative to the scenario file) so its policies can be named below."""
+        if not isinstance(value, list):
+            self.fail("policy_files", f"expected a list of .py files, got {_kind(value)}")
+        base = Path(self.path).parent
+        loaded = []
+        for i, entry in enumerate(value):
+            if not isinstance(entry, str) or not entry.strip():
+                self.fail(f"policy_files[{i}]", f"must be a path to a .py file, got {entry!r}")
+            path = Path(entry) if Path(entry).is_absolute() else base / entry
+            try:
+                load_policy_file(path)
+            except PolicyFileError as exc:
+                self.fail(f"policy_files[{i}]", str(exc))
+            loaded.append(str(path.resolve()))
+        export_policy_files()
+        return tuple(loaded)
 
     def policies(self, value: Any) -> tuple[str, ...]:
         if not isinstance(value, list) or not value:

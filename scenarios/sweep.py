@@ -13,7 +13,10 @@ Per combination: the exact schedule (``controller.schedule``; the heuristic if
 the instance is beyond it) and the fluid model (``scenarios.fluid``) under
 ``none`` and ``shift``. ``shift_helps``: the best static shift raises the
 normalised throughput (mean over jobs of solo period / realised iteration time)
-by more than 1 % over ``none``.
+by more than 1 % over ``none``. ``--policy P`` (a built-in or one registered by
+``--policy-file``) also simulates ``P`` and reports ``policy_helps`` by the same
+rule (columns ``throughput_policy``, ``policy_gain``, ``policy_helps``; with the
+default ``P = shift`` they repeat the shift columns).
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from controller.policies import UnknownPolicy, get_policy, load_from_environment
 from controller.schedule import JobTiming, comm_quanta, compute_schedule, period_quanta
-from scenarios import fluid, zoo
+from scenarios import fluid, policyfiles, zoo
 from scenarios.errors import InputError
 
 HELPS_THRESHOLD = 0.01
@@ -62,6 +66,10 @@ class Combination:
     throughput_shift: float
     shift_gain: float
     shift_helps: bool
+    policy: str = "shift"
+    throughput_policy: float = math.nan
+    policy_gain: float = math.nan
+    policy_helps: bool = False
 
 
 def add_arguments(parser) -> None:
@@ -79,6 +87,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--zoo-link-mbps", type=float, default=zoo.DEFAULT_MODEL_LINK_MBPS,
                         help="link rate the zoo models' gradients are timed at (--zoo)")
     parser.add_argument("--iterations", type=int, default=40, help="fluid-model iterations per job")
+    parser.add_argument("--policy", default="shift",
+                        help="also report how often this policy helps over `none` (default: shift)")
+    policyfiles.add_argument(parser)
     parser.epilog = ("shift_helps := normalised throughput under `shift` > 1.01 × under `none`, where normalised "
                      "throughput = mean over jobs of solo period / realised mean iteration time (fluid model).")
 
@@ -111,25 +122,29 @@ def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming
     return jobs
 
 
-def evaluate(jobs: list[JobTiming], quantum_ms: float, iterations: int = 40) -> dict:
-    """Schedule + fluid model for one on-grid combination."""
+def evaluate(jobs: list[JobTiming], quantum_ms: float, iterations: int = 40, policy: str = "shift") -> dict:
+    """Schedule + fluid model for one on-grid combination (``none``, ``shift`` and ``policy``)."""
     schedule = compute_schedule(jobs, quantum_ms)
-    results = fluid.compare_policies(schedule, ("none", "shift"), iterations=iterations)
+    results = fluid.compare_policies(schedule, tuple(dict.fromkeys(("none", "shift", policy))), iterations=iterations)
     none, shift = results["none"].normalised_throughput, results["shift"].normalised_throughput
-    gain = shift / none - 1
+    other = results[policy].normalised_throughput
+    gain, other_gain = shift / none - 1, other / none - 1
     return {"hyperperiod_ms": schedule.hyperperiod_ms, "feasible": schedule.feasible, "method": schedule.method,
             "overlap_fraction": schedule.overlap_fraction, "throughput_none": none,
-            "throughput_shift": shift, "shift_gain": gain, "shift_helps": gain > HELPS_THRESHOLD}
+            "throughput_shift": shift, "shift_gain": gain, "shift_helps": gain > HELPS_THRESHOLD,
+            "policy": policy, "throughput_policy": other, "policy_gain": other_gain,
+            "policy_helps": other_gain > HELPS_THRESHOLD}
 
 
 def _task(args) -> list[Combination]:
     settings, n, sample = args
+    load_from_environment()  # a worker process knows the --policy-file policies too (no-op if loaded)
     raw = sample_raw(settings["seed"], n, sample, settings["period_range"], settings["frac_range"],
                      settings["zoo"], settings["zoo_link_mbps"])
     rows = []
     for q in settings["quanta"]:
         jobs = on_grid(raw, q)
-        r = evaluate(jobs, q, settings["iterations"])
+        r = evaluate(jobs, q, settings["iterations"], settings.get("policy", "shift"))
         rows.append(Combination(n, q, sample, ";".join(f"{j.period_ms:g}" for j in jobs),
                                 ";".join(f"{j.comm_ms:g}" for j in jobs), **r))
     return rows
@@ -166,6 +181,7 @@ def summarise(rows: list[Combination]) -> dict:
         return {"combinations": n,
                 "feasible_fraction": sum(r.feasible for r in sel) / n if n else math.nan,
                 "shift_helps_fraction": sum(r.shift_helps for r in sel) / n if n else math.nan,
+                "policy_helps_fraction": sum(r.policy_helps for r in sel) / n if n else math.nan,
                 "heuristic_fraction": sum(r.method == "heuristic" for r in sel) / n if n else math.nan}
 
     jobs = sorted({r.n_jobs for r in rows})
@@ -277,12 +293,17 @@ def settings_from_args(args) -> dict:
             raise InputError(f"{name}: must be at least 1, got {value}")
     if not (math.isfinite(args.zoo_link_mbps) and args.zoo_link_mbps > 0):
         raise InputError(f"--zoo-link-mbps: must be positive, got {args.zoo_link_mbps}")
-    return {"seed": args.seed, "jobs": jobs, "samples": args.samples, "period_range": period_range,
+    try:
+        get_policy(args.policy)
+    except UnknownPolicy as exc:
+        raise InputError(f"--policy: {exc}") from None
+    return {"policy": args.policy, "seed": args.seed, "jobs": jobs, "samples": args.samples, "period_range": period_range,
             "frac_range": frac_range, "quanta": quanta, "zoo": args.zoo,
             "zoo_link_mbps": args.zoo_link_mbps, "iterations": args.iterations}
 
 
 def run(args) -> int:
+    policyfiles.load(args.policy_file)
     settings = settings_from_args(args)
     started = time.perf_counter()
     rows = run_sweep(settings, args.workers, progress=True)
@@ -297,7 +318,12 @@ def run(args) -> int:
     else:
         print(f"{summary['combinations']} combinations: feasible {summary['feasible_fraction']:.1%}, "
               f"shift helps {summary['shift_helps_fraction']:.1%} (does not help: {1 - summary['shift_helps_fraction']:.1%})")
-        print(f"{'jobs':>5}{'quantum_ms':>12}{'feasible':>10}{'helps':>8}")
+        other = settings["policy"] if settings["policy"] != "shift" else None
+        if other:
+            print(f"{other} helps {summary['policy_helps_fraction']:.1%} (does not help: "
+                  f"{1 - summary['policy_helps_fraction']:.1%})")
+        print(f"{'jobs':>5}{'quantum_ms':>12}{'feasible':>10}{'helps':>8}" + (f"{other:>12}" if other else ""))
         for c in summary["by_jobs_and_quantum"]:
-            print(f"{c['n_jobs']:>5}{c['quantum_ms']:>12g}{c['feasible_fraction']:>10.1%}{c['shift_helps_fraction']:>8.1%}")
+            print(f"{c['n_jobs']:>5}{c['quantum_ms']:>12g}{c['feasible_fraction']:>10.1%}{c['shift_helps_fraction']:>8.1%}"
+                  + (f"{c['policy_helps_fraction']:>12.1%}" if other else ""))
     return 0
