@@ -13,9 +13,12 @@ is a compute phase of ``period_ms − comm_ms`` (± uniform jitter of
 ``epoch + offset − compute`` so that its *communication* begins at
 ``epoch + offset``: under ``none`` every job's first burst starts at the
 epoch, under ``shift``/``random`` at its offset, and after that each job runs
-free. Under ``gate`` every communication phase waits for the start of the next
-window ``epoch + shift + m·T`` (launching ``launch_lead_ms`` early so the data,
-not the client's start-up, begins at the window edge).
+free. Whenever the policy says so (``Policy.waits_for_window(k)``; ``gate``:
+every iteration) the communication phase waits for the start of the next
+window ``epoch + offset + m·T`` (launching ``launch_lead_ms`` early so the data,
+not the client's start-up, begins at the window edge). The driver loads the
+policy files named in ``SHIFTBED_POLICY_FILES``, so a user's policy works here
+as the built-ins do.
 
 Burst size: a flow moves ``fill × comm_ms × link rate`` bytes, so a solo burst
 (start-up overhead included) fits in ``comm_ms``; ring all-reduce sends
@@ -42,7 +45,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 PATTERNS = ("ring", "ps")
-POLICIES = ("none", "shift", "gate", "random")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
               "policy", "retransmits", "error")
 
@@ -159,9 +161,16 @@ class JobPlan:
     period_ms: float
     window_ms: float
 
+    def waits_for_window(self, iteration: int) -> bool:
+        """Does this iteration's burst wait for the next window start? (The registered policy decides.)"""
+        from controller.policies import get_policy
+
+        return get_policy(self.policy).waits_for_window(iteration)
+
     @property
     def gated(self) -> bool:
-        return self.policy == "gate"
+        """Does the first burst wait for its window (it then launches ``launch_lead_ms`` early)?"""
+        return self.waits_for_window(0)
 
     @classmethod
     def from_schedule(cls, doc: dict, job: str) -> JobPlan:
@@ -272,7 +281,7 @@ class JobDriver:
         """One iteration starting at ``start_s``: compute, (gate: wait), collective, barrier; log rows."""
         compute_end_s = start_s + (self.spec.compute_ms / 1000 if k == 0 else self.compute_s())
         launch_s = compute_end_s
-        if self.plan.gated:
+        if self.plan.waits_for_window(k):
             window_s = next_window_start(self.plan, compute_end_s)
             launch_s = max(compute_end_s, window_s - self.launch_lead_ms / 1000)
         self.clock.sleep_until(launch_s)
@@ -346,6 +355,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.config) as f:
         cfg = json.load(f)
+    from controller.policies import load_from_environment
+
+    load_from_environment()  # the run's --policy-file / policy_files: policies
     spec = JobSpec.from_dict(cfg["job"])
     if cfg.get("plan"):
         plan = JobPlan(**cfg["plan"])

@@ -13,8 +13,9 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 - ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window,
   hyper-period, feasibility
 - ``POST /policy`` ``{"policy", "epoch_s"? | "start_in_s"?, "seed"?, "mode"?,
-  "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?, "advance_ms"?}``: choose the policy and the
-  common epoch; for ``gate`` the controller starts firing edges
+  "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?, "advance_ms"?}``: choose the policy (any
+  registered one, ``controller/policies.py``) and the common epoch; for a policy that enforces
+  its windows (``gate``) the controller starts firing edges
 - ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
   ``GET /edges``
 """
@@ -29,9 +30,9 @@ import re
 import time
 from dataclasses import dataclass
 
+from controller.policies import POLICIES, get_policy
 from controller.windows import MODES, TOGGLES, DataFlow
 
-POLICIES = ("none", "shift", "gate", "random")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_PERIOD_MS = 600_000.0
 MAX_JOBS = 64
@@ -189,7 +190,7 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "guard_ms",
                    "quantum_ms", "toggle", "advance_ms"}, "policy")
     policy = doc.get("policy")
-    if policy not in POLICIES:
+    if not isinstance(policy, str) or policy not in POLICIES:
         raise ApiError(400, f"policy.policy: must be one of {', '.join(POLICIES)}, got {policy!r}"[:200])
     if "epoch_s" in doc and "start_in_s" in doc:
         raise ApiError(400, "policy: give epoch_s or start_in_s, not both")
@@ -269,17 +270,25 @@ class SchedulerCore:
         self._refuse_while_gating("change the policy")
         if self.schedule is None or request.quantum_ms != self.schedule.quantum_ms:
             self._recompute(request.quantum_ms)
-        from controller.policies import get_policy
-
         offsets = get_policy(request.policy).initial_offsets_ms(self.schedule, random.Random(request.seed))
         self.offsets_ms = {name: float(offsets[name]) for name in self.jobs}
         self.policy = request
         return request
 
+    @property
+    def enforces_windows(self) -> bool:
+        """Does the current policy confine each job's traffic to its windows (the gate fires edges)?"""
+        return self.policy is not None and get_policy(self.policy.policy).enforces_windows
+
     def windows_ms(self) -> dict[str, tuple[float, float, float]]:
-        """Per job ``(period_ms, shift_ms, window_ms)`` of the current schedule (gate windows)."""
+        """Per job ``(period_ms, start_ms, window_ms)``: windows ``[start + k·T, start + k·T + window)``.
+
+        ``start`` is the job's offset under the current policy (for ``gate`` its
+        schedule shift), or the shift while no policy is set.
+        """
         guard = self.policy.guard_ms if self.policy else 0.0
-        return {j.name: (j.period_ms, self.schedule.shifts_ms[j.name], j.comm_ms + guard)
+        return {j.name: (j.period_ms, self.offsets_ms.get(j.name, self.schedule.shifts_ms[j.name]),
+                         j.comm_ms + guard)
                 for j in self.schedule.jobs}
 
     def schedule_doc(self) -> dict:
@@ -295,8 +304,8 @@ class SchedulerCore:
                     "gap": s.gap})
         windows = self.windows_ms()
         for j in s.jobs:
-            period_ms, shift_ms, window_ms = windows[j.name]
-            doc["jobs"][j.name] = {"period_ms": period_ms, "comm_ms": j.comm_ms, "shift_ms": shift_ms,
+            period_ms, _start_ms, window_ms = windows[j.name]
+            doc["jobs"][j.name] = {"period_ms": period_ms, "comm_ms": j.comm_ms, "shift_ms": s.shifts_ms[j.name],
                                    "offset_ms": self.offsets_ms.get(j.name), "window_ms": window_ms,
                                    "workers": list(self.jobs[j.name].workers)}
         return doc

@@ -34,6 +34,7 @@ from ryu.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
 from ryu.lib import hub
 from ryu.ofproto import ofproto_v1_3
 
+from controller.policies import load_from_environment
 from controller.scheduler_api import ApiError, SchedulerCore, parse_body
 from controller.windows import GOTO_TABLE_AFTER_GATE, GateFlowMod, JobWindow, MeterMod, WindowGate
 
@@ -54,6 +55,9 @@ class SchedulerApp(app_manager.RyuApp):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        names = load_from_environment()  # policy files the run was given (SHIFTBED_POLICY_FILES)
+        if names:
+            log.info("policies loaded from files: %s", ", ".join(names))
         self.core = SchedulerCore()
         self.datapaths = {}
         self.gate: WindowGate | None = None
@@ -266,8 +270,8 @@ class SchedulerRest(ControllerBase):
     @route("shiftbed", "/shiftbed/policy", methods=["POST", "PUT"])
     def set_policy(self, req, **_kw):
         def do():
-            request = self.app.core.set_policy(parse_body(req.body))
-            if request.policy == "gate":
+            self.app.core.set_policy(parse_body(req.body))
+            if self.app.core.enforces_windows:
                 self.app.start_gate()
             return self.app.core.schedule_doc()
         return self._answer(do)

@@ -37,9 +37,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from controller.policies import get_policy
 from controller.schedule import compute_schedule
 from scenarios import analysis
-from scenarios.fluid import FluidJob, Window, simulate
+from scenarios.fluid import FluidJob, policy_windows, simulate
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
 
 log = logging.getLogger(__name__)
@@ -358,7 +359,8 @@ class Experiment:
 
         rest = fabric.controller.rest_url
         options = {}
-        if policy == "gate":  # a floor, not a wall: a burst's closing handshake after its window still passes
+        enforced = get_policy(policy).enforces_windows
+        if enforced:  # a floor, not a wall: a burst's closing handshake after its window still passes
             options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000)}
         doc = jobrun.set_policy(rest, policy, start_in_s=START_IN_S, seed=self.options.seed, **options)
         epoch_s = float(doc["epoch_s"])
@@ -377,7 +379,7 @@ class Experiment:
             self._keep_rows(policy, run_dir)
             raise
         finally:
-            if policy == "gate" and fabric.controller.alive():
+            if enforced and fabric.controller.alive():
                 jobrun.stop_gate(rest)
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
         self._record_policy(policy, doc, epoch_s, rows, packets, labels, window)
@@ -506,10 +508,11 @@ class Experiment:
         if not bins.empty:
             self.writer.append_rows("link_bandwidth.csv", bins.assign(policy=policy, link=self.link.name)
                                     [["policy", "link", "t_s", "job", "mbps"]].to_dict("records"))
-        if policy in ("shift", "gate"):
+        pol = get_policy(policy)
+        if pol.uses_schedule or pol.realigns():  # planned (shift) or realigned-to / enforced windows
             wins = []
             for name, j in doc["jobs"].items():
-                first = float(j["offset_ms"]) / 1000 if policy == "shift" else float(j["shift_ms"]) / 1000
+                first = float(j["offset_ms"]) / 1000  # gate: its offset is the shift
                 period_s, window_s = float(j["period_ms"]) / 1000, float(j["window_ms"]) / 1000
                 k = 0
                 while first + k * period_s < self.options.duration_s:
@@ -518,7 +521,7 @@ class Experiment:
                     k += 1
             self.writer.append_rows("windows.csv", wins)
         self._check_bytes(policy, rows, packets, labels, senders)
-        if policy == "gate":
+        if pol.enforces_windows:
             from scenarios import gatecheck
 
             self.link_checks.setdefault("gate_bytes_in_window", {}).update(
@@ -551,17 +554,17 @@ class Experiment:
         and windows move by the overhead too (the data starts that much
         after the launch), which changes nothing relative between jobs.
         """
-        jobs, offsets, windows = [], {}, {}
+        pol = get_policy(policy)
+        jobs, offsets = [], {}
+        startup = {name: s["startup_ms"] for name, s in self.solo.items()}
         for spec in self.specs:
             solo = self.solo[spec.name]
             jobs.append(FluidJob(spec.name, solo["iteration_ms"], min(solo["data_ms"], 0.99 * solo["iteration_ms"])))
             offsets[spec.name] = self.offsets[policy][spec.name] + solo["startup_ms"]
-            if policy == "gate":
-                timing = next(t for t in self.schedule.jobs if t.name == spec.name)
-                windows[spec.name] = Window(self.schedule.shifts_ms[spec.name] + solo["startup_ms"],
-                                            timing.period_ms, timing.comm_ms)
+        windows = policy_windows(pol, self.schedule, self.offsets[policy], lead_ms=startup)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
-        result = simulate(jobs, offsets, windows or None, iterations=max(iterations, 5), warmup=1)
+        result = simulate(jobs, offsets, windows, iterations=max(iterations, 5), warmup=1,
+                          waits=pol.waits_for_window, enforce=pol.enforces_windows)
         return {name: r.mean_iteration_ms for name, r in result.items()}
 
     def _finish(self, complete: bool, reason: str | None) -> None:
