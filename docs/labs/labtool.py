@@ -1,0 +1,133 @@
+"""The labs' small measuring tool: prints ``key = value`` lines (the lab sheets' tables use the keys).
+
+    shiftbed plan S --json | .venv/bin/python docs/labs/labtool.py keys feasible pairs.0.gcd_ms
+    .venv/bin/python docs/labs/labtool.py contention results/lab2     # lab 2
+    .venv/bin/python docs/labs/labtool.py compare results/lab3        # labs 3 and 4
+
+``contention`` and ``compare`` read the newest results folder under the given
+root (``shiftbed run --out ROOT`` writes ``ROOT/<scenario>/<time>/``): its
+``summary.json`` (iteration times, solo figures, predictions) and
+``link_bandwidth.csv`` (Mbit/s per job on the shared link in 10 ms bins,
+from the capture). Everything it computes is a few lines of pandas below: read
+them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+BUSY_MBPS = 5.0  # a job "is on the link" in a 10 ms bin where it moves more than this
+
+
+def newest_results(root: str) -> Path:
+    folders = sorted(Path(root).glob("*/*/summary.json"), key=lambda p: p.parent.name)
+    if not folders:
+        sys.exit(f"labtool: no results folder under {root} (run `shiftbed run ... --out {root}` first)")
+    return folders[-1].parent
+
+
+def on_link(folder: Path) -> pd.DataFrame:
+    """Per policy and 10 ms bin, each job's Mbit/s on the shared link (one column per job)."""
+    bw = pd.read_csv(folder / "link_bandwidth.csv")
+    return bw.pivot_table(index=["policy", "t_s"], columns="job", values="mbps", fill_value=0.0)
+
+
+def overlap_share(table: pd.DataFrame) -> float:
+    """Share of the bins with traffic in which two or more jobs are on the link at once."""
+    busy = table > BUSY_MBPS
+    n_busy = busy.sum(axis=1)
+    return float((n_busy >= 2).sum() / max(1, (n_busy >= 1).sum()))
+
+
+def cmd_keys(args) -> None:
+    doc = json.load(sys.stdin)
+    prefix = f"{args.prefix}." if args.prefix else ""
+    for path in args.paths:
+        value = doc
+        for part in path.split("."):
+            value = value[int(part)] if isinstance(value, list) else value[part]
+        print(f"{prefix}{path} = {json.dumps(value) if isinstance(value, bool | type(None)) else value}")
+
+
+def cmd_contention(args) -> None:
+    folder = newest_results(args.root)
+    summary = json.loads((folder / "summary.json").read_text())
+    jobs = summary["policies"][args.policy]["jobs"]
+    for name, j in jobs.items():
+        solo, shared = j["solo_iteration_ms"], j["mean_iteration_ms"]
+        print(f"{name}.solo_ms = {solo:.1f}")
+        print(f"{name}.shared_ms = {shared:.1f}")
+        print(f"{name}.slowdown_pct = {100 * (shared / solo - 1):.1f}")
+        print(f"{name}.predicted_slowdown_pct = {100 * (j['predicted_iteration_ms'] / solo - 1):.1f}")
+    table = on_link(folder).loc[args.policy]
+    print(f"overlap_share = {overlap_share(table):.2f}")
+    busy = table > BUSY_MBPS
+    alone = busy.sum(axis=1) == 1
+    together = busy.sum(axis=1) >= 2
+    for name in table.columns:
+        print(f"{name}.alone_mbps = {table.loc[alone & busy[name], name].mean():.1f}")
+        print(f"{name}.together_mbps = {table.loc[together, name].mean():.1f}")
+    print(f"together_total_mbps = {table.loc[together].sum(axis=1).mean():.1f}")
+    plot = Path(args.plot or f"lab-plots/{summary['scenario']}-{args.policy}-bandwidth.png")
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    _plot(table, plot, f"{summary['scenario']}: {args.policy}, Mbit/s per job on the shared link")
+    print(f"plot: {plot}")
+
+
+def cmd_compare(args) -> None:
+    folder = newest_results(args.root)
+    summary = json.loads((folder / "summary.json").read_text())
+    tables = on_link(folder)
+    for policy, entry in summary["policies"].items():
+        for name, j in entry["jobs"].items():
+            print(f"{policy}.{name}_ms = {j['mean_iteration_ms']:.1f}")
+            print(f"{policy}.{name}_predicted_ms = {j['predicted_iteration_ms']:.1f}")
+        if entry.get("throughput_change_vs_none_pct") is not None:
+            print(f"{policy}.change_vs_none_pct = {entry['throughput_change_vs_none_pct']:.1f}")
+            print(f"{policy}.predicted_change_vs_none_pct = {entry['predicted_throughput_change_vs_none_pct']:.1f}")
+        if policy in tables.index.get_level_values(0):
+            print(f"{policy}.overlap_share = {overlap_share(tables.loc[policy]):.2f}")
+    print(f"results: {folder}")
+
+
+def _plot(table: pd.DataFrame, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    ax.stackplot(table.index, [table[c] for c in table.columns], labels=list(table.columns), alpha=0.8)
+    ax.set_xlabel("time since the epoch (s)")
+    ax.set_ylabel("Mbit/s on the shared link")
+    ax.set_title(title)
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    keys = sub.add_parser("keys", help="print JSON fields (stdin) by dotted path")
+    keys.add_argument("paths", nargs="+")
+    keys.add_argument("--prefix", default="", help="put this in front of every key")
+    contention = sub.add_parser("contention", help="lab 2: slowdown and sharing under one policy")
+    contention.add_argument("root")
+    contention.add_argument("--policy", default="none")
+    contention.add_argument("--plot", help="where to draw the bandwidth plot (default: lab-plots/...)")
+    compare = sub.add_parser("compare", help="labs 3 and 4: every policy of the newest run")
+    compare.add_argument("root")
+    args = parser.parse_args(argv)
+    {"keys": cmd_keys, "contention": cmd_contention, "compare": cmd_compare}[args.command](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

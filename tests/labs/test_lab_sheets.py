@@ -1,0 +1,42 @@
+"""Every lab sheet is well formed, and its no-root commands print what the sheet promises.
+
+The root parts (mn, shiftbed run) are in test_labs_root.py; both read the
+commands and the promised numbers from the sheets themselves (labsheet.py).
+"""
+
+import pytest
+
+import labsheet
+
+SHEETS = labsheet.sheets()
+
+
+def test_there_are_four_labs_each_with_an_answer_key():
+    assert [p.name for p in SHEETS] == ["lab1-fabric.md", "lab2-contention.md", "lab3-theory.md",
+                                        "lab4-policy.md"]
+    for path in SHEETS:
+        key = labsheet.LABS / "answers" / path.name.replace(".md", "-answers.md")
+        assert key.is_file(), f"{path.name}: no answer key {key}"
+
+
+@pytest.mark.parametrize("path", SHEETS, ids=lambda p: p.stem)
+def test_each_sheet_has_its_sections_commands_and_promises(path):
+    text = path.read_text()
+    for heading in ("**Goal.**", "## Background", "## Commands", "## What you should see", "## Questions"):
+        assert heading in text, f"{path.name}: no {heading}"
+    sheet = labsheet.parse(path)
+    assert any(b.kind in ("lab", "lab-root") for b in sheet.blocks)
+    assert len(sheet.expectations) >= 5
+    for e in sheet.expectations:  # every promise is one the checker understands
+        assert e.form() in ("literal", "tolerance", "range", "number", "word"), e
+    assert "NOTES_LAB" not in text, f"{path.name}: a placeholder is left"
+
+
+@pytest.mark.parametrize("path", [p for p in SHEETS if any(b.kind == "lab" for b in labsheet.parse(p).blocks)],
+                         ids=lambda p: p.stem)
+def test_the_no_root_commands_print_the_promised_numbers(path):
+    run = labsheet.LabRun(labsheet.parse(path), kinds=("lab",), timeout_s=120)
+    values = run.run()
+    checked = [e for e in run.sheet.expectations if e.key in values]
+    assert checked, f"{path.name}: the no-root commands printed none of the promised keys"
+    assert run.failures(values, keys_only_from_output=True) == []
