@@ -4,9 +4,8 @@ The root parts (mn, shiftbed run) are in test_labs_root.py; both read the
 commands and the promised numbers from the sheets themselves (labsheet.py).
 """
 
-import pytest
-
 import labsheet
+import pytest
 
 SHEETS = labsheet.sheets()
 
