@@ -92,7 +92,7 @@ def measure(args) -> dict:
         loss = fabric.net.pingAll(timeout=1)
         realized = measure_flows(fabric, [("h1", "h2")], seconds=args.seconds)[0]
         return {"datapath": fabric.datapath, "mtu": fabric.mtu, "startup_s": round(fabric.startup_s, 2),
-                "ping_loss_pct": loss, "realized_mbps": round(realized, 2)}
+                "ovs_tx_sndbuf_bytes": fabric.ovs_tx_sndbuf_bytes, "ping_loss_pct": loss, "realized_mbps": round(realized, 2)}
 
 
 def run(args) -> int:
@@ -110,6 +110,9 @@ def run(args) -> int:
         if report["ratio"] < MIN_FIDELITY:
             problems.append(f"fidelity lost: realized {report['realized_mbps']:.1f} of {args.mbps:g} Mbit/s "
                             f"({100 * report['ratio']:.0f} % < {100 * MIN_FIDELITY:.0f} %); lower the rate or use MTU 9000")
+        if report.get("datapath") == "user" and not report.get("ovs_tx_sndbuf_bytes"):
+            problems.append("OVS's shared transmit socket keeps its small buffer (topo/ovs_txbuf.py): "
+                            "packets queued beyond ~200 kB fabric-wide are dropped silently")
         if report.get("ping_loss_pct"):
             problems.append(f"fabric: ping loss {report['ping_loss_pct']} %")
     report["problems"] = problems
@@ -118,7 +121,7 @@ def run(args) -> int:
         print(json.dumps(report))
     else:
         for key in ("root", "ovs_version", "datapath", "mininet", "ryu", "iperf3", "tcpdump", "ethtool", "mtu",
-                    "startup_s", "configured_mbps", "realized_mbps", "ratio"):
+                    "ovs_tx_sndbuf_bytes", "startup_s", "configured_mbps", "realized_mbps", "ratio"):
             print(f"{key:16} {report.get(key)}", file=sys.stderr)
         for problem in problems:
             print(f"PROBLEM: {problem}", file=sys.stderr)

@@ -152,6 +152,7 @@ def environment_record(fabric) -> dict:
         "cores": os.cpu_count(),
         "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),
         "fabric_startup_s": fabric.startup_s,
+        "ovs_tx_sndbuf_bytes": fabric.ovs_tx_sndbuf_bytes,
     }
 
 

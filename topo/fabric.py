@@ -44,7 +44,7 @@ from mininet.node import OVSSwitch, RemoteController
 from controller.fabric_config import FabricConfig
 from controller.forwarding import Pin
 from controller.process import ControllerProcess
-from topo import runrecord
+from topo import ovs_txbuf, runrecord
 from topo.leafspine import DEFAULT_QUEUE_MS, JUMBO_MTU, FabricLink, LeafSpineTopo
 from topo.wiring import FabricParams, fabric_wiring
 
@@ -171,6 +171,7 @@ class Fabric:
         self.processes: list[HostProcess] = []
         self.startup_s = None
         self.ovs_version = None
+        self.ovs_tx_sndbuf_bytes = None  # OVS's shared transmit socket buffer (userspace datapath)
         self._lock = runrecord.FabricLock()
 
     # -- bring-up -------------------------------------------------------------
@@ -199,12 +200,32 @@ class Fabric:
             self._start_controller()
             self._start_network()
             self.controller.wait_ready(self.ready_timeout_s)
+            self._widen_ovs_tx_buffer()
         except BaseException:
             self.down()
             raise
         self.startup_s = time.monotonic() - started
         log.info("fabric %s up in %.1f s (%s datapath, MTU %d)", self.run_id, self.startup_s, self.datapath, self.mtu)
         return self
+
+    def _widen_ovs_tx_buffer(self) -> None:
+        """Userspace datapath only: give OVS's shared transmit socket room for
+        every queue of the fabric (``topo/ovs_txbuf.py`` says why). OVS makes
+        that socket on its first send, hence the ping first."""
+        if self.datapath != "user":
+            return
+        first, second = self.net.hosts[0], self.net.hosts[1 % len(self.net.hosts)]
+        first.cmd("ping -c1 -W1", second.IP())
+        try:
+            widened = ovs_txbuf.widen()
+        except (ovs_txbuf.TxBufferError, OSError) as exc:
+            log.warning("OVS's transmit socket keeps its small buffer (%s): queued packets beyond ~200 kB "
+                        "will be dropped silently", exc)
+            return
+        if widened:
+            self.ovs_tx_sndbuf_bytes = min(buf.after_bytes for buf in widened)
+        self.record.notes["ovs_tx_sndbuf_bytes"] = self.ovs_tx_sndbuf_bytes
+        self.record.save()
 
     def _switch_interfaces(self) -> list[str]:
         return [f"{node}-eth{port}" for link in self.wiring.links()
