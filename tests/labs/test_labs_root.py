@@ -37,7 +37,8 @@ def run_lab(name: str, timeout_s: float = 400) -> None:
     values = run.run()
     print(f"\n{name}: {time.monotonic() - started:.0f} s\n" + "\n".join(run.log))
     print("\n".join(f"  {k} = {v}" for k, v in values.items()))
-    assert run.failures(values) == [], run.output[-4000:]
+    failures = run.failures(values)
+    assert not failures, "\n".join(failures) + "\n--- output (end) ---\n" + run.output[-3000:]
 
 
 def _end_lab1_daemon() -> None:
