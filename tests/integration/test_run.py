@@ -21,12 +21,13 @@ SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
 SCENARIO = REPO / "scenarios" / "classroom.yaml"
 POLICIES = ("none", "shift", "gate", "random")
 # Cross-checks (issue 5): captured vs iperf3-reported bytes within 2 %,
-# utilisation from the capture vs port counters within 5 %. The accuracy goal
-# (measured within 10-15 % of the prediction, fidelity_ok) is not met reliably
-# yet on this machine: docs/accuracy.md has the measured errors and why.
+# utilisation from the capture vs port counters within 5 %. Accuracy (issue 5):
+# every job's measured mean iteration within 15 % of the fluid model's
+# prediction (the goal is 10 %; docs/accuracy.md has the measured errors).
 MAX_BYTES_ERR_PCT = 2.0
 MAX_UTIL_ERR_PCT = 5.0
 MIN_GATE_BYTES_IN_WINDOW = 0.95
+MAX_PREDICTION_ERR_PCT = 15.0
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,14 @@ def test_fidelity_and_predictions_are_reported(run):
         for job in entry["jobs"].values():
             expected = (job["mean_iteration_ms"] - job["predicted_iteration_ms"]) / job["predicted_iteration_ms"] * 100
             assert job["error_pct"] == pytest.approx(expected)
+
+
+def test_theory_and_measurement_agree(run):
+    doc, _, _ = run
+    assert doc["fidelity_ok"] is True
+    errors = {(policy, job): round(entry["error_pct"], 1)
+              for policy, p in doc["policies"].items() for job, entry in p["jobs"].items()}
+    assert all(abs(err) <= MAX_PREDICTION_ERR_PCT for err in errors.values()), errors
 
 
 def test_gate_holds_each_job_to_its_period(run):
