@@ -96,6 +96,18 @@ def ensure_ovs_running() -> str:
     return version
 
 
+class StartedController(RemoteController):
+    """Mininet's RemoteController without its telnet probe of the port.
+
+    ``ControllerProcess.start`` has already waited until the port accepts
+    connections, and the probe itself crashed a run: telnet printed Ryu's
+    binary OpenFlow HELLO and Mininet's reader raised UnicodeDecodeError.
+    """
+
+    def checkListening(self):
+        pass
+
+
 class ShiftbedSwitch(OVSSwitch):
     """An OVS switch whose bridge is tagged with the run id and whose ports ask for jumbo MTU.
 
@@ -269,7 +281,7 @@ class Fabric:
                          protocols="OpenFlow13")
         self.net = Mininet(topo=self.topo, switch=switch, link=FabricLink, controller=None,
                            autoStaticArp=True, build=False, waitConnected=False)
-        self.net.addController("c0", controller=RemoteController, ip="127.0.0.1", port=self.controller.ofp_port)
+        self.net.addController("c0", controller=StartedController, ip="127.0.0.1", port=self.controller.ofp_port)
         self.net.build()
         for node in self.net.hosts + self.net.switches + self.net.controllers:
             if node.pid:
