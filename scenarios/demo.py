@@ -31,9 +31,20 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+def run_arguments(path, duration_s: float, out: str):
+    """The arguments of ``shiftbed run PATH --duration D --out OUT``, parsed by
+    the run command's own parser, so that the demo gets its defaults."""
+    import argparse
+
+    from scenarios import run as run_command
+
+    parser = argparse.ArgumentParser()
+    run_command.add_arguments(parser)
+    return parser.parse_args([str(path), "--duration", f"{duration_s:g}", "--out", str(out)])
+
+
 def run(args) -> int:
     import json
-    from types import SimpleNamespace
 
     from scenarios import plan, spec
     from scenarios import run as run_command
@@ -49,9 +60,7 @@ def run(args) -> int:
         verdict = "feasible" if doc["feasible"] else "infeasible"
         print(f"== {scenario.name}: {scenario.description} — theory says {verdict} "
               f"(hyper-period {doc['hyperperiod_ms']} ms)", file=sys.stderr)
-        code = run_command.run(SimpleNamespace(scenario=str(path), policy=None, duration=str(duration),
-                                               out=args.out, seed=0, datapath=None, force=False,
-                                               json=False))
+        code = run_command.run(run_arguments(path, duration, args.out))
         if code != 0:
             return code
         latest = max((p for p in (Path(args.out) / scenario.name).iterdir() if not p.name.startswith(".")),
