@@ -56,7 +56,7 @@ def unbound_packet_socket_inodes(proc_net_packet: str) -> set[int]:
     OVS's receive sockets are bound to their port; its shared transmit
     socket is not, which is how it is told apart."""
     lines = proc_net_packet.strip().splitlines()
-    if not lines or not lines[0].split()[:1] == ["sk"]:
+    if not lines or lines[0].split()[:1] != ["sk"]:
         raise TxBufferError("unexpected /proc/net/packet format")
     header = lines[0].split()
     iface, inode = header.index("Iface"), header.index("Inode")
