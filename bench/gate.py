@@ -37,7 +37,7 @@ from scenarios.pcap import read_pcap  # noqa: E402
 LINK_MBPS = 50.0
 SHARED_IF = "leaf1-eth5"  # hosts_per_leaf=4: leaf port 4 + S faces spine S
 PERIOD_MS, COMM_MS = 200, 40
-PROBE_MBPS, PROBE_S = 8, 4.5
+PROBE_MBPS, PROBE_S = 3.2, 4.5  # one 200-byte datagram per 0.5 ms: faster probes load the switch (docs/gate.md)
 
 
 def machine() -> dict:
