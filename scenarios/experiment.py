@@ -143,12 +143,13 @@ def environment_record(fabric) -> dict:
     return {
         "shiftbed_commit": output(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
         "ovs_version": fabric.ovs_version,
-        "ryu_version": output([str(Path(os.sys.executable)), "-c", "import ryu; print(ryu.__version__)"]),
+        "ryu_version": output([str(Path(os.sys.executable)), "-c", "import ryu; print(ryu.version)"]),
         "iperf3_version": iperf.splitlines()[0] if iperf else None,
         "kernel": platform.release(),
         "python": platform.python_version(),
         "datapath": fabric.datapath,
         "mtu": fabric.mtu,
+        "queue_ms": fabric.queue_ms,
         "cores": os.cpu_count(),
         "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),
         "fabric_startup_s": fabric.startup_s,
@@ -242,8 +243,9 @@ class Experiment:
         try:
             self.writer.write_text("scenario.yaml", self.scenario_text)
             stats_raw = self.writer.partial_dir / "port_stats.raw.csv"
+            queue = {"queue_ms": f.queue_ms} if f.queue_ms is not None else {}
             with Fabric(params, pins=pins, controller_apps=["controller.scheduler_app"], stats_csv=stats_raw,
-                        datapath=self.options.datapath) as fabric:
+                        datapath=self.options.datapath, **queue) as fabric:
                 self.fabric = fabric
                 fabric.record.notes["results_partial_dir"] = str(self.writer.partial_dir)  # for `shiftbed clean`
                 fabric.record.save()

@@ -8,7 +8,7 @@ Keys (``*`` = required)::
 
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
     policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
-    fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*
+    fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms
     jobs*: - name*  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
              pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
              model_workers  model_link_mbps (default 10000)  time_scale (default 1)
@@ -35,7 +35,8 @@ from scenarios.errors import InputError
 
 PATTERNS = ("ring", "ps")
 TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "fabric", "jobs")
-FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps")
+FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps", "queue_ms")
+FABRIC_REQUIRED = FABRIC_KEYS[:5]
 JOB_KEYS = ("name", "period_ms", "comm_ms", "workers", "pattern", "pin_spine", "gradient_mb",
             "jitter_ms", "model", "model_workers", "model_link_mbps", "time_scale")
 
@@ -49,6 +50,7 @@ class Fabric:
     hosts_per_leaf: int
     host_link_mbps: float
     fabric_link_mbps: float
+    queue_ms: float | None = None  # each port's data queue, ms at its link rate; None: the fabric's default
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -221,10 +223,15 @@ class _Checker:
         return tuple(value)
 
     def fabric(self, doc: Any) -> Fabric:
-        doc = self.mapping(doc, "fabric", FABRIC_KEYS, FABRIC_KEYS)
+        doc = self.mapping(doc, "fabric", FABRIC_KEYS, FABRIC_REQUIRED)
         counts = {k: self.integer(doc[k], f"fabric.{k}") for k in ("spines", "leaves", "hosts_per_leaf")}
         rates = {k: self.number(doc[k], f"fabric.{k}") for k in ("host_link_mbps", "fabric_link_mbps")}
-        return Fabric(**counts, **rates)
+        queue_ms = None
+        if doc.get("queue_ms") is not None:
+            queue_ms = self.number(doc["queue_ms"], "fabric.queue_ms")
+            if queue_ms > 10_000:
+                self.fail("fabric.queue_ms", f"must be <= 10000, got {doc['queue_ms']!r}")
+        return Fabric(**counts, **rates, queue_ms=queue_ms)
 
     def job(self, doc: Any, field: str, quantum_ms: float, fabric: Fabric | None) -> ScenarioJob:
         doc = self.mapping(doc, field, JOB_KEYS, ("name",))

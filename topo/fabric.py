@@ -171,6 +171,7 @@ class Fabric:
         self.controller_apps = list(controller_apps)
         self.datapath = choose_datapath(datapath)
         self.mtu = mtu
+        self.queue_ms = queue_ms
         self.workdir = Path(workdir or runrecord.RUN_DIR / self.run_id)
         self.controller_env = controller_env or {}
         self.ofp_port, self.wsapi_port = ofp_port, wsapi_port

@@ -35,6 +35,16 @@ def test_good_scenario_parses_into_typed_objects():
     assert [j.name for j in s.jobs] == ["alpha", "beta"]
     assert s.timings()[1].comm_ms == 200
     s.require_runnable()
+    assert s.fabric.queue_ms is None  # the fabric's own default
+
+
+def test_fabric_queue_depth_is_optional_and_checked():
+    deep = spec.parse(GOOD.replace("fabric_link_mbps: 50}", "fabric_link_mbps: 50, queue_ms: 25}"), "s.yaml")
+    assert deep.fabric.queue_ms == 25.0
+    assert "fabric.queue_ms: must be > 0" in error_of(GOOD.replace("fabric_link_mbps: 50}",
+                                                                   "fabric_link_mbps: 50, queue_ms: 0}"))
+    assert "fabric.queue_ms: must be <= 10000" in error_of(GOOD.replace("fabric_link_mbps: 50}",
+                                                                        "fabric_link_mbps: 50, queue_ms: 20000}"))
 
 
 @pytest.mark.parametrize("text, field, words", [
