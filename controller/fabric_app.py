@@ -122,6 +122,8 @@ class FabricApp(app_manager.RyuApp):
                 actions.append(parser.OFPActionOutput(value))
             elif kind == "group":
                 actions.append(parser.OFPActionGroup(value))
+            elif kind == "set_dscp":
+                actions.append(parser.OFPActionSetField(ip_dscp=value))
             else:
                 raise ValueError(f"unknown action {kind!r}")
         instructions = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)] if actions else []

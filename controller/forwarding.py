@@ -55,7 +55,7 @@ IP_PROTOS = {"tcp": 6, "udp": 17}
 class FlowRule:
     """One flow entry. ``match`` uses Ryu ``OFPMatch`` keyword names; a value
     may be ``(value, mask)``. ``actions`` are ``("output", port)`` or
-    ``("group", group_id)``; no actions means drop."""
+    ``("group", group_id)``, or ``("set_dscp", n)`` before them; no actions means drop."""
 
     dpid: int
     table: int
@@ -90,6 +90,7 @@ class Pin:
     proto: str = "tcp"
     src_port_range: tuple[int, int] | None = None
     dst_port_range: tuple[int, int] | None = None
+    dscp: int | None = None  # mark matching packets (1..7 pick a fair-share queue, topo/leafspine.py)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Pin":
@@ -144,6 +145,9 @@ class FabricForwarding:
                     or not all(isinstance(p, int) and not isinstance(p, bool) for p in span)
                     or not 1 <= span[0] <= span[1] <= 65535):
                 raise ValueError(f"{where}.{key}: must be (first, last) with 1 <= first <= last <= 65535, got {span!r}")
+        if pin.dscp is not None and (isinstance(pin.dscp, bool) or not isinstance(pin.dscp, int)
+                                     or not 0 <= pin.dscp <= 63):
+            raise ValueError(f"{where}.dscp: must be 0..63, got {pin.dscp!r}")
         if pin.src_host and pin.dst_host:
             if self.wiring.host(pin.src_host).leaf == self.wiring.host(pin.dst_host).leaf:
                 raise ValueError(f"{where}: {pin.src_host} and {pin.dst_host} share a leaf; traffic between them never reaches a spine")
@@ -203,6 +207,8 @@ class FabricForwarding:
         if pin.src_host:
             base["ipv4_src"] = self.wiring.host(pin.src_host).ip
         actions = (("output", self.wiring.leaf_uplink_port(pin.spine)),)
+        if pin.dscp is not None:
+            actions = (("set_dscp", pin.dscp),) + actions
         port_matches = _port_matches(pin)
         rules = []
         for host in self.wiring.hosts:

@@ -269,13 +269,16 @@ class Experiment:
         return self.writer.final_dir
 
     def _pins(self, Pin) -> list:
-        """Every job's TCP traffic through its spine (the scenario's pin_spine, else spine 1)."""
+        """Every job's TCP traffic through its spine (the scenario's pin_spine, else spine 1),
+        marked with the job's own DSCP so that links share fairly between jobs."""
+        from topo.leafspine import FAIR_CLASSES
+
         pins = []
         for i, job in enumerate(self.scenario.jobs):
             first = BASE_PORT + PORT_STRIDE * i
-            spine = job.pin_spine or 1
-            pins.append(Pin(spine=spine, src_port_range=(first, first + PORT_STRIDE - 1)))
-            pins.append(Pin(spine=spine, dst_port_range=(first, first + PORT_STRIDE - 1)))
+            spine, dscp = job.pin_spine or 1, 1 + i % FAIR_CLASSES
+            pins.append(Pin(spine=spine, src_port_range=(first, first + PORT_STRIDE - 1), dscp=dscp))
+            pins.append(Pin(spine=spine, dst_port_range=(first, first + PORT_STRIDE - 1), dscp=dscp))
         return pins
 
     def _run_on(self, fabric) -> None:
@@ -289,6 +292,7 @@ class Experiment:
                                  fill=self.options.fill, base_port=BASE_PORT + PORT_STRIDE * i,
                                  jitter_ms=job.jitter_ms, seed=self.options.seed + i)
             for i, job in enumerate(sc.jobs)]
+        self._classify_host_egress(fabric)
         rest = fabric.controller.rest_url
         controller_schedule = jobrun.register_jobs(rest, fabric.wiring, self.specs)
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
@@ -298,6 +302,22 @@ class Experiment:
             name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.solo.items()}))
         for policy in self.options.policies:
             self._run_policy(fabric, policy)
+
+    def _classify_host_egress(self, fabric) -> None:
+        """Put each job's data into its own fair-share class on its senders' links too.
+
+        The pins mark a job's packets at the ingress leaf; the hosts' own
+        links come before that, so there the class is chosen by source port.
+        """
+        from apps.dltjob import data_flows
+        from topo.leafspine import FAIR_CLASSES, fair_classid
+
+        for i, spec in enumerate(self.specs):
+            classid = fair_classid(1 + i % FAIR_CLASSES)
+            for flow in data_flows(spec):
+                host = fabric.host(flow["src_host"])
+                host.cmd(f"tc filter add dev {host.defaultIntf()} parent 5:0 protocol ip prio 2 u32 "
+                         f"match ip sport {int(flow['tcp_src'])} 0xffff flowid {classid}")
 
     # -- calibration -----------------------------------------------------------
 

@@ -33,6 +33,12 @@ JUMBO_MTU = 9000
 # overflowed leaf uplinks and solo bursts lost packets: 44-46 of 50 Mbit/s in
 # some runs, under the 90 % fidelity line. 20 ms removed those drops (docs/accuracy.md).
 DEFAULT_QUEUE_MS = 20
+FAIR_CLASSES = 7  # DSCP 1..7: one fair-share data class each (see FabricIntf.bwCmds)
+
+
+def fair_classid(dscp: int) -> str:
+    """The HTB class that carries data marked ``dscp`` (0: unmarked) on every fabric link."""
+    return f"5:{0x21 + dscp:x}"
 
 
 class FabricIntf(TCIntf):
@@ -60,6 +66,15 @@ class FabricIntf(TCIntf):
           ``queue_ms`` of data, so a two-way burst (a 2-worker ring) ramped up
           over RTTs of tens of ms and reached ~27 of 50 Mbit/s
           (docs/gate.md). Both classes may borrow the whole rate.
+        - Data is shared fairly between *jobs*: one HTB class per DSCP value
+          1..:data:`FAIR_CLASSES` (the experiment's pins mark each job's
+          packets at the ingress leaf) plus one for unmarked traffic, equal
+          rates, each able to borrow the whole link. Two jobs' bursts on a
+          link get half each from their first packet, as in the fluid model;
+          FIFO sharing left it to TCP, whose fresh flow (a few jumbo frames of
+          window) lost out to an established one for most of a 60-100 ms
+          burst (docs/accuracy.md). A real fabric's RTTs are microseconds, so
+          there TCP converges within a negligible part of a burst.
         - An explicit HTB quantum (two frames) silences "quantum is big".
         """
         cmds, parent = super().bwCmds(bw=bw, **kwargs)
@@ -69,14 +84,24 @@ class FabricIntf(TCIntf):
         queue_ms = getattr(self, "queue_ms", DEFAULT_QUEUE_MS)
         if bw is not None and queue_ms and parent.strip() == "parent 5:1":
             limit_bytes = max(int(bw * 1e6 / 8 * queue_ms / 1000), 8 * (mtu + 14))
+            share = bw * 0.9 / (FAIR_CLASSES + 1)
             cmds += [
                 f"%s class add dev %s parent 5:1 classid 5:10 htb rate {bw * 0.1}Mbit ceil {bw}Mbit prio 0{quantum}",
                 f"%s class add dev %s parent 5:1 classid 5:20 htb rate {bw * 0.9}Mbit ceil {bw}Mbit prio 1{quantum}",
                 "%s qdisc add dev %s parent 5:10 handle 11: pfifo limit 1000",
-                f"%s qdisc add dev %s parent 5:20 handle 10: bfifo limit {limit_bytes}",
                 "%s filter add dev %s parent 5:0 protocol ip prio 1 u32 match u16 0x0000 0xff80 at 2 flowid 5:10",
-                "%s filter add dev %s parent 5:0 protocol all prio 2 u32 match u32 0 0 flowid 5:20",
             ]
+            for dscp in range(FAIR_CLASSES + 1):  # 0: unmarked traffic
+                classid = fair_classid(dscp)
+                cmds += [
+                    f"%s class add dev %s parent 5:20 classid {classid} htb rate {share}Mbit ceil {bw}Mbit "
+                    f"prio 1{quantum}",
+                    f"%s qdisc add dev %s parent {classid} handle {0x30 + dscp:x}: bfifo limit {limit_bytes}",
+                ]
+                if dscp:
+                    cmds.append(f"%s filter add dev %s parent 5:0 protocol ip prio 2 u32 "
+                                f"match ip tos {dscp << 2:#04x} 0xfc flowid {classid}")
+            cmds.append("%s filter add dev %s parent 5:0 protocol all prio 3 u32 match u32 0 0 flowid 5:21")
         return cmds, parent
 
 

@@ -53,7 +53,7 @@ def walk(forwarding, src, dst, packet_extra=None, table=0):
         if not rule.actions:
             paths.append(path + ["DROP"])
             return
-        ((kind, value),) = rule.actions
+        ((kind, value),) = [a for a in rule.actions if a[0] != "set_dscp"]  # marking does not route
         ports = [value] if kind == "output" else list(groups[(wiring.dpids()[node], value)].ports)
         for port in ports:
             assert port != in_port, f"{node} sends back out of its in_port {port}"
@@ -133,6 +133,15 @@ def test_pin_by_host_pair_and_precedence(fabric):
     assert any(r.priority > 2000 for r in pinned.flows_for(leaf_dpid(1)))
 
 
+def test_a_pin_with_a_dscp_marks_before_it_outputs(fabric):
+    pinned = FabricForwarding(fabric.params, pins=[Pin(spine=2, dst_port_range=(5201, 5208), dscp=3)])
+    pin_rules = [r for r in pinned.flows_for(leaf_dpid(1)) if r.priority > 2000]
+    assert pin_rules and all(r.actions == (("set_dscp", 3), ("output", fabric.wiring.leaf_uplink_port(2)))
+                             for r in pin_rules)
+    assert walk(pinned, "h1", "h7", {"ip_proto": 6, "tcp_src": 40000, "tcp_dst": 5201}) == [
+        ["h1", "leaf1", "spine2", "leaf4", "h7"]]
+
+
 def test_pin_by_source_port(fabric):
     pinned = FabricForwarding(fabric.params, pins=[Pin(spine=1, src_port_range=(6000, 6003))])
     assert walk(pinned, "h3", "h8", {"ip_proto": 6, "tcp_src": 6002, "tcp_dst": 5201}) == [
@@ -148,6 +157,7 @@ def test_pin_by_source_port(fabric):
         (Pin(spine=1, proto="icmp"), r"pins\[0\]\.proto"),
         (Pin(spine=1, dst_port_range=(10, 5)), r"pins\[0\]\.dst_port_range"),
         (Pin(spine=1, src_host="h1", dst_host="h2"), "share a leaf"),
+        (Pin(spine=1, dscp=64), r"pins\[0\]\.dscp"),
     ],
 )
 def test_bad_pins_are_refused(fabric, pin, message):

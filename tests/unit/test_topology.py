@@ -3,7 +3,7 @@
 import pytest
 from mininet.topo import Topo  # noqa: F401  (the Debian module must be importable)
 
-from topo.leafspine import FabricLink, LeafSpineTopo, topos
+from topo.leafspine import FAIR_CLASSES, FabricIntf, FabricLink, LeafSpineTopo, fair_classid, topos
 from topo.wiring import FabricParams, fabric_wiring, switch_name_for_dpid
 
 
@@ -105,3 +105,33 @@ def test_loads_the_way_mn_custom_does(tmp_path):
     result = subprocess.run(["/usr/bin/python3", "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["5", "6"]
+
+
+def port_queue_commands(bw=50, queue_ms=20, mtu=9000):
+    """The tc commands one fabric port gets (no interface is touched)."""
+    intf = FabricIntf.__new__(FabricIntf)
+    intf.mtu, intf.queue_ms = mtu, queue_ms
+    cmds, parent = intf.bwCmds(bw=bw)
+    return [c % ("tc", "eth0") for c in cmds], parent
+
+
+def test_each_job_mark_gets_its_own_equal_data_class_and_fifo():
+    cmds, parent = port_queue_commands()
+    assert parent.strip() == "parent 5:1"
+    classes = [c for c in cmds if " class add " in c and "parent 5:20 " in c]
+    assert [c.split("classid ")[1].split()[0] for c in classes] == [fair_classid(d) for d in range(FAIR_CLASSES + 1)]
+    assert all("rate 5.625Mbit ceil 50Mbit" in c for c in classes)  # equal shares of 90 %, each may take the link
+    fifos = [c for c in cmds if "bfifo" in c]
+    assert len(fifos) == FAIR_CLASSES + 1 and all("limit 125000" in c for c in fifos)  # 20 ms at 50 Mbit/s
+    for dscp in range(1, FAIR_CLASSES + 1):
+        assert any(f"match ip tos {dscp << 2:#04x} 0xfc flowid {fair_classid(dscp)}" in c for c in cmds)
+    # ACKs first, then marked data, then everything else into the unmarked class
+    prios = [(int(c.split(" prio ")[1].split()[0]), c.split("flowid ")[1]) for c in cmds if " filter add " in c]
+    assert prios[0] == (1, "5:10") and prios[-1] == (3, fair_classid(0))
+
+
+def test_port_queue_holds_queue_ms_at_the_link_rate_and_at_least_8_frames():
+    deep, _ = port_queue_commands(bw=50, queue_ms=40)
+    assert all("limit 250000" in c for c in deep if "bfifo" in c)
+    shallow, _ = port_queue_commands(bw=50, queue_ms=5)
+    assert all(f"limit {8 * 9014}" in c for c in shallow if "bfifo" in c)
