@@ -26,6 +26,7 @@ pytestmark = pytest.mark.root
 REPO = Path(__file__).resolve().parents[2]
 SHIFTBED = [sys.executable, "-m", "scenarios.cli"]
 LINK_MBPS = 50.0
+FAIR_SHARE_MIN = 0.8  # of an even share (test_marked_jobs_get_their_own_share_of_a_link)
 PARAMS = FabricParams(spines=2, leaves=4, hosts_per_leaf=2, host_link_mbps=LINK_MBPS, fabric_link_mbps=LINK_MBPS)
 
 
@@ -108,6 +109,31 @@ class TestRunningFabric:
             chosen, other = f"spine{spine}", f"spine{3 - spine}"
             assert grown[chosen] > 5_000_000 and grown[other] < 200_000, grown
         fabric.set_pins([])
+
+
+    def test_marked_jobs_get_their_own_share_of_a_link(self, fabric):
+        """Per-job HTB classes (topo/leafspine.py): a job whose packets carry its own DSCP
+        keeps about half of a shared uplink even against another job's unresponsive UDP
+        flood, which in one FIFO would take nearly all of it."""
+        flood_server = fabric.spawn("h7", ["iperf3", "-s", "-1", "-p", "5301"], label="iperf3-server:flood")
+        tcp_server = fabric.spawn("h8", ["iperf3", "-s", "-1", "-p", "5302"], label="iperf3-server:tcp")
+        try:
+            fabric.set_pins([{"spine": 1, "dst_port_range": [5301, 5301], "proto": "udp", "dscp": 1},
+                             {"spine": 1, "dst_port_range": [5302, 5302], "dscp": 2}])
+            time.sleep(0.3)
+            flood = fabric.spawn("h1", ["iperf3", "-c", fabric.ip("h7"), "-p", "5301", "-u", "-b", "60M",
+                                        "-l", "8900", "-t", "3.5"], label="iperf3-client:flood")
+            time.sleep(0.5)
+            report = json.loads(fabric.run("h2", ["iperf3", "-c", fabric.ip("h8"), "-p", "5302", "-t", "2",
+                                                  "-J"], timeout_s=20).stdout)
+            flood.popen.wait(timeout=10)
+        finally:
+            fabric.set_pins([])
+            for server in (flood_server, tcp_server):
+                fabric.stop_process(server)
+        tcp_mbps = report["end"]["sum_received"]["bits_per_second"] / 1e6
+        print(f"TCP next to a UDP flood: {tcp_mbps:.1f} Mbit/s")
+        assert tcp_mbps >= FAIR_SHARE_MIN * LINK_MBPS / 2, tcp_mbps
 
 
     def test_spawned_host_processes_are_tracked_and_stopped(self, fabric):
