@@ -204,9 +204,8 @@ class SchedulerApp(app_manager.RyuApp):
                           "sent_s": None, "barrier_s": None}
                 prepared = self.prepare([m for e in group for m in e.mods], record)
                 # The last stretch blocks the hub (at most HUB_SLEEP_MARGIN_S) instead of
-                # yielding in a loop: on 2 cores that loop took a core from Open vSwitch
-                # for 3 ms before every edge, and packets it delayed met the closed gate,
-                # so closes showed on the wire 3-4 ms early (docs/gate.md).
+                # yielding in a loop, which kept a whole core busy for 3 ms before every
+                # edge; it sends ~0.2 ms after send_at_s (docs/gate.md).
                 remaining_s = send_at_s - time.time()
                 if remaining_s > 0:
                     precise_sleep(remaining_s)

@@ -67,8 +67,9 @@ class FabricIntf(TCIntf):
           over RTTs of tens of ms and reached ~27 of 50 Mbit/s
           (docs/gate.md). Both classes may borrow the whole rate.
         - Data is shared fairly between *jobs*: one HTB class per DSCP value
-          1..:data:`FAIR_CLASSES` (the experiment's pins mark each job's
-          packets at the ingress leaf) plus one for unmarked traffic, equal
+          1..:data:`FAIR_CLASSES` (``shiftbed run`` marks each job's packets
+          at its ingress leaf, and on the sending host classifies them by
+          source port) plus one for unmarked traffic, equal
           rates, each able to borrow the whole link. Two jobs' bursts on a
           link get half each from their first packet, as in the fluid model;
           FIFO sharing left it to TCP, whose fresh flow (a few jumbo frames of

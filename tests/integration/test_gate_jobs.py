@@ -41,7 +41,7 @@ EDGE_ADVANCE_MS = 1.3
 # 200-byte datagrams every 0.5 ms per probe. At 8 Mbit/s (every 0.2 ms) the two
 # probes alone loaded the single-threaded userspace switch enough to delay its
 # flow-mods and its forwarding by 2-4 ms around edges: p95 0.9-4.0 ms, over 3 ms
-# in 9 of 17 runs; at this rate 0.9-2.5 ms in 5 of 5 (docs/gate.md).
+# in 9 of 17 runs; at this rate 0.8-2.5 ms in 9 of 9 (docs/gate.md).
 PROBE_MBPS = 3.2
 # "near solo": a gated job's period is its window period T, which is a little longer
 # than its solo iteration (the solo burst takes ~85 % of comm_ms), so allow T/solo + 5 %.
