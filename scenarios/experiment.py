@@ -64,6 +64,13 @@ START_IN_S = 1.5  # epoch this far ahead of the policy request, so every driver 
 WATCH_INTERVAL_S = 0.2  # how often a running policy checks the controller and the workers
 
 
+def job_dscp(index: int) -> int:
+    """The DSCP (and so the fair-share class on every link) of the scenario's job number ``index``."""
+    from topo.leafspine import FAIR_CLASSES
+
+    return 1 + index % FAIR_CLASSES
+
+
 class RunAborted(Exception):
     """The run cannot go on (controller died, a worker failed, a signal); measurements are kept."""
 
@@ -271,12 +278,10 @@ class Experiment:
     def _pins(self, Pin) -> list:
         """Every job's TCP traffic through its spine (the scenario's pin_spine, else spine 1),
         marked with the job's own DSCP so that links share fairly between jobs."""
-        from topo.leafspine import FAIR_CLASSES
-
         pins = []
         for i, job in enumerate(self.scenario.jobs):
             first = BASE_PORT + PORT_STRIDE * i
-            spine, dscp = job.pin_spine or 1, 1 + i % FAIR_CLASSES
+            spine, dscp = job.pin_spine or 1, job_dscp(i)
             pins.append(Pin(spine=spine, src_port_range=(first, first + PORT_STRIDE - 1), dscp=dscp))
             pins.append(Pin(spine=spine, dst_port_range=(first, first + PORT_STRIDE - 1), dscp=dscp))
         return pins
@@ -304,20 +309,12 @@ class Experiment:
             self._run_policy(fabric, policy)
 
     def _classify_host_egress(self, fabric) -> None:
-        """Put each job's data into its own fair-share class on its senders' links too.
-
-        The pins mark a job's packets at the ingress leaf; the hosts' own
-        links come before that, so there the class is chosen by source port.
-        """
+        """Put each job's data into its own fair-share class on its senders' links too."""
         from apps.dltjob import data_flows
-        from topo.leafspine import FAIR_CLASSES, fair_classid
 
         for i, spec in enumerate(self.specs):
-            classid = fair_classid(1 + i % FAIR_CLASSES)
             for flow in data_flows(spec):
-                host = fabric.host(flow["src_host"])
-                host.cmd(f"tc filter add dev {host.defaultIntf()} parent 5:0 protocol ip prio 2 u32 "
-                         f"match ip sport {int(flow['tcp_src'])} 0xffff flowid {classid}")
+                fabric.classify_egress(flow["src_host"], flow["tcp_src"], job_dscp(i))
 
     # -- calibration -----------------------------------------------------------
 

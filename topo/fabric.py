@@ -45,7 +45,7 @@ from controller.fabric_config import FabricConfig
 from controller.forwarding import Pin
 from controller.process import ControllerProcess
 from topo import ovs_txbuf, runrecord
-from topo.leafspine import DEFAULT_QUEUE_MS, JUMBO_MTU, FabricLink, LeafSpineTopo
+from topo.leafspine import DEFAULT_QUEUE_MS, JUMBO_MTU, FabricLink, LeafSpineTopo, fair_classid
 from topo.wiring import FabricParams, fabric_wiring
 
 # mininet.log makes every logger created after it a MininetLogger (its own handler without
@@ -348,6 +348,18 @@ class Fabric:
             self.processes.remove(process)
         self._forget(process.ref)
         return status
+
+    def classify_egress(self, host: str, src_port: int, dscp: int) -> None:
+        """Send ``host``'s packets from TCP/UDP ``src_port`` into the data class of ``dscp`` on its link.
+
+        Pins mark packets at the ingress leaf; a host's own link comes
+        before that, so there the class is chosen by source port.
+        """
+        node = self.host(host)
+        out = node.cmd(f"tc filter add dev {node.defaultIntf()} parent 5:0 protocol ip prio 2 u32 "
+                       f"match ip sport {int(src_port)} 0xffff flowid {fair_classid(dscp)}").strip()
+        if out:
+            raise FabricError(f"{host}: tc filter for source port {src_port}: {out}")
 
     def set_pins(self, pins) -> dict:
         """Replace the controller's pins at run time (``PUT /fabric/pins``); returns its status."""

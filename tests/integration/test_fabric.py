@@ -136,6 +136,12 @@ class TestRunningFabric:
         assert tcp_mbps >= FAIR_SHARE_MIN * LINK_MBPS / 2, tcp_mbps
 
 
+    def test_a_host_sends_a_source_port_into_a_job_class(self, fabric):
+        fabric.classify_egress("h3", 5999, 2)  # what `shiftbed run` does for each job's data flows
+        shown = fabric.host("h3").cmd("tc filter show dev h3-eth0")
+        assert "flowid 5:23" in shown and "match 176f0000/ffff0000 at 20" in shown, shown  # 5999 = 0x176f
+
+
     def test_spawned_host_processes_are_tracked_and_stopped(self, fabric):
         sleeper = fabric.spawn("h3", ["sleep", "300"], label="test-sleeper")
         assert sleeper.ref in fabric.record.processes
