@@ -45,7 +45,13 @@ from controller.fabric_config import FabricConfig
 from controller.forwarding import Pin
 from controller.process import ControllerProcess
 from topo import ovs_txbuf, runrecord
-from topo.leafspine import DEFAULT_QUEUE_MS, JUMBO_MTU, FabricLink, LeafSpineTopo, fair_classid
+from topo.leafspine import (
+    DEFAULT_QUEUE_MS,
+    JUMBO_MTU,
+    FabricLink,
+    LeafSpineTopo,
+    source_port_filter,
+)
 from topo.wiring import FabricParams, fabric_wiring
 
 # mininet.log makes every logger created after it a MininetLogger (its own handler without
@@ -356,8 +362,7 @@ class Fabric:
         before that, so there the class is chosen by source port.
         """
         node = self.host(host)
-        out = node.cmd(f"tc filter add dev {node.defaultIntf()} parent 5:0 protocol ip prio 2 u32 "
-                       f"match ip sport {int(src_port)} 0xffff flowid {fair_classid(dscp)}").strip()
+        out = node.cmd(source_port_filter(str(node.defaultIntf()), src_port, dscp)).strip()
         if out:
             raise FabricError(f"{host}: tc filter for source port {src_port}: {out}")
 

@@ -41,6 +41,16 @@ def fair_classid(dscp: int) -> str:
     return f"5:{0x21 + dscp:x}"
 
 
+def source_port_filter(dev: str, src_port: int, dscp: int) -> str:
+    """tc command: packets from ``src_port`` leaving ``dev`` go to the data class of ``dscp``.
+
+    For a host's own link, which comes before the leaf where pins mark
+    packets; same precedence as the DSCP filters (after ACKs, before the rest).
+    """
+    return (f"tc filter add dev {dev} parent 5:0 protocol ip prio 2 u32 "
+            f"match ip sport {int(src_port)} 0xffff flowid {fair_classid(dscp)}")
+
+
 class FabricIntf(TCIntf):
     """A TC-shaped interface that also sets its MTU (jumbo frames by default).
 

@@ -3,7 +3,15 @@
 import pytest
 from mininet.topo import Topo  # noqa: F401  (the Debian module must be importable)
 
-from topo.leafspine import FAIR_CLASSES, FabricIntf, FabricLink, LeafSpineTopo, fair_classid, topos
+from topo.leafspine import (
+    FAIR_CLASSES,
+    FabricIntf,
+    FabricLink,
+    LeafSpineTopo,
+    fair_classid,
+    source_port_filter,
+    topos,
+)
 from topo.wiring import FabricParams, fabric_wiring, switch_name_for_dpid
 
 
@@ -135,3 +143,11 @@ def test_port_queue_holds_queue_ms_at_the_link_rate_and_at_least_8_frames():
     assert all("limit 250000" in c for c in deep if "bfifo" in c)
     shallow, _ = port_queue_commands(bw=50, queue_ms=5)
     assert all(f"limit {8 * 9014}" in c for c in shallow if "bfifo" in c)
+
+
+def test_a_source_port_filter_joins_the_dscp_filters_precedence():
+    cmd = source_port_filter("h1-eth0", 5201, 3)
+    dscp_filters = [c for c in port_queue_commands()[0] if "match ip tos" in c]
+    assert " prio 2 u32 " in cmd and all(" prio 2 u32 " in c for c in dscp_filters)
+    assert cmd.endswith(f"match ip sport 5201 0xffff flowid {fair_classid(3)}")
+
