@@ -573,7 +573,8 @@ class Experiment:
         """Fluid model fed with the measured solo figures and the offsets the scheduler used.
 
         A burst is its start-up overhead (not on the link) then its data (on
-        the link, shared max-min fairly), so the model is given the data time
+        the link, shared max-min fairly; what a gated burst has queued behind
+        its gate still crosses the link when its window closes), so the model is given the data time
         as ``comm_ms`` and the overhead as part of the computation; offsets
         and windows move by the overhead too (the data starts that much
         after the launch), which changes nothing relative between jobs.
@@ -588,7 +589,8 @@ class Experiment:
         windows = policy_windows(pol, self.schedule, self.offsets[policy], lead_ms=startup)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
         result = simulate(jobs, offsets, windows, iterations=max(iterations, 5), warmup=1,
-                          waits=pol.waits_for_window, enforce=pol.enforces_windows)
+                          waits=pol.waits_for_window, enforce=pol.enforces_windows,
+                          queue_ms=self.fabric.queue_ms)  # a held burst's queue drains past its gate
         return {name: r.mean_iteration_ms for name, r in result.items()}
 
     def _finish(self, complete: bool, reason: str | None) -> None:

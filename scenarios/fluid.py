@@ -16,6 +16,9 @@ Assumptions (the emulator's measurements are compared against these):
   ``[shift + k*T, shift + k*T + comm)`` (the schedule's on-grid period and
   comm). A finished computation waits for the start of the job's next window;
   a burst still unfinished when its window closes pauses until the next one.
+  With ``queue_ms`` (a run passes its fabric's port queue), what that burst
+  already has queued on the link behind the gate still crosses it first,
+  sharing the link with whoever's window opens next (see :func:`simulate`).
   So gate re-aligns every iteration, while a static shift computed from solo
   periods drifts once stretching happens (``phase_error_ms`` shows both).
 - Any registered policy (``controller/policies.py``) is simulated through the
@@ -105,7 +108,7 @@ class PolicyResult:
 def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              windows: dict[str, Window] | None = None, iterations: int = 40,
              warmup: int = 2, waits: Callable[[int], bool] | None = None,
-             enforce: bool = True) -> dict[str, JobResult]:
+             enforce: bool = True, queue_ms: float = 0.0) -> dict[str, JobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts; per-job results.
 
     ``offsets_ms``: first burst start of each job (its computation starts
@@ -114,6 +117,14 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     waits for a window start and pauses when its window closes. ``waits(k)``:
     whether burst ``k`` (0 = first) waits for the next window start;
     ``enforce``: whether a burst may only be on the link inside a window.
+
+    ``queue_ms``: how much of a burst (ms at its solo rate) the link's queue
+    holds behind the gate. While ``n >= 2`` bursts share the link, each
+    arrives at its solo rate and is served at ``1/n``, so its queue grows at
+    ``1 - 1/n`` up to ``queue_ms``; when its window closes, that queue still
+    drains (at the fair share) before the burst pauses. Measured: two held
+    jobs' 20 ms queues took the first ~60 ms of the next job's window at two
+    thirds of the link (docs/accuracy.md). 0: bursts stop dead at the edge.
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
@@ -127,7 +138,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     compute = [j.period_ms - j.comm_ms for j in jobs]
     gate = [windows.get(j.name) for j in jobs]
     remaining = [0.0] * n  # solo-ms of burst left
-    state = ["compute"] * n  # compute | wait | send
+    queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
+    state = ["compute"] * n  # compute | wait | send | drain (window closed, queue still going out)
     next_t = [offsets_ms[j.name] for j in jobs]  # compute end / window start / window end
     starts: list[list[float]] = [[] for _ in jobs]
     aligned = [False] * n  # the current burst has waited for (or met) its window start
@@ -157,28 +169,37 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         max_events -= 1
         if max_events < 0:
             raise RuntimeError("fluid model made no progress (window or time values out of range)")
-        sending = [i for i in range(n) if state[i] == "send"]
+        sending = [i for i in range(n) if state[i] in ("send", "drain")]
         share = 1.0 / len(sending) if sending else 0.0
         t_next = min(next_t)
         for i in sending:
             t_next = min(t_next, t + remaining[i] / share)
+            if state[i] == "drain":
+                t_next = min(t_next, t + queued[i] / share)
         dt = t_next - t
         for i in sending:
             remaining[i] -= dt * share
+            if state[i] == "send":
+                queued[i] = min(queue_ms, remaining[i], queued[i] + dt * (1.0 - share))
+            else:
+                queued[i] -= dt * share
         t = t_next
         for i in range(n):
-            if state[i] == "send" and remaining[i] <= _EPS * max(1.0, jobs[i].comm_ms):
+            eps = _EPS * max(1.0, jobs[i].comm_ms)
+            if state[i] in ("send", "drain") and remaining[i] <= eps:
                 ends[i].append(t)
-                state[i], next_t[i] = "compute", t + compute[i]
+                state[i], next_t[i], queued[i] = "compute", t + compute[i], 0.0
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
                 remaining[i] = jobs[i].comm_ms
                 starts[i].append(t)
                 aligned[i] = False
                 begin(i, t)
-            elif state[i] == "wait" and next_t[i] <= t + _EPS:
+            elif state[i] in ("wait", "drain") and next_t[i] <= t + _EPS:
                 begin(i, next_t[i])
+            elif state[i] == "drain" and queued[i] <= eps:  # what was past the gate is out
+                state[i], queued[i] = "wait", 0.0
             elif state[i] == "send" and next_t[i] <= t + _EPS:  # gated window closes
-                state[i], next_t[i] = "wait", gate[i].next_start(t + _EPS)
+                state[i], next_t[i] = ("drain" if queued[i] > eps else "wait"), gate[i].next_start(t + _EPS)
 
     out = {}
     for i, job in enumerate(jobs):

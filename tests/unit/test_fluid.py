@@ -61,6 +61,26 @@ def test_gated_burst_pauses_outside_its_window():
     assert out["a"].mean_iteration_ms == pytest.approx(2000)
 
 
+def test_a_held_bursts_queue_drains_into_the_next_window():
+    # a and b share the window [0, 100) and need 100 ms each: at 1/2 each, their queues on
+    # the link fill (at 1/2 per ms) to 20 ms by t = 40. When the window closes they still
+    # hold 20 ms each past the gate, which drains at 1/3 each (c's window has opened): c
+    # gets a third of the link until 160, ends at 210 instead of 170, is ready at 440,
+    # after its next window opened (400), and waits for the one after (700).
+    jobs = [FluidJob("a", 300, 100), FluidJob("b", 300, 100), FluidJob("c", 300, 70)]
+    offsets = {"a": 0.0, "b": 0.0, "c": 100.0}
+    windows = {"a": Window(0, 300, 100), "b": Window(0, 300, 100), "c": Window(100, 300, 100)}
+    stop_dead = simulate(jobs, offsets, windows, iterations=6, warmup=0)
+    drained = simulate(jobs, offsets, windows, iterations=6, warmup=0, queue_ms=20)
+    assert {k: v.mean_iteration_ms for k, v in stop_dead.items()} == pytest.approx({"a": 600, "b": 600, "c": 300})
+    assert {k: v.mean_iteration_ms for k, v in drained.items()} == pytest.approx({"a": 600, "b": 600, "c": 600})
+    # a job alone in its window builds no queue on the link: nothing changes
+    alone = [FluidJob("a", 1000, 100)]
+    for q in (0, 20):
+        out = simulate(alone, {"a": 0.0}, {"a": Window(0, 1000, 80)}, iterations=2, warmup=0, queue_ms=q)
+        assert out["a"].mean_iteration_ms == pytest.approx(2000)
+
+
 def test_measured_solo_figures_can_be_fed_in():
     # planned on the grid at 500 ms, measured 0.4 ms longer: the free-running shifted job slides
     # into its neighbour's bursts and stretches; the gate makes it miss each window by 0.4 ms and
