@@ -45,7 +45,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 PATTERNS = ("ring", "ps")
-SENDER_CAP_FACTOR = 2  # each burst's iperf3 sender is capped at this many link rates (apps/iperf.py)
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
               "policy", "retransmits", "error")
 
@@ -310,7 +309,6 @@ class IperfTransport:
         from apps import iperf
 
         self._iperf = iperf
-        self._rate_cap_mbps = SENDER_CAP_FACTOR * spec.link_mbps
         self.servers = []
         self.clients: list = []
         os.makedirs(run_dir, exist_ok=True)
@@ -323,8 +321,7 @@ class IperfTransport:
                 self.servers.append(iperf.start_server(t.port, pidfile, t.src.host_pid))
 
     def __call__(self, phase: list[Transfer]) -> list[TransferResult]:
-        self.clients = [self._iperf.Client(t.src.ip, t.port, t.cport, t.nbytes, t.dst.host_pid,
-                                           rate_cap_mbps=self._rate_cap_mbps)
+        self.clients = [self._iperf.Client(t.src.ip, t.port, t.cport, t.nbytes, t.dst.host_pid)
                         for t in phase]
         out = []
         for t, c in zip(phase, self.clients, strict=True):

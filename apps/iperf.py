@@ -17,13 +17,7 @@ Why this shape (see ../shared/PLATFORM.md):
   every byte (checked by capture: 704 512 of 704 512 bytes). So the sender of
   a transfer runs the server and the receiver runs the client;
 - a fresh client per burst costs ~19 ms (process start + control connection);
-  :func:`burst_overhead_ms` measures it from a client's own JSON;
-- bursts carry a rate cap (``-b``) far above the link rate: iperf3 3.12's
-  sender without one polls ``select()`` with a zero timeout whenever its
-  socket cannot take more data (esnet/iperf#1213). A burst held at its gate
-  spins a core that way: in a 20 s three-jobs `gate` run the servers used
-  13.9 s of CPU on this 2-core machine, 0.7 s with the cap (docs/accuracy.md).
-  The cap never binds: the shaped link is the bottleneck.
+  :func:`burst_overhead_ms` measures it from a client's own JSON.
 
 Commands run inside a Mininet host's network namespace by prefixing
 ``mnexec -a <host pid>`` (:func:`in_host`); with ``host_pid=None`` they run in
@@ -57,21 +51,15 @@ def server_argv(port: int, pidfile: str) -> list[str]:
 BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bursts exact
 
 
-def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True,
-                rate_cap_mbps: float | None = None) -> list[str]:
+def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True) -> list[str]:
     """A client for ``nbytes`` (rounded up to 16 KiB) with ``server_ip:port``, data on local port ``cport``.
 
     ``reverse`` (default): the server sends and this client receives (see the module docstring).
-    ``rate_cap_mbps``: the sender's ``-b`` (set it well above the link rate; see the module docstring).
     """
     if nbytes <= 0:
         raise ValueError(f"nbytes must be positive, got {nbytes}")
     argv = [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)),
             "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-J", "--connect-timeout", "2000"]
-    if rate_cap_mbps is not None:
-        if rate_cap_mbps <= 0:
-            raise ValueError(f"rate_cap_mbps must be positive, got {rate_cap_mbps}")
-        argv += ["-b", f"{rate_cap_mbps:g}M"]
     return argv + (["-R"] if reverse else [])
 
 
@@ -219,10 +207,9 @@ class Client:
     """One burst in flight: a client process launched now, collected with :meth:`wait`."""
 
     def __init__(self, server_ip: str, port: int, cport: int, nbytes: int,
-                 host_pid: int | None = None, clock=time.time, reverse: bool = True,
-                 rate_cap_mbps: float | None = None):
+                 host_pid: int | None = None, clock=time.time, reverse: bool = True):
         self._clock = clock
-        argv = in_host(host_pid, client_argv(server_ip, port, cport, nbytes, reverse, rate_cap_mbps))
+        argv = in_host(host_pid, client_argv(server_ip, port, cport, nbytes, reverse))
         self.launch_s = clock()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.pid = self.proc.pid
