@@ -41,14 +41,17 @@ def fair_classid(dscp: int) -> str:
     return f"5:{0x21 + dscp:x}"
 
 
+# Where a job's data is classified: after the ACK filter (prio 1), before the catch-all (prio 3).
+JOB_FILTER = "parent 5:0 protocol ip prio 2 u32"
+
+
 def source_port_filter(dev: str, src_port: int, dscp: int) -> str:
     """tc command: packets from ``src_port`` leaving ``dev`` go to the data class of ``dscp``.
 
     For a host's own link, which comes before the leaf where pins mark
     packets; same precedence as the DSCP filters (after ACKs, before the rest).
     """
-    return (f"tc filter add dev {dev} parent 5:0 protocol ip prio 2 u32 "
-            f"match ip sport {int(src_port)} 0xffff flowid {fair_classid(dscp)}")
+    return f"tc filter add dev {dev} {JOB_FILTER} match ip sport {int(src_port)} 0xffff flowid {fair_classid(dscp)}"
 
 
 class FabricIntf(TCIntf):
@@ -110,8 +113,7 @@ class FabricIntf(TCIntf):
                     f"%s qdisc add dev %s parent {classid} handle {0x30 + dscp:x}: bfifo limit {limit_bytes}",
                 ]
                 if dscp:
-                    cmds.append(f"%s filter add dev %s parent 5:0 protocol ip prio 2 u32 "
-                                f"match ip tos {dscp << 2:#04x} 0xfc flowid {classid}")
+                    cmds.append(f"%s filter add dev %s {JOB_FILTER} match ip tos {dscp << 2:#04x} 0xfc flowid {classid}")
             cmds.append("%s filter add dev %s parent 5:0 protocol all prio 3 u32 match u32 0 0 flowid 5:21")
         return cmds, parent
 

@@ -117,10 +117,6 @@ def test_cli_missing_file_and_beyond_exact_method(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__]))
-
-
 def test_the_readme_scenario_example_is_valid():
     readme = (REPO / "README.md").read_text()
     example = readme.split("## Writing a scenario", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
@@ -128,3 +124,6 @@ def test_the_readme_scenario_example_is_valid():
     s.require_runnable()
     assert [j.name for j in s.jobs] == ["alpha", "bert"] and s.fabric.queue_ms == 20
 
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))

@@ -150,4 +150,3 @@ def test_a_source_port_filter_joins_the_dscp_filters_precedence():
     dscp_filters = [c for c in port_queue_commands()[0] if "match ip tos" in c]
     assert " prio 2 u32 " in cmd and all(" prio 2 u32 " in c for c in dscp_filters)
     assert cmd.endswith(f"match ip sport 5201 0xffff flowid {fair_classid(3)}")
-
