@@ -49,7 +49,7 @@ def server_argv(port: int, pidfile: str) -> list[str]:
 
 
 BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bursts exact
-# Bursts run with TCP_NODELAY (``-N``), as NCCL's and Gloo's TCP transports do:
+# Bursts run with TCP_NODELAY (``-N``), as NCCL's socket transport does:
 # with Nagle, the 7 436-byte remainder of each 16 KiB block (MSS 8 948) waited
 # for an ACK. And with one congestion control (``-C``; the sending server
 # applies both) instead of the machine's default, which is bbr on the
