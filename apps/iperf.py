@@ -49,15 +49,6 @@ def server_argv(port: int, pidfile: str) -> list[str]:
 
 
 BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bursts exact
-# Bursts run with TCP_NODELAY (``-N``), as NCCL's socket transport does:
-# with Nagle, the 7 436-byte remainder of each 16 KiB block (MSS 8 948) waited
-# for an ACK. And with one congestion control (``-C``; the sending server
-# applies both) instead of the machine's default, which is bbr on the
-# project's machine and cubic on Debian. The fluid model hands a finished
-# burst's share of the link to the others at once; loss-based cubic takes it
-# up within a round trip, bbr probes for it over several. Measured in
-# docs/accuracy.md (fifth session).
-CONGESTION = "cubic"
 
 
 def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True) -> list[str]:
@@ -68,8 +59,7 @@ def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: boo
     if nbytes <= 0:
         raise ValueError(f"nbytes must be positive, got {nbytes}")
     argv = [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)),
-            "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-N", "-C", CONGESTION, "-J",
-            "--connect-timeout", "2000"]
+            "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-J", "--connect-timeout", "2000"]
     return argv + (["-R"] if reverse else [])
 
 

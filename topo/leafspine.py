@@ -41,14 +41,6 @@ def fair_classid(dscp: int) -> str:
     return f"5:{0x21 + dscp:x}"
 
 
-# A pure TCP ACK: under 128 bytes, TCP, 20-byte IP header, ACK set and neither
-# PSH nor FIN. Size alone also sent small *data* segments and FINs ahead of the
-# data queued before them: the receiver saw a hole, SACKed, and the sender
-# retransmitted segments that were not lost (seen in solo captures:
-# docs/accuracy.md, fifth session).
-PURE_ACK_MATCH = ("match u16 0x0000 0xff80 at 2 match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 "
-                  "match u8 0x10 0x19 at 33")
-
 # Where a job's data is classified: after the ACK filter (prio 1), before the catch-all (prio 3).
 JOB_FILTER = "parent 5:0 protocol ip prio 2 u32"
 
@@ -81,8 +73,8 @@ class FabricIntf(TCIntf):
         - Data waits in a byte-limited FIFO holding ``queue_ms`` at the link
           rate (at least 8 frames). Mininet's default is 1000 packets: 3.6 s at
           20 Mbit/s with 9000-byte frames.
-        - Pure TCP ACKs (:data:`PURE_ACK_MATCH`) get their own class with
-          priority. A link carries one direction's data and the other
+        - Packets under 128 bytes (pure ACKs, control) get their own class
+          with priority. A link carries one direction's data and the other
           direction's ACKs; in one FIFO the ACKs waited behind up to
           ``queue_ms`` of data, so a two-way burst (a 2-worker ring) ramped up
           over RTTs of tens of ms and reached ~27 of 50 Mbit/s
@@ -111,7 +103,7 @@ class FabricIntf(TCIntf):
                 f"%s class add dev %s parent 5:1 classid 5:10 htb rate {bw * 0.1}Mbit ceil {bw}Mbit prio 0{quantum}",
                 f"%s class add dev %s parent 5:1 classid 5:20 htb rate {bw * 0.9}Mbit ceil {bw}Mbit prio 1{quantum}",
                 "%s qdisc add dev %s parent 5:10 handle 11: pfifo limit 1000",
-                f"%s filter add dev %s parent 5:0 protocol ip prio 1 u32 {PURE_ACK_MATCH} flowid 5:10",
+                "%s filter add dev %s parent 5:0 protocol ip prio 1 u32 match u16 0x0000 0xff80 at 2 flowid 5:10",
             ]
             for dscp in range(FAIR_CLASSES + 1):  # 0: unmarked traffic
                 classid = fair_classid(dscp)

@@ -5,7 +5,6 @@ from mininet.topo import Topo  # noqa: F401  (the Debian module must be importab
 
 from topo.leafspine import (
     FAIR_CLASSES,
-    PURE_ACK_MATCH,
     FabricIntf,
     FabricLink,
     LeafSpineTopo,
@@ -137,38 +136,6 @@ def test_each_job_mark_gets_its_own_equal_data_class_and_fifo():
     # ACKs first, then marked data, then everything else into the unmarked class
     prios = [(int(c.split(" prio ")[1].split()[0]), c.split("flowid ")[1]) for c in cmds if " filter add " in c]
     assert prios[0] == (1, "5:10") and prios[-1] == (3, fair_classid(0))
-
-
-def u32_matches(selector: str, packet: bytes) -> bool:
-    """Evaluate tc u32 ``match u8|u16|u32 VALUE MASK at OFFSET`` terms (all must hold) on an IP packet."""
-    words = selector.split()
-    sizes = {"u8": 1, "u16": 2, "u32": 4}
-    for i in range(0, len(words), 6):
-        assert words[i] == "match" and words[i + 4] == "at", selector
-        size, value, mask, offset = sizes[words[i + 1]], int(words[i + 2], 0), int(words[i + 3], 0), int(words[i + 5])
-        if int.from_bytes(packet[offset:offset + size], "big") & mask != value:
-            return False
-    return True
-
-
-def test_the_ack_class_takes_pure_acks_only():
-    """Small data segments and FINs stay behind the data sent before them (no reordering)."""
-    from scapy.layers.inet import IP, TCP, UDP
-
-    def tcp(flags, payload=b"", options=()):
-        return bytes(IP(src="10.0.0.1", dst="10.0.0.3") / TCP(sport=5201, dport=5701, flags=flags,
-                                                              options=list(options)) / payload)
-
-    timestamps = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
-    sack = timestamps + [("NOP", None), ("NOP", None), ("SAck", (100, 200, 300, 400))]
-    assert u32_matches(PURE_ACK_MATCH, tcp("A", options=timestamps))
-    assert u32_matches(PURE_ACK_MATCH, tcp("A", options=sack))
-    assert u32_matches(PURE_ACK_MATCH, tcp("SA"))
-    assert not u32_matches(PURE_ACK_MATCH, tcp("PA", b"x" * 24, timestamps))  # a small data segment
-    assert not u32_matches(PURE_ACK_MATCH, tcp("FA", options=timestamps))
-    assert not u32_matches(PURE_ACK_MATCH, tcp("A", b"x" * 1448, timestamps))  # a full one
-    assert not u32_matches(PURE_ACK_MATCH, bytes(IP() / UDP(sport=1, dport=2) / b"x"))
-    assert any(f"u32 {PURE_ACK_MATCH} flowid 5:10" in c for c in port_queue_commands()[0])
 
 
 def test_port_queue_holds_queue_ms_at_the_link_rate_and_at_least_8_frames():
