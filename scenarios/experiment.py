@@ -575,9 +575,10 @@ class Experiment:
         A burst is its start-up overhead (not on the link) then its data (on
         the link, shared max-min fairly; what a gated burst has queued behind
         its gate still crosses the link when its window closes), so the model
-        is given the data time as ``comm_ms`` and the overhead as part of the computation; offsets
-        and windows move by the overhead too (the data starts that much
-        after the launch), which changes nothing relative between jobs.
+        is given the data time as ``comm_ms`` and the overhead as part of the
+        computation; offsets and windows move by the overhead too (the data
+        starts that much after the launch), which changes nothing relative
+        between jobs.
         """
         pol = get_policy(policy)
         jobs, offsets = [], {}
