@@ -578,14 +578,17 @@ class Experiment:
         is given the data time as ``comm_ms`` and the overhead as part of the
         computation; offsets and windows move by the overhead too (the data
         starts that much after the launch), which changes nothing relative
-        between jobs.
+        between jobs. Bursts that meet share the link's rate, not their solo
+        rate (``link_headroom``: a burst alone reached ``burst_mbps``).
         """
         pol = get_policy(policy)
         jobs, offsets = [], {}
         startup = {name: s["startup_ms"] for name, s in self.solo.items()}
         for spec in self.specs:
             solo = self.solo[spec.name]
-            jobs.append(FluidJob(spec.name, solo["iteration_ms"], min(solo["data_ms"], 0.99 * solo["iteration_ms"])))
+            headroom = max(1.0, self.link_mbps / solo["burst_mbps"]) if solo["burst_mbps"] > 0 else 1.0
+            jobs.append(FluidJob(spec.name, solo["iteration_ms"], min(solo["data_ms"], 0.99 * solo["iteration_ms"]),
+                                 headroom))
             offsets[spec.name] = self.offsets[policy][spec.name] + solo["startup_ms"]
         windows = policy_windows(pol, self.schedule, self.offsets[policy], lead_ms=startup)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1

@@ -8,7 +8,11 @@ Assumptions (the emulator's measurements are compared against these):
   ``scenarios/zoo.py``). The next iteration starts when the burst ends.
 - All bursts of all jobs cross one bottleneck link. While ``n`` bursts are on
   it, each gets ``1/n`` of the capacity (max-min fair sharing with equal
-  demands), so overlapping bursts stretch and the realised periods grow.
+  demands), so overlapping bursts stretch and the realised periods grow. A
+  burst alone may not fill the link (a measured job's solo rate includes
+  TCP's ramp-up); ``link_headroom`` (link rate / solo rate) says so, and
+  sharing splits the link, not the solo rate: each of ``n`` bursts runs at
+  ``min(1, link_headroom / n)`` of its solo speed.
 - ``none`` starts every job's first burst at t = 0, ``shift`` and ``gate`` at
   the schedule's shift, ``random`` at a random on-grid offset; after that
   ``none``/``shift``/``random`` run free.
@@ -56,6 +60,7 @@ class FluidJob:
     name: str
     period_ms: float
     comm_ms: float
+    link_headroom: float = 1.0  # link rate / this job's solo burst rate (>= 1)
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     for j in jobs:
         if not 0 < j.comm_ms < j.period_ms:
             raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
+        if not j.link_headroom >= 1.0:
+            raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
     for name, w in windows.items():
         if not 0 < w.length_ms <= w.period_ms:
             raise ValueError(f"{name}: need 0 < window length <= period, got {w.length_ms}, {w.period_ms}")
@@ -170,19 +177,20 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if max_events < 0:
             raise RuntimeError("fluid model made no progress (window or time values out of range)")
         sending = [i for i in range(n) if state[i] in ("send", "drain")]
-        share = 1.0 / len(sending) if sending else 0.0
+        # each burst's speed relative to alone: a fair share of the link, at most its solo rate
+        share = {i: min(1.0, jobs[i].link_headroom / len(sending)) for i in sending}
         t_next = min(next_t)
         for i in sending:
-            t_next = min(t_next, t + remaining[i] / share)
+            t_next = min(t_next, t + remaining[i] / share[i])
             if state[i] == "drain":
-                t_next = min(t_next, t + queued[i] / share)
+                t_next = min(t_next, t + queued[i] / share[i])
         dt = t_next - t
         for i in sending:
-            remaining[i] -= dt * share
+            remaining[i] -= dt * share[i]
             if state[i] == "send":
-                queued[i] = min(queue_ms, remaining[i], queued[i] + dt * (1.0 - share))
+                queued[i] = min(queue_ms, remaining[i], queued[i] + dt * (1.0 - share[i]))
             else:
-                queued[i] -= dt * share
+                queued[i] -= dt * share[i]
         t = t_next
         for i in range(n):
             eps = _EPS * max(1.0, jobs[i].comm_ms)

@@ -14,6 +14,19 @@ def test_two_equal_jobs_colliding_every_iteration_stretch_each_burst_to_twice():
         assert r.mean_iteration_ms == pytest.approx(300 + 2 * 200)
 
 
+def test_bursts_that_meet_share_the_link_not_their_solo_rate():
+    # alone, each burst reaches 80 % of the link (link_headroom 1.25); together they fill it:
+    # each runs at 62.5 % of its solo speed, so 200 ms of solo burst takes 320 ms, not 400
+    jobs = [FluidJob("a", 500, 200, link_headroom=1.25), FluidJob("b", 500, 200, link_headroom=1.25)]
+    out = simulate(jobs, {"a": 0.0, "b": 0.0}, iterations=10)
+    assert {k: v.mean_iteration_ms for k, v in out.items()} == pytest.approx({"a": 620, "b": 620})
+    # alone, the headroom changes nothing: it cannot go faster than it did alone
+    alone = simulate([FluidJob("a", 500, 200, link_headroom=1.25)], {"a": 0.0}, iterations=5)
+    assert alone["a"].mean_iteration_ms == pytest.approx(500)
+    with pytest.raises(ValueError, match="link_headroom"):
+        simulate([FluidJob("a", 500, 200, link_headroom=0.9)], {"a": 0.0})
+
+
 def test_separated_jobs_keep_their_solo_periods():
     jobs = [FluidJob("a", 400, 150), FluidJob("b", 800, 200)]
     out = simulate(jobs, {"a": 0.0, "b": 150.0}, iterations=10)
