@@ -49,6 +49,18 @@ def server_argv(port: int, pidfile: str) -> list[str]:
 
 
 BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bursts exact
+# Bursts run with TCP_NODELAY (``-N``), as NCCL's socket transport does:
+# with Nagle, the 7 436-byte remainder of each 16 KiB block (MSS 8 948) waited
+# for an ACK. And with one congestion control (``-C``; the sending server
+# applies both) instead of the machine's default, which is bbr on the
+# project's machine and cubic on Debian. The fluid model hands a finished
+# burst's share of the link to the others at once; loss-based cubic takes it
+# up within a round trip, bbr probes for it over several. Measured in
+# docs/accuracy.md (fifth session).
+CONGESTION = "cubic"
+# iperf3's control connection keeps an ephemeral client port, data flows a
+# pinned one below this (topo/leafspine.py's priority class tells them apart).
+EPHEMERAL_PORT_MIN = 32768
 
 
 def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True) -> list[str]:
@@ -58,8 +70,12 @@ def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: boo
     """
     if nbytes <= 0:
         raise ValueError(f"nbytes must be positive, got {nbytes}")
+    if not 0 < cport < EPHEMERAL_PORT_MIN:
+        raise ValueError(f"cport must be in 1..{EPHEMERAL_PORT_MIN - 1} (the fabric's priority class takes small "
+                         f"packets with an ephemeral port for iperf3's control messages), got {cport}")
     argv = [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)),
-            "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-J", "--connect-timeout", "2000"]
+            "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-N", "-C", CONGESTION, "-J",
+            "--connect-timeout", "2000"]
     return argv + (["-R"] if reverse else [])
 
 

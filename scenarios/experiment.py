@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from apps import iperf as iperf_app
 from controller.policies import get_policy
 from controller.schedule import compute_schedule
 from scenarios import analysis
@@ -161,6 +162,7 @@ def environment_record(fabric) -> dict:
         "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),
         "fabric_startup_s": fabric.startup_s,
         "ovs_tx_sndbuf_bytes": fabric.ovs_tx_sndbuf_bytes,
+        "burst_tcp": {"congestion_control": iperf_app.CONGESTION, "nodelay": True},
     }
 
 

@@ -41,6 +41,27 @@ def fair_classid(dscp: int) -> str:
     return f"5:{0x21 + dscp:x}"
 
 
+# The priority class (see FabricIntf.bwCmds) takes TCP packets that never jump
+# queued data of their own connection:
+# - pure ACKs: under 128 bytes, 20-byte IP header, ACK set, neither PSH nor FIN;
+# - SYNs (connection set-up carries no data);
+# - packets under 1024 bytes with an ephemeral port (>= 32768) at either end:
+#   iperf3's control connections. A burst's data flows use pinned ports
+#   (``--cport``, apps/iperf.py) below 32768.
+# Size alone (every packet under 128 bytes) also sent a data flow's small
+# segments and FINs ahead of its queued data: the receiver saw a hole, SACKed,
+# and the sender resent segments that were not lost (seen in solo captures).
+# Pure ACKs alone left the control messages behind up to ``queue_ms`` of the
+# other direction's data: a 2-worker ring's bursts took 10-35 ms longer at
+# random, because iperf3 ends a test with three control round trips
+# (docs/accuracy.md, sixth session).
+PURE_ACK_MATCH = ("match u16 0x0000 0xff80 at 2 match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 "
+                  "match u8 0x10 0x19 at 33")
+SYN_MATCH = "match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 match u8 0x02 0x02 at 33"
+_SMALL_TCP = "match u16 0x0000 0xfc00 at 2 match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0"
+CONTROL_MATCHES = (f"{_SMALL_TCP} match u16 0x8000 0x8000 at 20", f"{_SMALL_TCP} match u16 0x8000 0x8000 at 22")
+PRIORITY_MATCHES = (PURE_ACK_MATCH, SYN_MATCH, *CONTROL_MATCHES)
+
 # Where a job's data is classified: after the ACK filter (prio 1), before the catch-all (prio 3).
 JOB_FILTER = "parent 5:0 protocol ip prio 2 u32"
 
@@ -73,9 +94,9 @@ class FabricIntf(TCIntf):
         - Data waits in a byte-limited FIFO holding ``queue_ms`` at the link
           rate (at least 8 frames). Mininet's default is 1000 packets: 3.6 s at
           20 Mbit/s with 9000-byte frames.
-        - Packets under 128 bytes (pure ACKs, control) get their own class
-          with priority. A link carries one direction's data and the other
-          direction's ACKs; in one FIFO the ACKs waited behind up to
+        - Pure TCP ACKs, SYNs and iperf3's control messages
+          (:data:`PRIORITY_MATCHES`) get their own class with priority. A
+          link carries one direction's data and the other direction's ACKs; in one FIFO the ACKs waited behind up to
           ``queue_ms`` of data, so a two-way burst (a 2-worker ring) ramped up
           over RTTs of tens of ms and reached ~27 of 50 Mbit/s
           (docs/gate.md). Both classes may borrow the whole rate.
@@ -103,8 +124,9 @@ class FabricIntf(TCIntf):
                 f"%s class add dev %s parent 5:1 classid 5:10 htb rate {bw * 0.1}Mbit ceil {bw}Mbit prio 0{quantum}",
                 f"%s class add dev %s parent 5:1 classid 5:20 htb rate {bw * 0.9}Mbit ceil {bw}Mbit prio 1{quantum}",
                 "%s qdisc add dev %s parent 5:10 handle 11: pfifo limit 1000",
-                "%s filter add dev %s parent 5:0 protocol ip prio 1 u32 match u16 0x0000 0xff80 at 2 flowid 5:10",
             ]
+            cmds += [f"%s filter add dev %s parent 5:0 protocol ip prio 1 u32 {match} flowid 5:10"
+                     for match in PRIORITY_MATCHES]
             for dscp in range(FAIR_CLASSES + 1):  # 0: unmarked traffic
                 classid = fair_classid(dscp)
                 cmds += [

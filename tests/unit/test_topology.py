@@ -5,6 +5,8 @@ from mininet.topo import Topo  # noqa: F401  (the Debian module must be importab
 
 from topo.leafspine import (
     FAIR_CLASSES,
+    PRIORITY_MATCHES,
+    PURE_ACK_MATCH,
     FabricIntf,
     FabricLink,
     LeafSpineTopo,
@@ -136,6 +138,49 @@ def test_each_job_mark_gets_its_own_equal_data_class_and_fifo():
     # ACKs first, then marked data, then everything else into the unmarked class
     prios = [(int(c.split(" prio ")[1].split()[0]), c.split("flowid ")[1]) for c in cmds if " filter add " in c]
     assert prios[0] == (1, "5:10") and prios[-1] == (3, fair_classid(0))
+
+
+def u32_matches(selector: str, packet: bytes) -> bool:
+    """Evaluate tc u32 ``match u8|u16|u32 VALUE MASK at OFFSET`` terms (all must hold) on an IP packet."""
+    words = selector.split()
+    sizes = {"u8": 1, "u16": 2, "u32": 4}
+    for i in range(0, len(words), 6):
+        assert words[i] == "match" and words[i + 4] == "at", selector
+        size, value, mask, offset = sizes[words[i + 1]], int(words[i + 2], 0), int(words[i + 3], 0), int(words[i + 5])
+        if int.from_bytes(packet[offset:offset + size], "big") & mask != value:
+            return False
+    return True
+
+
+def test_the_priority_class_takes_acks_syns_and_control_but_no_data_flow_segment():
+    """A data flow's small segments and FINs stay behind the data sent before it (no reordering);
+    iperf3's control messages (an ephemeral port at one end) do not wait behind other flows' data."""
+    from scapy.layers.inet import IP, TCP, UDP
+
+    def tcp(flags, payload=b"", options=(), sport=5201, dport=5701):
+        return bytes(IP(src="10.0.0.1", dst="10.0.0.3") / TCP(sport=sport, dport=dport, flags=flags,
+                                                              options=list(options)) / payload)
+
+    def prioritised(packet):
+        return any(u32_matches(m, packet) for m in PRIORITY_MATCHES)
+
+    timestamps = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
+    sack = timestamps + [("NOP", None), ("NOP", None), ("SAck", (100, 200, 300, 400))]
+    assert u32_matches(PURE_ACK_MATCH, tcp("A", options=timestamps))
+    assert u32_matches(PURE_ACK_MATCH, tcp("A", options=sack))
+    assert u32_matches(PURE_ACK_MATCH, tcp("SA"))
+    assert prioritised(tcp("S", options=timestamps))  # a data flow's SYN: no data to overtake
+    # a data flow (pinned ports below 32768): small segments and FINs stay with its data
+    assert not prioritised(tcp("PA", b"x" * 24, timestamps))
+    assert not prioritised(tcp("FA", options=timestamps))
+    assert not prioritised(tcp("A", b"x" * 1448, timestamps))
+    # iperf3's control connection: an ephemeral client port at either end
+    assert prioritised(tcp("PA", b"x" * 300, timestamps, sport=41234, dport=5201))
+    assert prioritised(tcp("PA", b"x", timestamps, sport=5201, dport=41234))
+    assert prioritised(tcp("FA", options=timestamps, sport=5201, dport=41234))
+    assert not prioritised(tcp("PA", b"x" * 1448, timestamps, sport=41234, dport=5201))  # bulk on ephemeral ports
+    assert not prioritised(bytes(IP() / UDP(sport=40000, dport=40001) / b"x"))
+    assert all(any(f"u32 {m} flowid 5:10" in c for c in port_queue_commands()[0]) for m in PRIORITY_MATCHES)
 
 
 def test_port_queue_holds_queue_ms_at_the_link_rate_and_at_least_8_frames():
