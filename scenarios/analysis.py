@@ -96,8 +96,9 @@ def burst_rates_mbps(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.Dat
     return np.asarray(rates)
 
 
-def burst_spans_ms(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> tuple[float, float]:
-    """Mean (launch → first data packet, first → last data packet) of the bursts in ``it``, ms.
+def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> pd.DataFrame:
+    """Per burst in ``it`` with data on the link: ``lead_ms`` (launch → first data packet) and
+    ``data_ms`` (first → last data packet).
 
     Both directions of the link count: a burst's data phase runs from its
     first to its last data packet, whichever flow carries them.
@@ -111,9 +112,37 @@ def burst_spans_ms(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataF
         if len(times) > 1:
             leads.append((times.min() - row.comm_start) * 1000)
             spans.append((times.max() - times.min()) * 1000)
-    if not spans:
+    return pd.DataFrame({"lead_ms": leads, "data_ms": spans}, dtype=float)
+
+
+def burst_spans_ms(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> tuple[float, float]:
+    """Mean (launch → first data packet, first → last data packet) of the bursts in ``it``, ms.
+
+    Without data on the link: (0, the mean comm phase).
+    """
+    spans = burst_spans(packets, job_of_packet, it)
+    if spans.empty:
         return 0.0, float(it["comm_ms"].mean())
-    return float(np.mean(leads)), float(np.mean(spans))
+    return float(spans["lead_ms"].mean()), float(spans["data_ms"].mean())
+
+
+def link_time_samples_ms(spans: pd.DataFrame) -> list[float]:
+    """How long each measured burst kept its job on the link, for the fluid model to draw from.
+
+    A burst's data phase plus how much later than usual (the median lead) its
+    data started: a late start costs a gated burst window time just as a
+    longer data phase does. Clipped to the median ± 3 robust standard
+    deviations (1.4826 × the median absolute deviation), so that one slow
+    process start among a handful of solo bursts does not make the model
+    expect it in every fifth iteration.
+    """
+    if spans.empty:
+        return []
+    late_ms = spans["lead_ms"] - spans["lead_ms"].median()
+    times = (spans["data_ms"] + late_ms).clip(lower=0.0)
+    median = times.median()
+    spread = 3 * 1.4826 * (times - median).abs().median()
+    return [float(x) for x in times.clip(median - spread, median + spread)]
 
 
 def port_tx_bytes(port_stats: pd.DataFrame, dpid, port: int, t0_s: float,

@@ -41,7 +41,7 @@ from apps import iperf as iperf_app
 from controller.policies import get_policy
 from controller.schedule import compute_schedule
 from scenarios import analysis
-from scenarios.fluid import FluidJob, policy_windows, simulate
+from scenarios.fluid import FluidJob, mean_iterations, policy_windows
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,17 @@ PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter t
 # networks share) is left out of the sustained rate; the whole-burst rate is
 # recorded beside it.
 SLOW_START_SHARE = 0.25
+MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of the link (FINs pass)
+# A burst's data should reach its leaf just after its window opened there, never
+# before: edges take effect 1-3 ms after their time (docs/gate.md), and data
+# that meets a closed gate (in floor mode, a token bucket of 31 KB at 2 % of the
+# link) loses its 8 948-byte segments while smaller ones pass; now and then TCP
+# then waits for retransmission timeouts past the window's end (600 ms). Each job
+# launches its own solo lead (launch -> first data packet) minus this guard
+# early; with one lead for all jobs (their mean), the job with the shorter lead
+# sent ~2 ms before its window (docs/accuracy.md, sixth session).
+LAUNCH_GUARD_MS = 3.0
 PORT_STRIDE = 10  # job i uses iperf3 ports base + PORT_STRIDE*i (+500 for client data ports)
 BASE_PORT = 5201
 START_IN_S = 1.5  # epoch this far ahead of the policy request, so every driver is ready
@@ -232,7 +242,7 @@ class Experiment:
         self.link_checks: dict[str, dict] = {}
         self.gaps: list[dict] = []  # policies whose measurement a worker fault cut short
         self.link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
-        self.launch_lead_ms = 0.0  # launch this early so a burst's data, not its start-up, meets its offset
+        self.launch_lead_ms: dict[str, float] = {}  # per job: launch this early so its data meets its offset
 
     # -- the whole run ---------------------------------------------------------
 
@@ -352,9 +362,10 @@ class Experiment:
                 solo = self._solo(fabric, spec)
             sized.append(spec)
             self.solo[spec.name] = {**solo, "fill": spec.fill}
-            log.info("solo %s: %s", spec.name, {k: round(v, 2) for k, v in self.solo[spec.name].items()})
+            log.info("solo %s: %s", spec.name, {k: round(v, 2) for k, v in self.solo[spec.name].items()
+                                                if isinstance(v, float)})
         self.specs = sized
-        self.launch_lead_ms = float(np.mean([s["lead_ms"] for s in self.solo.values()]))
+        self.launch_lead_ms = {name: max(0.0, s["lead_ms"] - LAUNCH_GUARD_MS) for name, s in self.solo.items()}
 
     def _solo(self, fabric, spec) -> dict:
         """One job alone for a few iterations: its solo figures (ms) and burst rate (Mbit/s)."""
@@ -369,6 +380,7 @@ class Experiment:
         senders = self._link_senders([spec])
         rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
         sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)
+        spans = analysis.burst_spans(packets, labels, steady)
         first_ms, data_ms = analysis.burst_spans_ms(packets, labels, steady)
         # Medians: a slow process start now and then is not the burst. The compute
         # phase is a fixed sleep, so the median iteration is compute + median burst;
@@ -378,7 +390,8 @@ class Experiment:
         return {"iteration_ms": float(steady["iteration_ms"].median()), "comm_ms": comm_ms, "data_ms": data_ms,
                 "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
                 "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
-                "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0}
+                "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0,
+                "link_samples_ms": analysis.link_time_samples_ms(spans)}
 
     def _run_policy(self, fabric, policy: str) -> None:
         from apps import jobrun
@@ -581,7 +594,11 @@ class Experiment:
         computation; offsets and windows move by the overhead too (the data
         starts that much after the launch), which changes nothing relative
         between jobs. Bursts that meet share the link's rate, not their solo
-        rate (``link_headroom``: a burst alone reached ``burst_mbps``).
+        rate (``link_headroom``: a burst alone reached ``burst_mbps``). Each
+        burst's time on the link is drawn from the solo bursts measured
+        (``link_samples_ms``), and the prediction is the mean over
+        :data:`MODEL_DRAWS` runs: a gated burst that only just fits its window
+        fits in some iterations and loses a period in others.
         """
         pol = get_policy(policy)
         jobs, offsets = [], {}
@@ -589,15 +606,16 @@ class Experiment:
         for spec in self.specs:
             solo = self.solo[spec.name]
             headroom = max(1.0, self.link_mbps / solo["burst_mbps"]) if solo["burst_mbps"] > 0 else 1.0
-            jobs.append(FluidJob(spec.name, solo["iteration_ms"], min(solo["data_ms"], 0.99 * solo["iteration_ms"]),
-                                 headroom))
+            longest_ms = 0.99 * solo["iteration_ms"]
+            samples = tuple(min(max(x, 0.01), longest_ms) for x in solo.get("link_samples_ms", ()))
+            jobs.append(FluidJob(spec.name, solo["iteration_ms"], min(solo["data_ms"], longest_ms), headroom,
+                                 samples))
             offsets[spec.name] = self.offsets[policy][spec.name] + solo["startup_ms"]
         windows = policy_windows(pol, self.schedule, self.offsets[policy], lead_ms=startup)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
-        result = simulate(jobs, offsets, windows, iterations=max(iterations, 5), warmup=1,
-                          waits=pol.waits_for_window, enforce=pol.enforces_windows,
-                          queue_ms=self.fabric.queue_ms)  # a held burst's queue drains past its gate
-        return {name: r.mean_iteration_ms for name, r in result.items()}
+        return mean_iterations(jobs, offsets, draws=MODEL_DRAWS, windows=windows, iterations=max(iterations, 5),
+                               warmup=1, waits=pol.waits_for_window, enforce=pol.enforces_windows,
+                               queue_ms=self.fabric.queue_ms)  # a held burst's queue drains past its gate
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""

@@ -34,7 +34,11 @@ Assumptions (the emulator's measurements are compared against these):
   not enforce its windows (e.g. wait for the window every K-th iteration)
   runs free in between and its bursts are never paused.
 - Jobs may be fed measured solo figures (``FluidJob``), real-valued; the
-  gate's windows stay on the schedule's grid.
+  gate's windows stay on the schedule's grid. With measured bursts
+  (``comm_samples_ms``) and an ``rng``, each burst draws its length from them,
+  and :func:`mean_iterations` averages several such runs. Where a gated burst
+  only just fits its window, a fixed length makes every burst fit or every
+  burst lose a period; on the wire some do and some do not.
 
 It is an event-driven simulation: time jumps from one burst start, burst end
 or window edge to the next, with constant rates in between.
@@ -61,6 +65,13 @@ class FluidJob:
     period_ms: float
     comm_ms: float
     link_headroom: float = 1.0  # link rate / this job's solo burst rate (>= 1)
+    comm_samples_ms: tuple[float, ...] = ()  # measured bursts, drawn from when simulate() gets an rng
+
+    def burst_ms(self, rng: random.Random | None) -> float:
+        """The next burst's length alone on the link: a measured one at random, or ``comm_ms``."""
+        if rng is None or not self.comm_samples_ms:
+            return self.comm_ms
+        return rng.choice(self.comm_samples_ms)
 
 
 @dataclass(frozen=True)
@@ -113,7 +124,8 @@ class PolicyResult:
 def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              windows: dict[str, Window] | None = None, iterations: int = 40,
              warmup: int = 2, waits: Callable[[int], bool] | None = None,
-             enforce: bool = True, queue_ms: float = 0.0) -> dict[str, JobResult]:
+             enforce: bool = True, queue_ms: float = 0.0,
+             rng: random.Random | None = None) -> dict[str, JobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts; per-job results.
 
     ``offsets_ms``: first burst start of each job (its computation starts
@@ -130,6 +142,9 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     drains (at the fair share) before the burst pauses. Measured: two held
     jobs' 20 ms queues took the first ~60 ms of the next job's window at two
     thirds of the link (docs/accuracy.md). 0: bursts stop dead at the edge.
+
+    ``rng``: each burst's length is drawn from its job's ``comm_samples_ms``
+    (see :meth:`FluidJob.burst_ms`); without one, every burst is ``comm_ms``.
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
@@ -138,6 +153,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
         if not j.link_headroom >= 1.0:
             raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
+        if any(not 0 < c < j.period_ms for c in j.comm_samples_ms):
+            raise ValueError(f"{j.name}: every burst sample must be in (0, period_ms), got {j.comm_samples_ms}")
     for name, w in windows.items():
         if not 0 < w.length_ms <= w.period_ms:
             raise ValueError(f"{name}: need 0 < window length <= period, got {w.length_ms}, {w.period_ms}")
@@ -198,7 +215,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 ends[i].append(t)
                 state[i], next_t[i], queued[i] = "compute", t + compute[i], 0.0
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
-                remaining[i] = jobs[i].comm_ms
+                remaining[i] = jobs[i].burst_ms(rng)
                 starts[i].append(t)
                 aligned[i] = False
                 begin(i, t)
@@ -221,6 +238,19 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         out[job.name] = JobResult(job.name, job.period_ms, len(e) - 1, mean, 1000.0 / mean, lag,
                                   0.0 if abs(phase) < 1e-6 else phase)
     return out
+
+
+def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draws: int = 16, seed: int = 0,
+                    **kwargs) -> dict[str, float]:
+    """Each job's mean iteration time (ms) over ``draws`` runs of :func:`simulate` with sampled bursts.
+
+    With no measured bursts, one run (they would all be the same).
+    """
+    if not any(j.comm_samples_ms for j in jobs):
+        draws = 1
+    rng = random.Random(seed)
+    runs = [simulate(jobs, offsets_ms, rng=rng, **kwargs) for _ in range(draws)]
+    return {j.name: sum(r[j.name].mean_iteration_ms for r in runs) / len(runs) for j in jobs}
 
 
 def _burst_start(ready_ms: float, window: Window | None) -> float:

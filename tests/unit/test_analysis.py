@@ -74,6 +74,24 @@ def test_burst_spans_from_launch_and_between_data_packets():
     assert lead_ms == pytest.approx(10.0) and span_ms == pytest.approx(80.0)
 
 
+def test_link_time_samples_add_a_late_start_to_the_data_phase():
+    # three bursts: data 44, 50, 45 ms; the third starts 6 ms later than the median lead (4 ms)
+    frame, labels = packets([0.004, 0.048, 1.003, 1.053, 2.010, 2.055], [1000] * 6, ["a"] * 6)
+    it = pd.DataFrame({"job": ["a"] * 3, "comm_start": [0.0, 1.0, 2.0], "comm_end": [0.1, 1.1, 2.1],
+                       "comm_ms": [100.0] * 3})
+    spans = analysis.burst_spans(frame, labels, it)
+    assert spans["lead_ms"].tolist() == pytest.approx([4.0, 3.0, 10.0])
+    assert spans["data_ms"].tolist() == pytest.approx([44.0, 50.0, 45.0])
+    assert analysis.link_time_samples_ms(spans) == pytest.approx([44.0, 49.0, 51.0])
+    assert analysis.link_time_samples_ms(analysis.burst_spans(frame, labels, it.iloc[:0])) == []
+
+
+def test_link_time_samples_clip_an_outlier_to_three_robust_sd():
+    # median 52, median absolute deviation 1: the 90 ms burst counts as 52 + 3 × 1.4826
+    spans = pd.DataFrame({"lead_ms": [5.0] * 5, "data_ms": [50.0, 51.0, 52.0, 53.0, 90.0]})
+    assert analysis.link_time_samples_ms(spans) == pytest.approx([50.0, 51.0, 52.0, 53.0, 52 + 3 * 1.4826])
+
+
 def test_port_tx_bytes_between_the_nearest_samples():
     stats = pd.DataFrame({"time_s": [10.0, 10.1, 10.2, 10.3], "dpid": 257, "port": 3,
                           "tx_bytes": [0, 1000, 5000, 9000]})

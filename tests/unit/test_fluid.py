@@ -1,9 +1,11 @@
 """The fluid model on cases computed by hand."""
 
+import random
+
 import pytest
 
 from controller.schedule import JobTiming, compute_schedule
-from scenarios.fluid import FluidJob, Window, compare_policies, simulate
+from scenarios.fluid import FluidJob, Window, compare_policies, mean_iterations, simulate
 
 
 def test_two_equal_jobs_colliding_every_iteration_stretch_each_burst_to_twice():
@@ -92,6 +94,28 @@ def test_a_held_bursts_queue_drains_into_the_next_window():
     for q in (0, 20):
         out = simulate(alone, {"a": 0.0}, {"a": Window(0, 1000, 80)}, iterations=2, warmup=0, queue_ms=q)
         assert out["a"].mean_iteration_ms == pytest.approx(2000)
+
+
+def test_a_gated_burst_that_only_just_fits_fits_in_some_iterations_and_not_in_others():
+    # window [0, 100) every 300 ms, compute 220 ms. An 80 ms burst ends at 80 and its job is
+    # ready at 300, on time for the next window; a 120 ms one pauses at 100, ends 20 ms into
+    # the next window, is ready 240 ms after it and waits for the one after: it costs 600 ms.
+    # Half of each: 300 × 1.5 = 450 ms per iteration. One fixed 100 ms burst says 300 (all fit).
+    window = {"a": Window(0, 300, 100)}
+    fixed = simulate([FluidJob("a", 300, 100)], {"a": 0.0}, window, iterations=40)
+    assert fixed["a"].mean_iteration_ms == pytest.approx(300)
+    drawn = mean_iterations([FluidJob("a", 300, 80, comm_samples_ms=(80.0, 120.0))], {"a": 0.0}, draws=16,
+                            windows=window, iterations=40)
+    assert 450 - 30 < drawn["a"] < 450 + 30  # 3 sd of the share of long bursts among 656 draws: 0.06 × 300
+    # every draw the same length: exactly the fixed-length model, in one run or many
+    same = mean_iterations([FluidJob("a", 300, 100, comm_samples_ms=(100.0,))], {"a": 0.0}, draws=4,
+                           windows=window, iterations=40)
+    assert same["a"] == pytest.approx(fixed["a"].mean_iteration_ms)
+    # without measured bursts, or without an rng, bursts are comm_ms long
+    assert FluidJob("a", 300, 80).burst_ms(random.Random(1)) == 80
+    assert FluidJob("a", 300, 80, comm_samples_ms=(120.0,)).burst_ms(None) == 80
+    with pytest.raises(ValueError, match="burst sample"):
+        simulate([FluidJob("a", 300, 80, comm_samples_ms=(300.0,))], {"a": 0.0})
 
 
 def test_measured_solo_figures_can_be_fed_in():
