@@ -115,12 +115,11 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
     return pd.DataFrame({"lead_ms": leads, "data_ms": spans}, dtype=float)
 
 
-def burst_spans_ms(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> tuple[float, float]:
-    """Mean (launch → first data packet, first → last data packet) of the bursts in ``it``, ms.
+def burst_spans_ms(spans: pd.DataFrame, it: pd.DataFrame) -> tuple[float, float]:
+    """Mean (lead, data phase) of :func:`burst_spans`' bursts, ms.
 
-    Without data on the link: (0, the mean comm phase).
+    Without data on the link: (0, the mean comm phase of ``it``).
     """
-    spans = burst_spans(packets, job_of_packet, it)
     if spans.empty:
         return 0.0, float(it["comm_ms"].mean())
     return float(spans["lead_ms"].mean()), float(spans["data_ms"].mean())

@@ -381,7 +381,7 @@ class Experiment:
         rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
         sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)
         spans = analysis.burst_spans(packets, labels, steady)
-        first_ms, data_ms = analysis.burst_spans_ms(packets, labels, steady)
+        first_ms, data_ms = analysis.burst_spans_ms(spans, steady)
         # Medians: a slow process start now and then is not the burst. The compute
         # phase is a fixed sleep, so the median iteration is compute + median burst;
         # a mean pulled up by one slow burst (302 ms for a 300 ms job) had a gated

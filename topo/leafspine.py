@@ -96,10 +96,10 @@ class FabricIntf(TCIntf):
           20 Mbit/s with 9000-byte frames.
         - Pure TCP ACKs, SYNs and iperf3's control messages
           (:data:`PRIORITY_MATCHES`) get their own class with priority. A
-          link carries one direction's data and the other direction's ACKs; in one FIFO the ACKs waited behind up to
-          ``queue_ms`` of data, so a two-way burst (a 2-worker ring) ramped up
-          over RTTs of tens of ms and reached ~27 of 50 Mbit/s
-          (docs/gate.md). Both classes may borrow the whole rate.
+          link carries one direction's data and the other direction's ACKs;
+          in one FIFO the ACKs waited behind up to ``queue_ms`` of data, so a
+          two-way burst (a 2-worker ring) ramped up over RTTs of tens of ms
+          and reached ~27 of 50 Mbit/s (docs/gate.md). Both classes may borrow the whole rate.
         - Data is shared fairly between *jobs*: one HTB class per DSCP value
           1..:data:`FAIR_CLASSES` (``shiftbed run`` marks each job's packets
           at its ingress leaf, and on the sending host classifies them by

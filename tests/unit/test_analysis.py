@@ -70,7 +70,7 @@ def test_burst_rate_is_bytes_over_the_burst_time_and_can_skip_slow_start():
 def test_burst_spans_from_launch_and_between_data_packets():
     frame, labels = packets([0.010, 0.050, 0.090, 0.5], [1000, 1000, 1000, 1000], ["a", "a", "a", "b"])
     it = pd.DataFrame({"job": ["a"], "comm_start": [0.0], "comm_end": [0.1], "comm_ms": [100.0]})
-    lead_ms, span_ms = analysis.burst_spans_ms(frame, labels, it)
+    lead_ms, span_ms = analysis.burst_spans_ms(analysis.burst_spans(frame, labels, it), it)
     assert lead_ms == pytest.approx(10.0) and span_ms == pytest.approx(80.0)
 
 
