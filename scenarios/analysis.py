@@ -97,22 +97,44 @@ def burst_rates_mbps(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.Dat
 
 
 def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> pd.DataFrame:
-    """Per burst in ``it`` with data on the link: ``lead_ms`` (launch → first data packet) and
+    """Per burst in ``it`` with data on the link: ``lead_ms`` (launch → first data packet),
+    ``all_flows_ms`` (launch → the first data packet of its last flow to start) and
     ``data_ms`` (first → last data packet).
 
     Both directions of the link count: a burst's data phase runs from its
-    first to its last data packet, whichever flow carries them.
+    first to its last data packet, whichever flow carries them. A flow is one
+    direction of one connection.
     """
     data = packets[(packets["payload_bytes"] > 0) & (job_of_packet != "")]
     labels = job_of_packet.loc[data.index].to_numpy()
     t = data["time_s"].to_numpy()
-    leads, spans = [], []
+    flow, _ = pd.factorize(pd.MultiIndex.from_frame(data[["src_ip", "dst_ip", "sport", "dport"]]))
+    jobs, leads, all_flows, spans = [], [], [], []
     for row in it.itertuples():
-        times = t[(labels == row.job) & (t >= row.comm_start) & (t <= row.comm_end)]
+        mine = (labels == row.job) & (t >= row.comm_start) & (t <= row.comm_end)
+        times = t[mine]
         if len(times) > 1:
+            jobs.append(str(row.job))
             leads.append((times.min() - row.comm_start) * 1000)
+            all_flows.append((pd.Series(times).groupby(flow[mine]).min().max() - row.comm_start) * 1000)
             spans.append((times.max() - times.min()) * 1000)
-    return pd.DataFrame({"lead_ms": leads, "data_ms": spans}, dtype=float)
+    return pd.DataFrame({"job": pd.Series(jobs, dtype=object), "lead_ms": pd.Series(leads, dtype=float),
+                         "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float)})
+
+
+def burst_medians_ms(spans: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per job, the medians of :func:`burst_spans`: ``burst_lead_ms``, ``burst_all_flows_ms``, ``burst_data_ms``.
+
+    Set beside the solo medians, they show where a run's bursts differ from the
+    solo bursts the model was fed: a later start, or flows of one burst
+    starting apart (each burst launches new iperf3 processes and connections,
+    slower while other jobs load the CPU), or a longer data phase. Medians,
+    so one stalled burst does not stand for the rest.
+    """
+    return {str(job): {"burst_lead_ms": float(rows["lead_ms"].median()),
+                       "burst_all_flows_ms": float(rows["all_flows_ms"].median()),
+                       "burst_data_ms": float(rows["data_ms"].median())}
+            for job, rows in spans.groupby("job", sort=True)}
 
 
 def burst_spans_ms(spans: pd.DataFrame, it: pd.DataFrame) -> tuple[float, float]:

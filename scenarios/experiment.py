@@ -391,7 +391,8 @@ class Experiment:
                 "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
                 "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
                 "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0,
-                "link_samples_ms": analysis.link_time_samples_ms(spans)}
+                "link_samples_ms": analysis.link_time_samples_ms(spans),
+                **analysis.burst_medians_ms(spans).get(spec.name, {})}
 
     def _run_policy(self, fabric, policy: str) -> None:
         from apps import jobrun
@@ -537,6 +538,10 @@ class Experiment:
     def _record_policy(self, policy, doc, epoch_s, rows, packets, labels, window) -> None:
         it = analysis.iteration_table(rows)
         self.measured[policy] = analysis.job_means(it)
+        steady = it[it["iteration"] >= 1]  # job_means' warm-up
+        for job, medians in analysis.burst_medians_ms(analysis.burst_spans(packets, labels, steady)).items():
+            if job in self.measured[policy]:
+                self.measured[policy][job].update(medians)
         self.writer.append_rows("iterations.csv", rows[["policy", "job", "worker", "iteration", "start",
                                                          "comm_start", "comm_end", "end", "bytes"]]
                                 .to_dict("records"))

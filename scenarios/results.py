@@ -421,6 +421,9 @@ class JobResult:
     predicted_iteration_ms: float | None
     solo_iteration_ms: float | None
     error_pct: float | None
+    burst_lead_ms: float | None = None  # median launch -> first data packet on the link (older runs: None)
+    burst_all_flows_ms: float | None = None  # median launch -> first data packet of the last flow to start
+    burst_data_ms: float | None = None  # median first -> last data packet
 
 
 @dataclass(frozen=True)
@@ -520,6 +523,9 @@ def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
                 predicted_iteration_ms=predicted_ms,
                 solo_iteration_ms=_number(j.get("solo_iteration_ms")),
                 error_pct=error_pct,
+                burst_lead_ms=_number(j.get("burst_lead_ms")),
+                burst_all_flows_ms=_number(j.get("burst_all_flows_ms")),
+                burst_data_ms=_number(j.get("burst_data_ms")),
             )
         policies[str(policy)] = PolicyResult(
             throughput_change_vs_none_pct=_number(entry.get("throughput_change_vs_none_pct")),

@@ -27,6 +27,10 @@ MEASURED_MS = {"none": {"a": 118.0, "b": 226.0}, "shift": {"a": 112.0, "b": 219.
 PREDICTED_MS = {"none": {"a": 115.0, "b": 220.0}, "shift": {"a": 110.0, "b": 215.0},
                 "gate": {"a": 100.0, "b": 200.0}}
 SOLO_MS = {"a": 100.0, "b": 200.0}
+# bursts on the wire, medians (ms after launch): first data packet, every flow started, data phase
+SOLO_BURSTS_MS = {"a": (8.0, 12.0, 25.0), "b": (9.0, 14.0, 33.0)}
+RUN_BURSTS_MS = {"a": (8.5, 13.0, 27.0), "b": (9.5, 16.0, 36.0)}
+BURST_KEYS = ("burst_lead_ms", "burst_all_flows_ms", "burst_data_ms")
 
 
 def error_pct(policy: str, job: str) -> float:
@@ -90,7 +94,9 @@ def summary_json(fidelity_ok: bool = True) -> dict:
         "scenario": SCENARIO,
         "fidelity_ok": fidelity_ok,
         "fidelity": {"solo_rate_ratio": 0.97 if fidelity_ok else 0.71, "capture_drops": 0,
-                     "advice": None if fidelity_ok else "lower link_mbps to 10"},
+                     "advice": None if fidelity_ok else "lower link_mbps to 10",
+                     "solo": {job: {"iteration_ms": SOLO_MS[job], **dict(zip(BURST_KEYS, SOLO_BURSTS_MS[job], strict=True))}
+                              for job in JOBS}},
         "crosschecks": {"capture_vs_iperf_bytes_err_pct": 0.8,
                         "capture_vs_portstats_util_err_pct": 2.1},
         "policies": {
@@ -99,7 +105,8 @@ def summary_json(fidelity_ok: bool = True) -> dict:
                                     "mean_iteration_ms": MEASURED_MS[policy][job],
                                     "predicted_iteration_ms": PREDICTED_MS[policy][job],
                                     "solo_iteration_ms": SOLO_MS[job],
-                                    "error_pct": error_pct(policy, job)}
+                                    "error_pct": error_pct(policy, job),
+                                    **dict(zip(BURST_KEYS, RUN_BURSTS_MS[job], strict=True))}
                               for job in JOBS}}
             for policy, change in changes.items()
         },

@@ -74,6 +74,30 @@ def test_burst_spans_from_launch_and_between_data_packets():
     assert lead_ms == pytest.approx(10.0) and span_ms == pytest.approx(80.0)
 
 
+def test_burst_spans_time_when_every_flow_of_a_burst_is_going():
+    # job a: flow 1 starts 8 ms after launch, flow 2 (other ports) 30 ms; job b alone: 5 ms
+    frame = pd.DataFrame({"time_s": [0.008, 0.030, 0.060, 0.070, 1.005, 1.050],
+                          "wire_bytes": 1000, "payload_bytes": 1000, "src_ip": "10.0.0.1",
+                          "dst_ip": "10.0.0.3", "proto": 6,
+                          "sport": [5201, 5202, 5201, 5202, 5211, 5211], "dport": [5701] * 4 + [5711] * 2})
+    labels = pd.Series(["a", "a", "a", "a", "b", "b"])
+    it = pd.DataFrame({"job": ["a", "b"], "comm_start": [0.0, 1.0], "comm_end": [0.1, 1.1]})
+    spans = analysis.burst_spans(frame, labels, it)
+    assert spans["job"].tolist() == ["a", "b"]
+    assert spans["lead_ms"].tolist() == pytest.approx([8.0, 5.0])
+    assert spans["all_flows_ms"].tolist() == pytest.approx([30.0, 5.0])
+    assert spans["data_ms"].tolist() == pytest.approx([62.0, 45.0])
+
+
+def test_burst_medians_are_per_job_and_ignore_one_stalled_burst():
+    spans = pd.DataFrame({"job": ["a", "a", "a", "b"], "lead_ms": [5.0, 6.0, 400.0, 9.0],
+                          "all_flows_ms": [10.0, 12.0, 500.0, 20.0], "data_ms": [40.0, 44.0, 900.0, 70.0]})
+    assert analysis.burst_medians_ms(spans) == {
+        "a": {"burst_lead_ms": 6.0, "burst_all_flows_ms": 12.0, "burst_data_ms": 44.0},
+        "b": {"burst_lead_ms": 9.0, "burst_all_flows_ms": 20.0, "burst_data_ms": 70.0}}
+    assert analysis.burst_medians_ms(spans.iloc[:0]) == {}
+
+
 def test_link_time_samples_add_a_late_start_to_the_data_phase():
     # three bursts: data 44, 50, 45 ms; the third starts 6 ms later than the median lead (4 ms)
     frame, labels = packets([0.004, 0.048, 1.003, 1.053, 2.010, 2.055], [1000] * 6, ["a"] * 6)

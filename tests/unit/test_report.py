@@ -108,6 +108,26 @@ def test_an_infeasible_pair_is_explained_by_gcd_versus_comm_sum(tmp_path):
     assert "nearly coprime" in report
 
 
+def test_bursts_on_the_wire_are_tabled_beside_the_solo_bursts(drawn):
+    report = drawn[-1].read_text()
+    assert "| solo | b | 9.0 | 14.0 | 33.0 |" in report
+    assert "| gate | b | 9.5 | 16.0 | 36.0 |" in report
+    assert "later than alone" not in report  # every pair is within the goal
+
+
+def test_a_miss_with_late_starting_flows_says_so(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "late")
+    summary = json.loads((folder / "summary.json").read_text())
+    b = summary["policies"]["gate"]["jobs"]["b"]
+    b.update(mean_iteration_ms=260.0, error_pct=30.0, burst_all_flows_ms=40.0)
+    summary["policies"]["shift"]["jobs"]["a"].update(error_pct=-12.0, burst_all_flows_ms=14.0)  # only 2 ms late
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert ("`b` under `gate` (+30.0 %): its bursts had every flow going 26.0 ms later than alone "
+            "(median 40.0 vs 14.0 ms after launch)") in report
+    assert "`a` under `shift`" not in report
+
+
 def test_overlap_intervals_find_where_two_jobs_are_busy_at_once():
     busy = {"a": [(0.0, 30.0), (100.0, 130.0)], "b": [(20.0, 60.0)], "c": [(130.0, 140.0)]}
     assert plots.overlap_intervals(busy) == [(20.0, 30.0)]  # touching at 130 is not overlap
