@@ -44,6 +44,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from apps.iperf import receiver_port
+
 PATTERNS = ("ring", "ps")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
               "policy", "retransmits", "error")
@@ -139,7 +141,7 @@ def collective(spec: JobSpec) -> list[list[Transfer]]:
     for phase in phases:
         row = []
         for src, dst, nbytes in phase:
-            row.append(Transfer(src, dst, spec.base_port + k, spec.base_port + 500 + k, nbytes))
+            row.append(Transfer(src, dst, spec.base_port + k, receiver_port(spec.base_port + k), nbytes))
             k += 1
         out.append(row)
     return out

@@ -58,9 +58,21 @@ BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bu
 # up within a round trip, bbr probes for it over several. Measured in
 # docs/accuracy.md (fifth session).
 CONGESTION = "cubic"
-# iperf3's control connection keeps an ephemeral client port, data flows a
-# pinned one below this (topo/leafspine.py's priority class tells them apart).
+# Port ranges the fabric's priority class (topo/leafspine.py) tells apart by
+# their top bits: iperf3's control connections keep an ephemeral client port
+# (>= 32768); a reverse-mode client binds its data socket to a port in
+# [16384, 32768), and since it never sends data, its small packets (the data
+# connection's cookie, its FIN) may pass queued data; the data sender, the
+# server, listens below 16384, so its small segments stay behind its data.
 EPHEMERAL_PORT_MIN = 32768
+RECEIVER_PORT_MIN = 16384
+
+
+def receiver_port(server_port: int) -> int:
+    """The client data port that pairs with ``server_port``: same low bits, in the receivers' range."""
+    if not 0 < server_port < RECEIVER_PORT_MIN:
+        raise ValueError(f"server port must be in 1..{RECEIVER_PORT_MIN - 1}, got {server_port}")
+    return RECEIVER_PORT_MIN + server_port
 
 
 def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True) -> list[str]:
@@ -70,9 +82,13 @@ def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: boo
     """
     if nbytes <= 0:
         raise ValueError(f"nbytes must be positive, got {nbytes}")
-    if not 0 < cport < EPHEMERAL_PORT_MIN:
-        raise ValueError(f"cport must be in 1..{EPHEMERAL_PORT_MIN - 1} (the fabric's priority class takes small "
-                         f"packets with an ephemeral port for iperf3's control messages), got {cport}")
+    if not 0 < port < RECEIVER_PORT_MIN:
+        raise ValueError(f"server port must be in 1..{RECEIVER_PORT_MIN - 1} (the data sender's small segments "
+                         f"must stay behind its data in the fabric's queues), got {port}")
+    lowest, highest = (RECEIVER_PORT_MIN, EPHEMERAL_PORT_MIN - 1) if reverse else (1, RECEIVER_PORT_MIN - 1)
+    if not lowest <= cport <= highest:
+        raise ValueError(f"cport must be in {lowest}..{highest} for a {'receiving' if reverse else 'sending'} "
+                         f"client (the fabric's priority class tells ports apart by range), got {cport}")
     argv = [IPERF3, "-c", server_ip, "-p", str(int(port)), "--cport", str(int(cport)),
             "-n", str(int(nbytes)), "-l", str(BLOCK_BYTES), "-N", "-C", CONGESTION, "-J",
             "--connect-timeout", "2000"]

@@ -110,7 +110,8 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
 
 
 def burst_overhead(fabric, work: Path, n: int = 20, nbytes: int = 250_000) -> dict:
-    src, dst, port, cport = "h1", "h5", 8201, 8701
+    src, dst, port = "h1", "h5", 8201
+    cport = iperf.receiver_port(port)
     s = iperf.start_server(port, str(work / "burst.pid"), fabric.host(src).pid)
     fabric.track(s.pid, "iperf3:burst")
     iperf.allow_port_reuse(fabric.host(dst).pid)

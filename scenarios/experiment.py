@@ -69,7 +69,7 @@ GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of t
 # early; with one lead for all jobs (their mean), the job with the shorter lead
 # sent ~2 ms before its window (docs/accuracy.md, sixth session).
 LAUNCH_GUARD_MS = 3.0
-PORT_STRIDE = 10  # job i uses iperf3 ports base + PORT_STRIDE*i (+500 for client data ports)
+PORT_STRIDE = 10  # job i's iperf3 servers use ports base + PORT_STRIDE*i + k (apps/iperf.receiver_port: clients')
 BASE_PORT = 5201
 START_IN_S = 1.5  # epoch this far ahead of the policy request, so every driver is ready
 WATCH_INTERVAL_S = 0.2  # how often a running policy checks the controller and the workers

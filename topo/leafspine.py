@@ -47,7 +47,12 @@ def fair_classid(dscp: int) -> str:
 # - SYNs (connection set-up carries no data);
 # - packets under 1024 bytes with an ephemeral port (>= 32768) at either end:
 #   iperf3's control connections. A burst's data flows use pinned ports
-#   (``--cport``, apps/iperf.py) below 32768.
+#   (``--cport``, apps/iperf.py) below 32768;
+# - packets under 1024 bytes from a receiving client's data port (16384-32767,
+#   apps/iperf.py): it sends no data, so these (the data connection's cookie,
+#   its FIN) jump nothing of their own connection. In the job's data class, the
+#   cookie of a burst's second flow waited up to ~20 ms behind the first flow's
+#   data on every hop (docs/accuracy.md, seventh session).
 # Size alone (every packet under 128 bytes) also sent a data flow's small
 # segments and FINs ahead of its queued data: the receiver saw a hole, SACKed,
 # and the sender resent segments that were not lost (seen in solo captures).
@@ -60,7 +65,8 @@ PURE_ACK_MATCH = ("match u16 0x0000 0xff80 at 2 match u8 0x06 0xff at 9 match u8
 SYN_MATCH = "match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 match u8 0x02 0x02 at 33"
 _SMALL_TCP = "match u16 0x0000 0xfc00 at 2 match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0"
 CONTROL_MATCHES = (f"{_SMALL_TCP} match u16 0x8000 0x8000 at 20", f"{_SMALL_TCP} match u16 0x8000 0x8000 at 22")
-PRIORITY_MATCHES = (PURE_ACK_MATCH, SYN_MATCH, *CONTROL_MATCHES)
+RECEIVER_MATCH = f"{_SMALL_TCP} match u16 0x4000 0xc000 at 20"  # source port 16384-32767
+PRIORITY_MATCHES = (PURE_ACK_MATCH, SYN_MATCH, *CONTROL_MATCHES, RECEIVER_MATCH)
 
 # Where a job's data is classified: after the ACK filter (prio 1), before the catch-all (prio 3).
 JOB_FILTER = "parent 5:0 protocol ip prio 2 u32"

@@ -154,10 +154,11 @@ def u32_matches(selector: str, packet: bytes) -> bool:
 
 def test_the_priority_class_takes_acks_syns_and_control_but_no_data_flow_segment():
     """A data flow's small segments and FINs stay behind the data sent before it (no reordering);
-    iperf3's control messages (an ephemeral port at one end) do not wait behind other flows' data."""
+    iperf3's control messages (an ephemeral port at one end) and what a receiving client sends on
+    its data connection do not wait behind other flows' data."""
     from scapy.layers.inet import IP, TCP, UDP
 
-    def tcp(flags, payload=b"", options=(), sport=5201, dport=5701):
+    def tcp(flags, payload=b"", options=(), sport=5201, dport=21585):
         return bytes(IP(src="10.0.0.1", dst="10.0.0.3") / TCP(sport=sport, dport=dport, flags=flags,
                                                               options=list(options)) / payload)
 
@@ -179,6 +180,11 @@ def test_the_priority_class_takes_acks_syns_and_control_but_no_data_flow_segment
     assert prioritised(tcp("PA", b"x", timestamps, sport=5201, dport=41234))
     assert prioritised(tcp("FA", options=timestamps, sport=5201, dport=41234))
     assert not prioritised(tcp("PA", b"x" * 1448, timestamps, sport=41234, dport=5201))  # bulk on ephemeral ports
+    # a receiving client's data port (16384-32767) sends no data: its cookie and FIN may pass
+    assert prioritised(tcp("PA", b"x" * 37, timestamps, sport=21585, dport=5201))
+    assert prioritised(tcp("FA", options=timestamps, sport=21585, dport=5201))
+    assert not prioritised(tcp("PA", b"x" * 1448, timestamps, sport=21585, dport=5201))
+    assert not prioritised(tcp("PA", b"x" * 24, timestamps, sport=5201, dport=21585))  # the sender's tail
     assert not prioritised(bytes(IP() / UDP(sport=40000, dport=40001) / b"x"))
     assert all(any(f"u32 {m} flowid 5:10" in c for c in port_queue_commands()[0]) for m in PRIORITY_MATCHES)
 
