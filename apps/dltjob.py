@@ -137,12 +137,12 @@ def collective(spec: JobSpec) -> list[list[Transfer]]:
     else:
         ps, others = w[0], w[1:]
         phases = [[(o, ps, grad) for o in others], [(ps, o, grad) for o in others]]
-    out, k = [], 0
+    out, port = [], spec.base_port
     for phase in phases:
         row = []
         for src, dst, nbytes in phase:
-            row.append(Transfer(src, dst, spec.base_port + k, receiver_port(spec.base_port + k), nbytes))
-            k += 1
+            row.append(Transfer(src, dst, port, receiver_port(port), nbytes))
+            port += 1
         out.append(row)
     return out
 

@@ -68,10 +68,16 @@ EPHEMERAL_PORT_MIN = 32768
 RECEIVER_PORT_MIN = 16384
 
 
+def check_server_port(port: int) -> None:
+    """Servers (the senders) listen below the receivers' range: their small segments must stay
+    behind their data in the fabric's queues, and only the receivers' go in the priority class."""
+    if not 0 < port < RECEIVER_PORT_MIN:
+        raise ValueError(f"server port must be in 1..{RECEIVER_PORT_MIN - 1}, got {port}")
+
+
 def receiver_port(server_port: int) -> int:
     """The client data port that pairs with ``server_port``: same low bits, in the receivers' range."""
-    if not 0 < server_port < RECEIVER_PORT_MIN:
-        raise ValueError(f"server port must be in 1..{RECEIVER_PORT_MIN - 1}, got {server_port}")
+    check_server_port(server_port)
     return RECEIVER_PORT_MIN + server_port
 
 
@@ -82,9 +88,7 @@ def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: boo
     """
     if nbytes <= 0:
         raise ValueError(f"nbytes must be positive, got {nbytes}")
-    if not 0 < port < RECEIVER_PORT_MIN:
-        raise ValueError(f"server port must be in 1..{RECEIVER_PORT_MIN - 1} (the data sender's small segments "
-                         f"must stay behind its data in the fabric's queues), got {port}")
+    check_server_port(port)
     lowest, highest = (RECEIVER_PORT_MIN, EPHEMERAL_PORT_MIN - 1) if reverse else (1, RECEIVER_PORT_MIN - 1)
     if not lowest <= cport <= highest:
         raise ValueError(f"cport must be in {lowest}..{highest} for a {'receiving' if reverse else 'sending'} "

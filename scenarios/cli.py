@@ -8,6 +8,7 @@ exit status 2; a missing component (``EnvironmentProblem``) is exit status 1.
 
 import argparse
 import importlib
+import os
 import sys
 
 from scenarios.errors import EnvironmentProblem, InputError
@@ -48,6 +49,11 @@ def main(argv=None) -> int:
         return 2
     except EnvironmentProblem as exc:
         print(f"shiftbed {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # `shiftbed plan ... | head`: the reader left. Whatever the command saved
+        # is saved; point stdout at /dev/null so the exit flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 

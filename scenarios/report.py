@@ -269,9 +269,10 @@ def _burst_section(results: Results) -> list[str]:
         if j not in solo or r.error_pct is None or abs(r.error_pct) <= ACCURACY_GOAL_PCT:
             continue
         alone_ms = solo[j]["burst_all_flows_ms"]
-        if r.burst_all_flows_ms - alone_ms >= LATE_START_NOTE_MS:
+        later_ms = r.burst_all_flows_ms - alone_ms
+        if later_ms >= LATE_START_NOTE_MS:
             lines += [f"`{j}` under `{p}` ({_pct(r.error_pct)}): its bursts had every flow going "
-                      f"{r.burst_all_flows_ms - alone_ms:.1f} ms later than alone (median "
+                      f"{later_ms:.1f} ms later than alone (median "
                       f"{r.burst_all_flows_ms:.1f} vs {alone_ms:.1f} ms after launch). The model takes each "
                       "burst's start-up from the solo bursts, so this delay, an emulation artefact (starting "
                       "processes and connections slows while other jobs load the CPU), is not in the "

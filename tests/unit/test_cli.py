@@ -1,5 +1,6 @@
 """The `shiftbed` dispatcher: bad command lines exit 2 with a short message."""
 
+import os
 import subprocess
 import sys
 
@@ -31,3 +32,18 @@ def test_every_subcommand_module_has_the_interface():
         module = importlib.import_module(module_name)
         assert callable(module.add_arguments), name
         assert callable(module.run), name
+
+
+def test_a_reader_that_has_gone_gets_no_traceback():
+    """`shiftbed plan ... | head -1`: the pipe's reader has closed before we write."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "scenarios.cli", "plan", "scenarios/three-jobs.yaml"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 1
