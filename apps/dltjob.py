@@ -230,7 +230,11 @@ class IterationLog:
         self._file.close()
 
 
-def next_window_start(plan: JobPlan, t_s: float, tolerance_ms: float = 2.0) -> float:
+# A burst ready this little after its window opened still launches into it (late).
+WINDOW_TOLERANCE_MS = 2.0
+
+
+def next_window_start(plan: JobPlan, t_s: float, tolerance_ms: float = WINDOW_TOLERANCE_MS) -> float:
     """Start of the first window ``epoch + offset + m·T`` (m ≥ 0) not more than ``tolerance_ms`` past ``t_s``."""
     first = plan.epoch_s + plan.offset_ms / 1000
     period_s = plan.period_ms / 1000
@@ -316,7 +320,7 @@ class IperfTransport:
         os.makedirs(run_dir, exist_ok=True)
         for worker in spec.workers:
             if worker.host_pid is not None:
-                iperf.allow_port_reuse(worker.host_pid)
+                iperf.tune_host_tcp(worker.host_pid)
         for phase in collective(spec):
             for t in phase:
                 pidfile = os.path.join(run_dir, f"iperf3-{spec.name}-{t.port}.pid")

@@ -111,19 +111,36 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
             "--pacing-timer", "100"]
 
 
-def allow_port_reuse(host_pid: int | None) -> None:
-    """No TIME_WAIT in this host's namespace, so a pinned ``--cport`` can be bound every iteration.
+# Bytes of a socket's send queue that may wait unsent before select() calls it
+# writable again. iperf3 3.12's server keeps a finished (``-n``) stream in its
+# select() write set until the client reports the end, so from its last
+# write to the end of the test it spins (one select() per ~30 µs). With the
+# kernel's default (no limit) it writes the whole autotuned send buffer early
+# and spins for the rest: measured on a 50 Mbit/s veth, a 3 MiB burst's last
+# write came at 349 of 500 ms and 1 668 selects followed; at 16 KiB the last
+# write came at 476 ms and 582 followed, at the same rate (docs/accuracy.md,
+# eighth session). The spin takes a core from the single-threaded userspace switch.
+NOTSENT_LOWAT_BYTES = 16384
 
-    Measured: the receiving client closes first, its ``(cport, server)`` socket
-    sits in TIME_WAIT for 60 s and the next burst fails with "unable to connect
-    stream: Address already in use" (iperf3 binds without SO_REUSEADDR).
-    ``tcp_max_tw_buckets`` is per network namespace, so this touches only the
-    emulated host, never the machine. Refused for the root namespace.
+
+def tune_host_tcp(host_pid: int | None) -> None:
+    """Per-namespace TCP settings for an emulated host; refused for the root namespace.
+
+    - ``tcp_max_tw_buckets = 0`` (no TIME_WAIT), so a pinned ``--cport`` can be
+      bound every iteration. Measured: the receiving client closes first, its
+      ``(cport, server)`` socket sits in TIME_WAIT for 60 s and the next burst
+      fails with "unable to connect stream: Address already in use" (iperf3
+      binds without SO_REUSEADDR).
+    - ``tcp_notsent_lowat``: :data:`NOTSENT_LOWAT_BYTES`.
+
+    Both are per network namespace, so this touches only the emulated host,
+    never the machine.
     """
     if host_pid is None:
-        raise ValueError("refusing to change TIME_WAIT handling in the root namespace")
-    subprocess.run(in_host(host_pid, ["sysctl", "-q", "-w", "net.ipv4.tcp_max_tw_buckets=0"]),
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=5)
+        raise ValueError("refusing to change TCP settings in the root namespace")
+    for setting in ("net.ipv4.tcp_max_tw_buckets=0", f"net.ipv4.tcp_notsent_lowat={NOTSENT_LOWAT_BYTES}"):
+        subprocess.run(in_host(host_pid, ["sysctl", "-q", "-w", setting]),
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=5)
 
 
 @dataclass

@@ -114,7 +114,7 @@ def burst_overhead(fabric, work: Path, n: int = 20, nbytes: int = 250_000) -> di
     cport = iperf.receiver_port(port)
     s = iperf.start_server(port, str(work / "burst.pid"), fabric.host(src).pid)
     fabric.track(s.pid, "iperf3:burst")
-    iperf.allow_port_reuse(fabric.host(dst).pid)
+    iperf.tune_host_tcp(fabric.host(dst).pid)
     results = []
     try:
         with Capture(SHARED_IF, str(work / "burst.pcap"), on_start=lambda pid: fabric.track(pid, "tcpdump")):

@@ -14,13 +14,14 @@ included) then takes ~85 % of ``comm_ms`` (measured by the solo runs below).
 """
 
 import os
+import subprocess
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from apps import jobrun
+from apps import iperf, jobrun
 from apps.capture import Capture
 from apps.dltjob import data_flows
 from scenarios import gatecheck
@@ -130,6 +131,19 @@ def overlap_ms(it, job, other):
 def test_solo_burst_fits_its_comm_time(solo):
     for name, j in JOBS.items():
         assert solo[name]["comm_ms"] < j["comm_ms"], solo
+
+
+def test_worker_hosts_get_their_tcp_settings_and_the_machine_keeps_its_own(fabric, solo):
+    """The job drivers set TIME_WAIT and unsent-bytes limits in each worker's namespace only."""
+    def read(host_pid, key):
+        argv = iperf.in_host(host_pid, ["sysctl", "-n", key])
+        return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=5).stdout.strip()
+
+    for host in sorted({h for j in JOBS.values() for h in j["hosts"]}):
+        pid = fabric.host(host).pid
+        assert read(pid, "net.ipv4.tcp_max_tw_buckets") == "0", host
+        assert read(pid, "net.ipv4.tcp_notsent_lowat") == str(iperf.NOTSENT_LOWAT_BYTES), host
+    assert read(None, "net.ipv4.tcp_notsent_lowat") != str(iperf.NOTSENT_LOWAT_BYTES)
 
 
 def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_path):
