@@ -76,15 +76,26 @@ class FluidJob:
 
 @dataclass(frozen=True)
 class Window:
-    """The gate's window for one job: ``[shift + k*period, shift + k*period + length)``."""
+    """The gate's window for one job: ``[shift + k*period, shift + k*period + length)``.
+
+    ``grace_ms``: a burst ready at most this long after a window's start still
+    takes that window, late (the job driver's launch lead and tolerance).
+    """
 
     shift_ms: float
     period_ms: float
     length_ms: float
+    grace_ms: float = 0.0
 
     def next_start(self, t_ms: float) -> float:
         k = math.ceil((t_ms - self.shift_ms) / self.period_ms - _EPS)
         return self.shift_ms + k * self.period_ms
+
+    def takes(self, t_ms: float) -> bool:
+        """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
+        k = math.floor((t_ms - self.shift_ms) / self.period_ms + _EPS)
+        since_start = t_ms - (self.shift_ms + k * self.period_ms)
+        return since_start <= max(self.grace_ms, 0.0) + 1e-6 and self.end_of_current(t_ms) is not None
 
     def end_of_current(self, t_ms: float) -> float | None:
         """End of the window containing ``t_ms``, or None outside every window."""
@@ -177,8 +188,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if w is None:
             state[i], next_t[i] = "send", math.inf
             return
-        at_start = w.end_of_current(now) is not None and abs(w.next_start(now) - now) < 1e-6
-        if waits(len(starts[i]) - 1) and not aligned[i] and not at_start:
+        if waits(len(starts[i]) - 1) and not aligned[i] and not w.takes(now):
             state[i], next_t[i] = "wait", w.next_start(now)
             return
         aligned[i] = True  # this burst has met its window start (or needs none)
@@ -255,7 +265,7 @@ def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draw
 
 def _burst_start(ready_ms: float, window: Window | None) -> float:
     """When a burst that is ready at ``ready_ms`` actually starts."""
-    if window is None or abs(window.next_start(ready_ms) - ready_ms) < 1e-6:
+    if window is None or window.takes(ready_ms):
         return ready_ms
     return window.next_start(ready_ms)
 
@@ -272,17 +282,23 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
 
 
 def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float],
-                   lead_ms: dict[str, float] | None = None) -> dict[str, Window] | None:
+                   late_ms: dict[str, float] | None = None,
+                   grace_ms: dict[str, float] | None = None) -> dict[str, Window] | None:
     """Each job's windows under ``pol`` (None if it never waits for one and enforces none).
 
-    ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid, moved by
-    ``lead_ms[job]`` (the run adds each burst's start-up time).
+    ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid. A run passes
+    what the wire does: ``late_ms[job]``, how long after the window opens a
+    waiting burst's data arrives (the window is that much shorter for it), and
+    ``grace_ms[job]`` (see :class:`Window`).
     """
     if not pol.realigns():
         return None
-    lead_ms = lead_ms or {}
-    return {j.name: Window(offsets_ms[j.name] + lead_ms.get(j.name, 0.0), j.period_ms, j.comm_ms)
-            for j in schedule.jobs}
+    late_ms, grace_ms = late_ms or {}, grace_ms or {}
+    out = {}
+    for j in schedule.jobs:
+        late = min(max(late_ms.get(j.name, 0.0), 0.0), 0.5 * j.comm_ms)
+        out[j.name] = Window(offsets_ms[j.name] + late, j.period_ms, j.comm_ms - late, grace_ms.get(j.name, 0.0))
+    return out
 
 
 def compare_policies(schedule: Schedule, policies: Sequence[str] = ("none", "shift", "gate", "random"),

@@ -5,7 +5,8 @@ import random
 import pytest
 
 from controller.schedule import JobTiming, compute_schedule
-from scenarios.fluid import FluidJob, Window, compare_policies, mean_iterations, simulate
+from controller.policies import get_policy
+from scenarios.fluid import FluidJob, Window, compare_policies, mean_iterations, policy_windows, simulate
 
 
 def test_two_equal_jobs_colliding_every_iteration_stretch_each_burst_to_twice():
@@ -130,3 +131,32 @@ def test_measured_solo_figures_can_be_fed_in():
     assert res["gate"].jobs["a"].mean_iteration_ms == pytest.approx(1000)
     assert res["gate"].jobs["b"].mean_iteration_ms == pytest.approx(1000)
     assert all(j.phase_error_ms == 0 for j in res["gate"].jobs.values())
+
+
+def test_a_burst_ready_within_the_grace_takes_its_window_late():
+    # window [0, 100) every 300 ms, 80 ms bursts, compute 225 ms: each burst ends at 80 and
+    # its job is ready at 305, 5 ms after the next window opened. Without grace it waits
+    # for the one after (600 ms per iteration); with 8 ms of grace (the driver's launch
+    # lead and tolerance) it goes at 305, ends at 385, is ready at 610: 10 ms late, past
+    # the grace, so it waits for 900. Iterations alternate 305 and 595 ms: 450 on average.
+    job = [FluidJob("a", 305, 80)]
+    strict = simulate(job, {"a": 0.0}, {"a": Window(0, 300, 100)}, iterations=6, warmup=0)
+    lenient = simulate(job, {"a": 0.0}, {"a": Window(0, 300, 100, grace_ms=8)}, iterations=6, warmup=0)
+    assert strict["a"].mean_iteration_ms == pytest.approx(600)
+    assert lenient["a"].mean_iteration_ms == pytest.approx(450)
+    # a late burst still ends with its window: 95 ms bursts, compute 225, 25 ms of grace.
+    # Ends at 95, ready 20 ms late at 320: the window closes at 400 with 15 ms left, which
+    # goes at 600 (ends 615); ready at 840, waits for 900, ends 995. (995 - 95) / 2 = 450.
+    late = simulate([FluidJob("a", 320, 95)], {"a": 0.0}, {"a": Window(0, 300, 100, grace_ms=25)},
+                    iterations=2, warmup=0)
+    assert late["a"].mean_iteration_ms == pytest.approx(450)
+
+
+def test_policy_windows_open_late_by_the_data_and_keep_their_close():
+    sched = compute_schedule([JobTiming("a", 300, 100), JobTiming("b", 600, 150)])
+    offsets = {"a": 0.0, "b": 100.0}
+    windows = policy_windows(get_policy("gate"), sched, offsets, late_ms={"a": 3.0, "b": 500.0},
+                             grace_ms={"a": 8.0})
+    assert windows["a"] == Window(3.0, 300, 97.0, 8.0)
+    assert windows["b"] == Window(175.0, 600, 75.0, 0.0)  # late at most half the window
+    assert policy_windows(get_policy("none"), sched, offsets) is None
