@@ -110,6 +110,9 @@ def _banners(results: Results) -> list[str]:
         if ratio is not None:
             facts.append(f"solo bursts reached {ratio * 100:.0f} % of the configured link rate "
                          f"(needs at least {SOLO_RATE_MIN * 100:.0f} %)")
+        if fidelity.get("unmeasured_jobs"):
+            facts.append(f"the solo bursts of {', '.join(fidelity['unmeasured_jobs'])} were too short to "
+                         "measure a rate")
         drops = fidelity.get("capture_drops")
         if drops:
             facts.append(f"the capture dropped {drops} packets")

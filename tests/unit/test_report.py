@@ -156,3 +156,14 @@ def test_shiftbed_report_json_prints_one_object_naming_what_it_drew(tmp_path):
     answer = json.loads(result.stdout)
     assert answer["report"] == str(folder / REPORT_FILE)
     assert [Path(p).name for p in answer["plots"]] == ALL_PLOTS
+
+
+def test_a_job_whose_solo_rate_could_not_be_measured_is_named_not_called_zero(tmp_path):
+    folder = write_example(tmp_path, fidelity_ok=False)
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["fidelity"].update(solo_rate_ratio=None, unmeasured_jobs=["beta"], advice="give it a longer comm_ms")
+    (folder / "summary.json").write_text(json.dumps(summary))
+    first_paragraph = Path(draw_report(folder)[-1]).read_text().split("\n\n")[1]
+    assert "FIDELITY LOST" in first_paragraph
+    assert "solo bursts of beta were too short to measure a rate" in first_paragraph
+    assert "0 %" not in first_paragraph and "give it a longer comm_ms" in first_paragraph

@@ -1,0 +1,23 @@
+"""What a run tells the user to change when fidelity is lost (scenarios.experiment.fidelity_advice)."""
+
+from scenarios.experiment import FIDELITY_MIN_RATIO, fidelity_advice
+
+SOLO = {"x": {"data_ms": 36.0, "startup_ms": 13.0}, "y": {"data_ms": 8.0, "startup_ms": 31.0}}
+
+
+def test_a_slow_link_is_advised_with_its_measured_share():
+    advice = fidelity_advice(SOLO, 100.0, 0.84, [], 0)
+    assert advice.startswith("solo bursts reached only 84% of the 100 Mbit/s link")
+    assert "too short" not in advice and "tcpdump" not in advice
+
+
+def test_bursts_too_short_to_measure_name_the_job_and_its_start_up():
+    advice = fidelity_advice(SOLO, 100.0, 0.97, ["y"], 0)
+    assert advice == ("the solo bursts of y were too short to measure a rate (y: 8 ms of data after 31 ms "
+                      "of process start-up); give those jobs a longer comm_ms")
+
+
+def test_every_cause_is_listed_and_none_is_invented():
+    advice = fidelity_advice(SOLO, 50.0, FIDELITY_MIN_RATIO - 0.01, ["y"], 7)
+    assert advice.count("; ") >= 3 and "tcpdump dropped 7 packets" in advice and "89%" in advice
+    assert fidelity_advice(SOLO, 50.0, None, [], 0) == "fidelity was not confirmed"
