@@ -4,9 +4,16 @@ import random
 
 import pytest
 
-from controller.schedule import JobTiming, compute_schedule
 from controller.policies import get_policy
-from scenarios.fluid import FluidJob, Window, compare_policies, mean_iterations, policy_windows, simulate
+from controller.schedule import JobTiming, compute_schedule
+from scenarios.fluid import (
+    FluidJob,
+    Window,
+    compare_policies,
+    mean_iterations,
+    policy_windows,
+    simulate,
+)
 
 
 def test_two_equal_jobs_colliding_every_iteration_stretch_each_burst_to_twice():
