@@ -117,8 +117,8 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
 # write to the end of the test it spins (one select() per ~30 µs). With the
 # kernel's default (no limit) it writes the whole autotuned send buffer early
 # and spins for the rest: measured on a 50 Mbit/s veth, a 3 MiB burst's last
-# write came at 349 of 500 ms and 1 668 selects followed; at 16 KiB the last
-# write came at 476 ms and 582 followed, at the same rate (docs/accuracy.md,
+# write came at 351 of 503 ms and 1 668 selects followed; at 16 KiB the last
+# write came at 476 of 506 ms and 582 followed, at the same rate (docs/accuracy.md,
 # eighth session). The spin takes a core from the single-threaded userspace switch.
 NOTSENT_LOWAT_BYTES = 16384
 
