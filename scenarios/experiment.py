@@ -712,7 +712,7 @@ class Experiment:
         # room for process start-up; a 10-packet burst's rate measures one scheduling pause
         # more than the fabric (docs/accuracy.md, eighth session). A job whose bursts carry
         # too few packets for a rate (analysis.burst_rates_mbps) is unmeasured, not "0 %".
-        rates = {name: s.get("nominal_sustained_mbps", s["sustained_mbps"]) for name, s in self.solo.items()}
+        rates = {name: s["nominal_sustained_mbps"] for name, s in self.solo.items()}
         unmeasured = sorted(name for name, mbps in rates.items() if not mbps)
         ratio = min((mbps / self.link_mbps for mbps in rates.values() if mbps), default=None)
         drops = self.link_checks.get("capture_drops", 0)

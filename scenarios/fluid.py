@@ -91,17 +91,18 @@ class Window:
         k = math.ceil((t_ms - self.shift_ms) / self.period_ms - _EPS)
         return self.shift_ms + k * self.period_ms
 
+    def last_start(self, t_ms: float) -> float:
+        """Start of the latest window that opened at or before ``t_ms``."""
+        k = math.floor((t_ms - self.shift_ms) / self.period_ms + _EPS)
+        return self.shift_ms + k * self.period_ms
+
     def takes(self, t_ms: float) -> bool:
         """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
-        k = math.floor((t_ms - self.shift_ms) / self.period_ms + _EPS)
-        since_start = t_ms - (self.shift_ms + k * self.period_ms)
-        return since_start <= max(self.grace_ms, 0.0) + 1e-6 and self.end_of_current(t_ms) is not None
+        return t_ms - self.last_start(t_ms) <= self.grace_ms + 1e-6 and self.end_of_current(t_ms) is not None
 
     def end_of_current(self, t_ms: float) -> float | None:
         """End of the window containing ``t_ms``, or None outside every window."""
-        k = math.floor((t_ms - self.shift_ms) / self.period_ms + _EPS)
-        start = self.shift_ms + k * self.period_ms
-        end = start + self.length_ms
+        end = self.last_start(t_ms) + self.length_ms
         return end if t_ms < end - _EPS else None
 
 
