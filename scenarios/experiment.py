@@ -41,7 +41,7 @@ from apps import iperf as iperf_app
 from controller.policies import get_policy
 from controller.schedule import compute_schedule
 from scenarios import analysis
-from scenarios.fluid import FluidJob, mean_iterations, policy_windows
+from scenarios.prediction import RunModel, knife_edge
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,6 @@ PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter t
 # networks share) is left out of the sustained rate; the whole-burst rate is
 # recorded beside it.
 SLOW_START_SHARE = 0.25
-MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of the link (FINs pass)
 # A burst's data should reach its leaf just after its window opened there, never
 # before: edges take effect 1-3 ms after their time (docs/gate.md), and data
@@ -613,49 +612,25 @@ class Experiment:
 
     # -- prediction and summary ------------------------------------------------
 
-    def predict(self, policy: str) -> dict[str, float]:
-        """Fluid model fed with the measured solo figures and the offsets the scheduler used.
-
-        A burst is its start-up overhead (not on the link) then its data (on
-        the link, shared max-min fairly; what a gated burst has queued behind
-        its gate still crosses the link when its window closes), so the model
-        is given the data time as ``comm_ms`` and the overhead as part of the
-        computation. Bursts that meet share the link's rate, not their solo
-        rate (``link_headroom``: a burst alone reached ``burst_mbps``). Each
-        burst's time on the link is drawn from the solo bursts measured
-        (``link_samples_ms``), and the prediction is the mean over
-        :data:`MODEL_DRAWS` runs: a gated burst that only just fits its window
-        fits in some iterations and loses a period in others.
-
-        Times are the data's: a burst's data starts its solo lead after the
-        launch. A job that waits for its window launches ``launch_lead_ms``
-        early, so its data reaches the open gate ``lead - launch_lead`` late;
-        and a burst ready less than ``launch_lead + WINDOW_TOLERANCE_MS`` after
-        its window opened still launches into it (``apps.dltjob``), late.
-        """
+    def model(self) -> RunModel:
+        """The fluid model of this run, fed with the measured solo figures (``scenarios/prediction.py``)."""
         from apps.dltjob import WINDOW_TOLERANCE_MS
 
-        pol = get_policy(policy)
-        jobs, offsets, late, grace = [], {}, {}, {}
-        for spec in self.specs:
-            solo = self.solo[spec.name]
-            headroom = max(1.0, self.link_mbps / solo["burst_mbps"]) if solo["burst_mbps"] > 0 else 1.0
-            longest_ms = 0.99 * solo["iteration_ms"]
-            samples = tuple(min(max(x, 0.01), longest_ms) for x in solo.get("link_samples_ms", ()))
-            jobs.append(FluidJob(spec.name, solo["iteration_ms"], min(solo["data_ms"], longest_ms), headroom,
-                                 samples))
-            launch_lead = self.launch_lead_ms.get(spec.name, 0.0)
-            late[spec.name] = max(0.0, solo["lead_ms"] - launch_lead)
-            grace[spec.name] = launch_lead + WINDOW_TOLERANCE_MS
-            first_lead = late[spec.name] if pol.waits_for_window(0) else solo["lead_ms"]
-            offsets[spec.name] = self.offsets[policy][spec.name] + first_lead
-        windows = policy_windows(pol, self.schedule, self.offsets[policy], late_ms=late, grace_ms=grace)
-        # The measurement skips only the first iteration (launch to first burst's end,
-        # analysis.job_means) and counts from the first burst's end on; so does the model.
-        iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
-        return mean_iterations(jobs, offsets, draws=MODEL_DRAWS, windows=windows, iterations=max(iterations, 5),
-                               warmup=0, waits=pol.waits_for_window, enforce=pol.enforces_windows,
-                               queue_ms=self.fabric.queue_ms)  # a held burst's queue drains past its gate
+        return RunModel(self.schedule, self.solo, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms,
+                        WINDOW_TOLERANCE_MS)
+
+    def model_iterations(self, policy: str) -> int:
+        """Iterations the model runs: as many as the measurement counts.
+
+        The measurement skips only the first iteration (launch to first burst's
+        end, analysis.job_means) and counts from the first burst's end on; so
+        does the model.
+        """
+        return max(m["iterations"] for m in self.measured[policy].values()) + 1
+
+    def predict(self, policy: str) -> dict[str, float]:
+        """Each job's predicted mean iteration time under ``policy``, from the offsets the scheduler used."""
+        return self.model().predict(policy, self.offsets[policy], self.model_iterations(policy))
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""
@@ -692,10 +667,13 @@ class Experiment:
         predictions = {}
         for policy, jobs in self.measured.items():
             predictions[policy] = self.predict(policy)
+            ranges = self.model().predict_range(policy, self.offsets[policy], self.model_iterations(policy))
             entry = {}
             for name, m in jobs.items():
                 predicted = predictions[policy][name]
                 entry[name] = {**m, "predicted_iteration_ms": predicted,
+                               "predicted_range_ms": list(ranges[name]),
+                               "knife_edge": knife_edge(predicted, ranges[name]),
                                "solo_iteration_ms": self.solo[name]["iteration_ms"],
                                "error_pct": analysis.percent_error(m["mean_iteration_ms"], predicted)}
             policies[policy] = {"jobs": entry, "epoch_s": self.epochs.get(policy)}

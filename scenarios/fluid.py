@@ -33,6 +33,10 @@ Assumptions (the emulator's measurements are compared against these):
   ``gate`` the offset is the schedule's shift. A re-aligning policy that does
   not enforce its windows (e.g. wait for the window every K-th iteration)
   runs free in between and its bursts are never paused.
+- A burst that starts while another job's burst is on the link may take
+  longer than alone: ``FluidJob.busy_start_ms`` more of the link (0 by
+  default). On the emulator its processes start and end slower while other
+  jobs' bursts load the CPU, and its flows start apart.
 - Jobs may be fed measured solo figures (``FluidJob``), real-valued; the
   gate's windows stay on the schedule's grid. With measured bursts
   (``comm_samples_ms``) and an ``rng``, each burst draws its length from them,
@@ -66,6 +70,7 @@ class FluidJob:
     comm_ms: float
     link_headroom: float = 1.0  # link rate / this job's solo burst rate (>= 1)
     comm_samples_ms: tuple[float, ...] = ()  # measured bursts, drawn from when simulate() gets an rng
+    busy_start_ms: float = 0.0  # a burst starting while another job's is on the link takes this much longer
 
     def burst_ms(self, rng: random.Random | None) -> float:
         """The next burst's length alone on the link: a measured one at random, or ``comm_ms``."""
@@ -163,6 +168,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     for j in jobs:
         if not 0 < j.comm_ms < j.period_ms:
             raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
+        if not j.busy_start_ms >= 0.0:
+            raise ValueError(f"{j.name}: busy_start_ms must be >= 0, got {j.busy_start_ms}")
         if not j.link_headroom >= 1.0:
             raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
         if any(not 0 < c < j.period_ms for c in j.comm_samples_ms):
@@ -175,6 +182,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     gate = [windows.get(j.name) for j in jobs]
     remaining = [0.0] * n  # solo-ms of burst left
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
+    on_link = [False] * n  # the current burst has gone once (a later window resumes it)
     state = ["compute"] * n  # compute | wait | send | drain (window closed, queue still going out)
     next_t = [offsets_ms[j.name] for j in jobs]  # compute end / window start / window end
     starts: list[list[float]] = [[] for _ in jobs]
@@ -183,10 +191,17 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     target = warmup + iterations + 1
     t = min(next_t)
 
+    def go(i: int) -> None:
+        """Job i's burst is on the link; the first time, longer if another job's burst is on it."""
+        if not on_link[i] and any(state[k] in ("send", "drain") for k in range(n) if k != i):
+            remaining[i] += jobs[i].busy_start_ms
+        on_link[i] = True
+
     def begin(i: int, now: float) -> None:
         """Job i's burst goes now, or waits for its next window start (re-aligned or gated)."""
         w = gate[i]
         if w is None:
+            go(i)
             state[i], next_t[i] = "send", math.inf
             return
         if waits(len(starts[i]) - 1) and not aligned[i] and not w.takes(now):
@@ -197,6 +212,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if end is None:  # enforced and outside every window
             state[i], next_t[i] = "wait", w.next_start(now)
         else:
+            go(i)
             state[i], next_t[i] = "send", end
 
     max_events = 1000 * n * target  # a bound far above any real run: a guard, not a limit
@@ -228,7 +244,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
                 remaining[i] = jobs[i].burst_ms(rng)
                 starts[i].append(t)
-                aligned[i] = False
+                aligned[i] = on_link[i] = False
                 begin(i, t)
             elif state[i] in ("wait", "drain") and next_t[i] <= t + _EPS:
                 begin(i, next_t[i])

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, Patch, Wedge
 
+from scenarios.prediction import BUSY_START_MS
 from scenarios.results import BANDWIDTH_BIN_S, Results, ScheduleRecord, atomic_write_bytes
 
 POLICY_ORDER = ("none", "shift", "gate", "random")
@@ -272,6 +273,10 @@ def draw_prediction(results: Results, path: Path) -> Path:
             if entry.predicted_iteration_ms is not None:
                 ax.bar(i - bar_w / 2, entry.predicted_iteration_ms, bar_w, facecolor="white",
                        edgecolor=colors[job], hatch="///", linewidth=1.2)
+            if entry.predicted_range_ms is not None:  # scenarios/prediction.py: predict_range
+                low, high = entry.predicted_range_ms
+                ax.plot([i - bar_w / 2] * 2, [low, high], color="black", linewidth=1.5 if entry.knife_edge else 0.8)
+                heights.append(high)
             if entry.mean_iteration_ms is not None:
                 ax.bar(i + bar_w / 2, entry.mean_iteration_ms, bar_w, color=colors[job])
             label = "n/a" if entry.error_pct is None else f"{entry.error_pct:+.1f} %"
@@ -283,11 +288,14 @@ def draw_prediction(results: Results, path: Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("mean iteration time (ms)")
     top = max((h for p in policies for e in summary.policies[p].jobs.values()
-               for h in (e.predicted_iteration_ms, e.mean_iteration_ms) if h), default=1)
+               for h in (e.predicted_iteration_ms, e.mean_iteration_ms, *(e.predicted_range_ms or ())) if h),
+              default=1)
     axes[0].set_ylim(0, top * 1.15)
     handles = [Patch(facecolor="white", edgecolor="0.3", hatch="///", label="predicted (fluid model)"),
+               Line2D([], [], color="black",
+                      label=f"model range, busy starts costing 0-{2 * BUSY_START_MS:g} ms (thick: knife edge)"),
                Patch(facecolor="0.4", label="measured")]
-    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False)
     fig.suptitle(f"{title}\nlabel = error = (measured − predicted) / predicted", fontsize=12)
     return _save(fig, path)
 

@@ -29,7 +29,8 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
                                            capture_vs_portstats_util_err_pct, ...},
                              policies: {<policy>: {throughput_change_vs_none_pct, epoch_s?,
                                  jobs: {<job>: {iterations, mean_iteration_ms,
-                                     predicted_iteration_ms, solo_iteration_ms, error_pct}}}}}
+                                     predicted_iteration_ms, predicted_range_ms?, knife_edge?,
+                                     solo_iteration_ms, error_pct}}}}}
         plots/*.png, report.md                   drawn by ``shiftbed report``
 
 Tables may carry extra columns after the schema's. ``error_pct`` is
@@ -424,6 +425,8 @@ class JobResult:
     burst_lead_ms: float | None = None  # median launch -> first data packet on the link (older runs: None)
     burst_all_flows_ms: float | None = None  # median launch -> first data packet of the last flow to start
     burst_data_ms: float | None = None  # median first -> last data packet
+    predicted_range_ms: tuple[float, float] | None = None  # the model with slower start-ups (older runs: None)
+    knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/prediction.py)
 
 
 @dataclass(frozen=True)
@@ -526,6 +529,8 @@ def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
                 burst_lead_ms=_number(j.get("burst_lead_ms")),
                 burst_all_flows_ms=_number(j.get("burst_all_flows_ms")),
                 burst_data_ms=_number(j.get("burst_data_ms")),
+                predicted_range_ms=_range(j.get("predicted_range_ms")),
+                knife_edge=j.get("knife_edge") if isinstance(j.get("knife_edge"), bool) else None,
             )
         policies[str(policy)] = PolicyResult(
             throughput_change_vs_none_pct=_number(entry.get("throughput_change_vs_none_pct")),
@@ -533,6 +538,15 @@ def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
             epoch_s=_number(entry.get("epoch_s")),
         )
     return policies
+
+
+def _range(value: Any) -> tuple[float, float] | None:
+    """A ``[low, high]`` pair of numbers, else None."""
+    if isinstance(value, list | tuple) and len(value) == 2:
+        low, high = _number(value[0]), _number(value[1])
+        if low is not None and high is not None:
+            return low, high
+    return None
 
 
 def _parse_schedule(path: Path, data: Any) -> ScheduleRecord:

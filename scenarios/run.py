@@ -185,7 +185,9 @@ def _print_table(summary: dict, results_dir: Path) -> None:
             err = j.get("error_pct")
             print(f"{policy:<8} {job:<10} {j['iterations']:>5} {j['mean_iteration_ms']:>12.1f} "
                   f"{j['predicted_iteration_ms']:>13.1f} {err:>+6.1f}% "
-                  + (f"{change:>+7.1f}%" if change is not None else ""))
+                  + (f"{change:>+7.1f}%" if change is not None else " " * 8)
+                  + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j["predicted_range_ms"])
+                     if j.get("knife_edge") else ""))
     if not summary["fidelity_ok"]:
         print(f"FIDELITY LOST: {summary['fidelity'].get('advice')}")
     print(f"report: {results_dir / 'report.md'}")

@@ -167,3 +167,26 @@ def test_policy_windows_open_late_by_the_data_and_keep_their_close():
     assert windows["a"] == Window(3.0, 300, 97.0, 8.0)
     assert windows["b"] == Window(175.0, 600, 75.0, 0.0)  # late at most half the window
     assert policy_windows(get_policy("none"), sched, offsets) is None
+
+
+def test_a_burst_that_starts_while_another_is_on_the_link_takes_busy_start_ms_more():
+    # a bursts at 0 on an idle link; b at 20, while a's burst is on it: b takes 40 + 10 ms.
+    # Half speed each from 20: a (20 left) ends at 60; b has 30 left, alone: ends at 90.
+    # a's next burst at 120 on an idle link; b's at 150, while a's is on it (a has 10 left):
+    # a ends at 170, b (50 ms, 10 of them by 170) at 210. a: 60 -> 170, b: 90 -> 210.
+    jobs = [FluidJob("a", 100, 40, busy_start_ms=10), FluidJob("b", 100, 40, busy_start_ms=10)]
+    busy = simulate(jobs, {"a": 0.0, "b": 20.0}, iterations=1, warmup=0)
+    assert busy["a"].mean_iteration_ms == pytest.approx(110)
+    assert busy["b"].mean_iteration_ms == pytest.approx(120)
+    # without it: a ends at 60 and 180 (b joins its second burst at 140 with 20 left)
+    free = simulate([FluidJob("a", 100, 40), FluidJob("b", 100, 40)], {"a": 0.0, "b": 20.0},
+                    iterations=1, warmup=0)
+    assert free["a"].mean_iteration_ms == pytest.approx(120)
+    with pytest.raises(ValueError, match="busy_start_ms"):
+        simulate([FluidJob("a", 100, 40, busy_start_ms=-1)], {"a": 0.0})
+
+
+def test_a_burst_that_starts_on_an_idle_link_takes_its_solo_length():
+    # one job alone never meets another burst: busy_start_ms changes nothing
+    out = simulate([FluidJob("a", 100, 40, busy_start_ms=25)], {"a": 0.0}, iterations=5)
+    assert out["a"].mean_iteration_ms == pytest.approx(100)

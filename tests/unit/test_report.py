@@ -115,6 +115,26 @@ def test_bursts_on_the_wire_are_tabled_beside_the_solo_bursts(drawn):
     assert "later than alone" not in report  # every pair is within the goal
 
 
+def test_a_knife_edge_is_marked_in_the_table_and_named_under_it(drawn):
+    report = drawn[-1].read_text()
+    assert "| gate | b | 28 | 202.0 | 200.0 | **200.0–260.0** (knife edge) | 200.0 | +1.0 % |" in report
+    assert "| gate | a | 58 | 101.0 | 100.0 | 100.0–102.0 | 100.0 | +1.0 % |" in report
+    assert "On a knife edge: `b` under `gate` (200.0–260.0 ms, measured 202.0)." in report
+    assert "mean |error| 1.8 %; 1 on a knife edge" in report  # the verdict in the summary at the top
+
+
+def test_a_folder_from_before_model_ranges_is_drawn_with_n_a(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "old")
+    summary = json.loads((folder / "summary.json").read_text())
+    for entry in summary["policies"].values():
+        for job in entry["jobs"].values():
+            del job["predicted_range_ms"], job["knife_edge"]
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "| gate | b | 28 | 202.0 | 200.0 | n/a | 200.0 | +1.0 % |" in report
+    assert "(knife edge)" not in report and "On a knife edge" not in report
+
+
 def test_a_miss_with_late_starting_flows_says_so(tmp_path):
     folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "late")
     summary = json.loads((folder / "summary.json").read_text())

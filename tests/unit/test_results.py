@@ -14,6 +14,7 @@ from results_example import (
     LINK_MBPS,
     MEASURED_MS,
     PREDICTED_MS,
+    PREDICTED_RANGE_MS,
     SCENARIO,
     error_pct,
     write_example,
@@ -48,6 +49,8 @@ def test_loader_round_trips_what_the_writer_wrote(tmp_path):
     assert gate.jobs["b"].mean_iteration_ms == MEASURED_MS["gate"]["b"]
     assert gate.jobs["b"].predicted_iteration_ms == PREDICTED_MS["gate"]["b"]
     assert gate.jobs["b"].error_pct == pytest.approx(error_pct("gate", "b"))
+    assert gate.jobs["b"].predicted_range_ms == PREDICTED_RANGE_MS["gate"]["b"]
+    assert gate.jobs["b"].knife_edge is True and gate.jobs["a"].knife_edge is False
 
     schedule = results.schedule
     assert [j.name for j in schedule.jobs] == list(JOBS)

@@ -1,0 +1,108 @@
+"""A run's prediction: the fluid model fed with what calibration measured, and how far to trust it.
+
+:class:`RunModel` holds a run's solo figures and turns them into the fluid
+model's jobs and windows (``scenarios/fluid.py``); ``shiftbed run`` asks it
+for every policy's mean iteration times after the policies have run.
+
+A burst is its start-up overhead (not on the link) then its data (on the link,
+shared max-min fairly; what a gated burst has queued behind its gate still
+crosses the link when its window closes), so the model is given the data time
+as the burst and the overhead as part of the computation. Bursts that meet
+share the link's rate, not their solo rate (``link_headroom``: a burst alone
+reached ``burst_mbps``). Each burst's time on the link is drawn from the solo
+bursts measured (``link_samples_ms``), and the prediction is the mean over
+:data:`MODEL_DRAWS` runs: a gated burst that only just fits its window fits in
+some iterations and loses a period in others.
+
+Times are the data's: a burst's data starts its solo lead after the launch. A
+job that waits for its window launches ``launch_lead`` early, so its data
+reaches the open gate ``lead - launch_lead`` late; and a burst ready less than
+``launch_lead + WINDOW_TOLERANCE_MS`` after its window opened still launches
+into it (``apps.dltjob``), late.
+
+**Busy starts.** The solo bursts are measured alone. On this emulator a
+burst that starts while another job's burst is on the link takes longer: its
+processes start (and end) slower while the other job's bursts load the
+machine's two cores, and its flows start apart. Its first data packet came
+4-6 ms later than alone under every policy (median of such bursts per job,
+docs/accuracy.md, ninth session); the model gives such a burst
+:data:`BUSY_START_MS` more of the link (``FluidJob.busy_start_ms``).
+
+**Knife edges.** Most predictions hardly move with that figure; but where a
+gated job's burst ends within a few ms of the moment that decides whether it
+makes its next window, a few ms decide between one period and two, and one
+run lands anywhere between. :meth:`RunModel.predict_range` re-runs the model
+with busy starts costing 0 to twice :data:`BUSY_START_MS`; a pair whose
+prediction moves by more than :data:`KNIFE_EDGE_SHARE` of itself is on a knife
+edge, and the report says so beside its error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.policies import get_policy
+from controller.schedule import Schedule
+from scenarios.fluid import FluidJob, mean_iterations, policy_windows
+
+MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
+# What a burst that starts while another job's is on the link costs beyond its
+# solo length: its first data packet came 4-6 ms later than alone (medians per job
+# under none, shift and random; its last flow up to 7.8 ms later under gate).
+BUSY_START_MS = 5.0
+RANGE_STEPS = 3  # the range: busy starts costing 0, 1 and 2 x BUSY_START_MS
+KNIFE_EDGE_SHARE = 0.10  # a prediction that moves by more than this share of itself is on a knife edge
+
+
+@dataclass(frozen=True)
+class RunModel:
+    """The fluid model of one run: the schedule, each job's solo figures, the drivers' launch leads.
+
+    ``solo[job]`` needs ``iteration_ms``, ``data_ms``, ``lead_ms`` (launch ->
+    first data packet), ``burst_mbps`` and optionally ``link_samples_ms``.
+    """
+
+    schedule: Schedule
+    solo: dict[str, dict]
+    launch_lead_ms: dict[str, float]
+    link_mbps: float
+    queue_ms: float
+    window_tolerance_ms: float
+
+    def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,
+                busy_start_ms: float = BUSY_START_MS) -> dict[str, float]:
+        """Each job's mean iteration time (ms) under ``policy``, its bursts starting at ``offsets_ms``.
+
+        ``busy_start_ms``: what a burst that starts while another job's burst
+        is on the link costs beyond its solo length (``FluidJob.busy_start_ms``).
+        """
+        pol = get_policy(policy)
+        jobs, offsets, late, grace = [], {}, {}, {}
+        for job in self.schedule.jobs:
+            solo = self.solo[job.name]
+            headroom = max(1.0, self.link_mbps / solo["burst_mbps"]) if solo["burst_mbps"] > 0 else 1.0
+            longest_ms = 0.99 * solo["iteration_ms"]
+            samples = tuple(min(max(x, 0.01), longest_ms) for x in solo.get("link_samples_ms", ()))
+            jobs.append(FluidJob(job.name, solo["iteration_ms"], min(solo["data_ms"], longest_ms), headroom,
+                                 samples, busy_start_ms=busy_start_ms))
+            launch_lead = self.launch_lead_ms.get(job.name, 0.0)
+            late[job.name] = max(0.0, solo["lead_ms"] - launch_lead)
+            grace[job.name] = launch_lead + self.window_tolerance_ms
+            first_lead = late[job.name] if pol.waits_for_window(0) else solo["lead_ms"]
+            offsets[job.name] = offsets_ms[job.name] + first_lead
+        windows = policy_windows(pol, self.schedule, offsets_ms, late_ms=late, grace_ms=grace)
+        return mean_iterations(jobs, offsets, draws=MODEL_DRAWS, windows=windows, iterations=max(iterations, 5),
+                               warmup=0, waits=pol.waits_for_window, enforce=pol.enforces_windows,
+                               queue_ms=self.queue_ms)  # a held burst's queue drains past its gate
+
+    def predict_range(self, policy: str, offsets_ms: dict[str, float],
+                      iterations: int) -> dict[str, tuple[float, float]]:
+        """Each job's (lowest, highest) prediction with busy starts costing 0 to 2 x :data:`BUSY_START_MS`."""
+        runs = [self.predict(policy, offsets_ms, iterations, BUSY_START_MS * k) for k in range(RANGE_STEPS)]
+        return {j.name: (min(r[j.name] for r in runs), max(r[j.name] for r in runs)) for j in self.schedule.jobs}
+
+
+def knife_edge(predicted_ms: float, range_ms: tuple[float, float]) -> bool:
+    """Does a few ms more or less per busy start move this prediction by more than :data:`KNIFE_EDGE_SHARE`?"""
+    low, high = range_ms
+    return high - low > KNIFE_EDGE_SHARE * predicted_ms

@@ -1,0 +1,57 @@
+"""A run's prediction from solo figures, and its knife edges (scenarios/prediction.py)."""
+
+import pytest
+
+from controller.schedule import JobTiming, compute_schedule
+from scenarios.prediction import KNIFE_EDGE_SHARE, RunModel, knife_edge
+
+
+def _solo(iteration_ms, data_ms, lead_ms=5.0, mbps=50.0):
+    return {"iteration_ms": iteration_ms, "data_ms": data_ms, "lead_ms": lead_ms, "burst_mbps": mbps}
+
+
+def _model(schedule, solo):
+    return RunModel(schedule, solo, {n: s["lead_ms"] - 3.0 for n, s in solo.items()}, link_mbps=50.0,
+                    queue_ms=0.0, window_tolerance_ms=2.0)
+
+
+def test_knife_edge_is_a_range_wider_than_a_tenth_of_the_prediction():
+    assert KNIFE_EDGE_SHARE == 0.10
+    assert knife_edge(400.0, (400.0, 441.0))
+    assert not knife_edge(400.0, (400.0, 439.0))
+    assert not knife_edge(400.0, (400.0, 400.0))
+
+
+def test_gated_jobs_whose_bursts_never_meet_have_no_range():
+    # feasible: 100 + 100 <= gcd 400; at the schedule's shifts no burst starts while another is on
+    # the link, so slower busy start-ups change nothing
+    schedule = compute_schedule([JobTiming("a", 400, 100), JobTiming("b", 800, 100)])
+    model = _model(schedule, {"a": _solo(384, 60), "b": _solo(768, 60)})
+    offsets = dict(schedule.shifts_ms)
+    predicted = model.predict("gate", offsets, iterations=12)
+    ranges = model.predict_range("gate", offsets, iterations=12)
+    # each job makes every window: its period
+    assert predicted == pytest.approx({"a": 400, "b": 800})
+    for job in ("a", "b"):
+        assert ranges[job] == pytest.approx((predicted[job], predicted[job]))
+        assert not knife_edge(predicted[job], ranges[job])
+
+
+def test_a_gated_job_whose_burst_only_just_makes_its_next_window_is_on_a_knife_edge():
+    # Both jobs: period 100, window 50; a's opens at 0, b's at 25. Launched 2 ms early with a
+    # 5-ms lead, data reaches the gate 3 ms late: a's at 3, b's at 28, while a's is on the link.
+    # Busy starts costing nothing: a alone 3-28 (25 of 30 ms), half speed to 38; b (5 ms by 38)
+    # alone to 63, ready again 68.5 later at 131.5, within its next window's 4-ms grace
+    # (128 + 4): b makes every window. Costing 5 or 10 ms more, b ends 5 or 10 ms later and
+    # misses every next window by 3.5 ms or more: every other window.
+    schedule = compute_schedule([JobTiming("a", 100, 50), JobTiming("b", 100, 50)])
+    model = _model(schedule, {"a": _solo(90, 30), "b": _solo(98.5, 30)})
+    offsets = {"a": 0.0, "b": 25.0}
+    ranges = model.predict_range("gate", offsets, iterations=12)
+    assert ranges["b"] == pytest.approx((100, 200), rel=0.01)
+    predicted = model.predict("gate", offsets, iterations=12)
+    assert predicted["b"] == pytest.approx(200, rel=0.01)  # the prediction takes 5 ms per busy start
+    assert knife_edge(predicted["b"], ranges["b"])
+    # a, ready at 98 (90 - 30 + 38) before its window (103), makes every window whatever b costs
+    assert ranges["a"] == pytest.approx((100, 100), rel=0.01)
+    assert not knife_edge(predicted["a"], ranges["a"])
