@@ -263,6 +263,7 @@ class Experiment:
         self.gaps: list[dict] = []  # policies whose measurement a worker fault cut short
         self.link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
         self.launch_lead_ms: dict[str, float] = {}  # per job: launch this early so its data meets its offset
+        self.solo_runs: dict[str, int] = {}  # per job: solo runs so far (each has its own raw folder)
 
     # -- the whole run ---------------------------------------------------------
 
@@ -394,7 +395,10 @@ class Experiment:
         """One job alone for ``iterations`` iterations: its solo figures (ms) and burst rate (Mbit/s)."""
         from apps.dltjob import JobPlan
 
-        run_dir = self._work_dir("solo", spec.name, f"{spec.fill:.3f}")
+        # One folder per solo run: two runs of a job at the same fill once shared one, their
+        # rows were read as one run's, and the model got 2.8-s iterations for a 300-ms job.
+        self.solo_runs[spec.name] = self.solo_runs.get(spec.name, 0) + 1
+        run_dir = self._work_dir("solo", spec.name, str(self.solo_runs[spec.name]), f"{spec.fill:.3f}")
         plan = JobPlan("none", time.time() + START_IN_S, 0.0, spec.period_ms, spec.comm_ms)
         rows, packets, labels, _ = self._drive(fabric, [spec], run_dir, f"solo {spec.name}",
                                                plans={spec.name: plan}, iterations=iterations)
@@ -606,8 +610,10 @@ class Experiment:
         self.link_checks.setdefault("bytes", {})[policy] = {"captured": captured, "reported": reported}
 
     def _work_dir(self, *parts) -> str:
+        """A new folder under raw/ for one run of the drivers (their CSVs append: never reuse one)."""
         path = self.writer.partial_dir / "raw" / "-".join(parts)
-        path.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir()
         return str(path)
 
     # -- prediction and summary ------------------------------------------------
