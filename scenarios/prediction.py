@@ -24,9 +24,9 @@ into it (``apps.dltjob``), late.
 burst that starts while another job's burst is on the link takes longer: its
 processes start (and end) slower while the other job's bursts load the
 machine's two cores, and its flows start apart. Its first data packet came
-4-6 ms later than alone under every policy (median of such bursts per job,
-docs/accuracy.md, ninth session); the model gives such a burst
-:data:`BUSY_START_MS` more of the link (``FluidJob.busy_start_ms``).
+2-6 ms later than alone under every policy (medians of such bursts per job
+and policy, 5 ms over all; docs/accuracy.md, ninth session); the model gives
+such a burst :data:`BUSY_START_MS` more of the link (``FluidJob.busy_start_ms``).
 
 **Knife edges.** Most predictions hardly move with that figure; but where a
 gated job's burst ends within a few ms of the moment that decides whether it
@@ -47,8 +47,8 @@ from scenarios.fluid import FluidJob, mean_iterations, policy_windows
 
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its
-# solo length: its first data packet came 4-6 ms later than alone (medians per job
-# under none, shift and random; its last flow up to 7.8 ms later under gate).
+# solo length: its first data packet came 2-6 ms later than alone (medians per job
+# and policy, 5.1 over all; its last flow up to 7.8 ms later under gate).
 BUSY_START_MS = 5.0
 RANGE_STEPS = 3  # the range: busy starts costing 0, 1 and 2 x BUSY_START_MS
 KNIFE_EDGE_SHARE = 0.10  # a prediction that moves by more than this share of itself is on a knife edge
