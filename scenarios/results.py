@@ -425,7 +425,7 @@ class JobResult:
     burst_lead_ms: float | None = None  # median launch -> first data packet on the link (older runs: None)
     burst_all_flows_ms: float | None = None  # median launch -> first data packet of the last flow to start
     burst_data_ms: float | None = None  # median first -> last data packet
-    predicted_range_ms: tuple[float, float] | None = None  # the model with slower start-ups (older runs: None)
+    predicted_range_ms: tuple[float, float] | None = None  # the model with busy starts costing 0-10 ms (older runs: None)
     knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/prediction.py)
 
 
