@@ -114,6 +114,8 @@ def _banners(results: Results) -> list[str]:
         if fidelity.get("unmeasured_jobs"):
             facts.append(f"the solo bursts of {', '.join(fidelity['unmeasured_jobs'])} were too short to "
                          "measure a rate")
+        if fidelity.get("overrun_jobs"):
+            facts.append(f"alone, {', '.join(fidelity['overrun_jobs'])} could not keep their periods")
         drops = fidelity.get("capture_drops")
         if drops:
             facts.append(f"the capture dropped {drops} packets")

@@ -1,6 +1,11 @@
 """What a run tells the user to change when fidelity is lost (scenarios.experiment.fidelity_advice)."""
 
-from scenarios.experiment import FIDELITY_MIN_RATIO, fidelity_advice
+from scenarios.experiment import (
+    FIDELITY_MIN_RATIO,
+    SOLO_OVERRUN_SHARE,
+    fidelity_advice,
+    overrun_jobs,
+)
 
 SOLO = {"x": {"data_ms": 36.0, "startup_ms": 13.0}, "y": {"data_ms": 8.0, "startup_ms": 31.0}}
 
@@ -22,3 +27,15 @@ def test_every_cause_is_listed_and_none_is_invented():
     assert "solo bursts of y were too short" in advice and "reached only 89%" in advice
     assert "tcpdump dropped 7 packets" in advice
     assert fidelity_advice(SOLO, 50.0, None, [], 0) == "fidelity was not confirmed"
+
+
+def test_a_job_that_cannot_keep_its_period_alone_is_named_with_its_times():
+    solo = {"x": {"iteration_ms": 288.0}, "y": {"iteration_ms": 2766.0}, "z": {"iteration_ms": 374.0}}
+    periods = {"x": 300.0, "y": 300.0, "z": 300.0}
+    # calibration makes a solo iteration ~4 % shorter than the period; over 25 % longer is an overrun
+    assert SOLO_OVERRUN_SHARE == 0.25
+    assert overrun_jobs(solo, periods) == ["y"]
+    assert overrun_jobs({"z": {"iteration_ms": 376.0}}, {"z": 300.0}) == ["z"]
+    advice = fidelity_advice(SOLO | solo, 50.0, 0.97, [], 0, {"y": 300.0})
+    assert advice == ("alone, y could not keep their periods (y: 2766 ms per iteration for a 300-ms period); "
+                      "give them a longer comm_ms or period, or look in raw/ for a burst that stalled")

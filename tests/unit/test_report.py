@@ -84,6 +84,18 @@ def test_lost_fidelity_is_the_first_thing_the_report_says(tmp_path):
     assert "jumbo frames" in report and "lower the link rate" in report and "fewer" in report
 
 
+def test_a_job_that_could_not_keep_its_period_alone_is_in_the_fidelity_warning(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "overrun")
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["fidelity_ok"] = False
+    summary["fidelity"].update(overrun_jobs=["b"], advice="alone, b could not keep their periods (...)")
+    (folder / "summary.json").write_text(json.dumps(summary))
+    first_paragraph = Path(draw_report(folder)[-1]).read_text().split("\n\n")[1]
+    assert "FIDELITY LOST" in first_paragraph
+    assert "Solo bursts at the scenario's size reached 97 %" in first_paragraph
+    assert "alone, b could not keep their periods." in first_paragraph
+
+
 def test_an_incomplete_run_is_reported_first_and_still_drawn(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         with ResultsWriter(tmp_path, "demo") as writer:
