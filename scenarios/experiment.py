@@ -636,25 +636,20 @@ class Experiment:
 
     # -- prediction and summary ------------------------------------------------
 
-    def model(self) -> RunModel:
-        """The fluid model of this run, fed with the measured solo figures (``scenarios/prediction.py``)."""
+    def predict(self, policy: str) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+        """Each job's predicted mean iteration time under ``policy`` and its range (``scenarios/prediction.py``).
+
+        The fluid model is fed with the measured solo figures and the offsets
+        the scheduler used. It counts as many iterations as the measurement:
+        that skips only the first (launch to first burst's end,
+        analysis.job_means) and counts from the first burst's end on.
+        """
         from apps.dltjob import WINDOW_TOLERANCE_MS
 
-        return RunModel(self.schedule, self.solo, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms,
-                        WINDOW_TOLERANCE_MS)
-
-    def model_iterations(self, policy: str) -> int:
-        """Iterations the model runs: as many as the measurement counts.
-
-        The measurement skips only the first iteration (launch to first burst's
-        end, analysis.job_means) and counts from the first burst's end on; so
-        does the model.
-        """
-        return max(m["iterations"] for m in self.measured[policy].values()) + 1
-
-    def predict(self, policy: str) -> dict[str, float]:
-        """Each job's predicted mean iteration time under ``policy``, from the offsets the scheduler used."""
-        return self.model().predict(policy, self.offsets[policy], self.model_iterations(policy))
+        model = RunModel(self.schedule, self.solo, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms,
+                         WINDOW_TOLERANCE_MS)
+        iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
+        return model.predict_with_range(policy, self.offsets[policy], iterations)
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""
@@ -690,8 +685,7 @@ class Experiment:
         policies = {}
         predictions = {}
         for policy, jobs in self.measured.items():
-            predictions[policy] = self.predict(policy)
-            ranges = self.model().predict_range(policy, self.offsets[policy], self.model_iterations(policy))
+            predictions[policy], ranges = self.predict(policy)
             entry = {}
             for name, m in jobs.items():
                 predicted = predictions[policy][name]

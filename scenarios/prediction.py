@@ -31,8 +31,8 @@ such a burst :data:`BUSY_START_MS` more of the link (``FluidJob.busy_start_ms``)
 **Knife edges.** Most predictions hardly move with that figure; but where a
 gated job's burst ends within a few ms of the moment that decides whether it
 makes its next window, a few ms decide between one period and two, and one
-run lands anywhere between. :meth:`RunModel.predict_range` re-runs the model
-with busy starts costing 0 to twice :data:`BUSY_START_MS`; a pair whose
+run lands anywhere between. :meth:`RunModel.predict_with_range` also runs the
+model with busy starts costing 0 and twice :data:`BUSY_START_MS`; a pair whose
 prediction moves by more than :data:`KNIFE_EDGE_SHARE` of itself is on a knife
 edge, and the report says so beside its error.
 """
@@ -50,7 +50,6 @@ MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time draw
 # solo length: its first data packet came 2-6 ms later than alone (medians per job
 # and policy, 5.1 over all; its last flow up to 7.8 ms later under gate).
 BUSY_START_MS = 5.0
-RANGE_STEPS = 3  # the range: busy starts costing 0, 1 and 2 x BUSY_START_MS
 KNIFE_EDGE_SHARE = 0.10  # a prediction that moves by more than this share of itself is on a knife edge
 
 
@@ -95,11 +94,14 @@ class RunModel:
                                warmup=0, waits=pol.waits_for_window, enforce=pol.enforces_windows,
                                queue_ms=self.queue_ms)  # a held burst's queue drains past its gate
 
-    def predict_range(self, policy: str, offsets_ms: dict[str, float],
-                      iterations: int) -> dict[str, tuple[float, float]]:
-        """Each job's (lowest, highest) prediction with busy starts costing 0 to 2 x :data:`BUSY_START_MS`."""
-        runs = [self.predict(policy, offsets_ms, iterations, BUSY_START_MS * k) for k in range(RANGE_STEPS)]
-        return {j.name: (min(r[j.name] for r in runs), max(r[j.name] for r in runs)) for j in self.schedule.jobs}
+    def predict_with_range(self, policy: str, offsets_ms: dict[str, float],
+                           iterations: int) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+        """:meth:`predict`, and each job's (lowest, highest) prediction with busy starts costing 0,
+        :data:`BUSY_START_MS` (the prediction) and twice that."""
+        predicted = self.predict(policy, offsets_ms, iterations)
+        runs = [predicted, *(self.predict(policy, offsets_ms, iterations, cost) for cost in (0.0, 2 * BUSY_START_MS))]
+        return predicted, {j.name: (min(r[j.name] for r in runs), max(r[j.name] for r in runs))
+                           for j in self.schedule.jobs}
 
 
 def knife_edge(predicted_ms: float, range_ms: tuple[float, float]) -> bool:

@@ -28,8 +28,7 @@ def test_gated_jobs_whose_bursts_never_meet_have_no_range():
     schedule = compute_schedule([JobTiming("a", 400, 100), JobTiming("b", 800, 100)])
     model = _model(schedule, {"a": _solo(384, 60), "b": _solo(768, 60)})
     offsets = dict(schedule.shifts_ms)
-    predicted = model.predict("gate", offsets, iterations=12)
-    ranges = model.predict_range("gate", offsets, iterations=12)
+    predicted, ranges = model.predict_with_range("gate", offsets, iterations=12)
     # each job makes every window: its period
     assert predicted == pytest.approx({"a": 400, "b": 800})
     for job in ("a", "b"):
@@ -47,9 +46,9 @@ def test_a_gated_job_whose_burst_only_just_makes_its_next_window_is_on_a_knife_e
     schedule = compute_schedule([JobTiming("a", 100, 50), JobTiming("b", 100, 50)])
     model = _model(schedule, {"a": _solo(90, 30), "b": _solo(98.5, 30)})
     offsets = {"a": 0.0, "b": 25.0}
-    ranges = model.predict_range("gate", offsets, iterations=12)
+    predicted, ranges = model.predict_with_range("gate", offsets, iterations=12)
+    assert predicted == model.predict("gate", offsets, iterations=12)
     assert ranges["b"] == pytest.approx((100, 200), rel=0.01)
-    predicted = model.predict("gate", offsets, iterations=12)
     assert predicted["b"] == pytest.approx(200, rel=0.01)  # the prediction takes 5 ms per busy start
     assert knife_edge(predicted["b"], ranges["b"])
     # a, ready at 98 (90 - 30 + 38) before its window (103), makes every window whatever b costs
