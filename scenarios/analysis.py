@@ -98,8 +98,10 @@ def burst_rates_mbps(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.Dat
 
 def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> pd.DataFrame:
     """Per burst in ``it`` with data on the link: ``lead_ms`` (launch → first data packet),
-    ``all_flows_ms`` (launch → the first data packet of its last flow to start) and
-    ``data_ms`` (first → last data packet).
+    ``all_flows_ms`` (launch → the first data packet of its last flow to start),
+    ``data_ms`` (first → last data packet) and ``after_ms`` (last data packet →
+    the iteration's end: iperf3's closing exchange and the processes' exit;
+    ``comm_end`` where ``it`` has no ``end``).
 
     Both directions of the link count: a burst's data phase runs from its
     first to its last data packet, whichever flow carries them. A flow is one
@@ -109,7 +111,7 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
     labels = job_of_packet.loc[data.index].to_numpy()
     t = data["time_s"].to_numpy()
     flow, _ = pd.factorize(pd.MultiIndex.from_frame(data[["src_ip", "dst_ip", "sport", "dport"]]))
-    jobs, leads, all_flows, spans = [], [], [], []
+    jobs, leads, all_flows, spans, after = [], [], [], [], []
     for row in it.itertuples():
         mine = (labels == row.job) & (t >= row.comm_start) & (t <= row.comm_end)
         times = t[mine]
@@ -118,8 +120,10 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
             leads.append((times.min() - row.comm_start) * 1000)
             all_flows.append((pd.Series(times).groupby(flow[mine]).min().max() - row.comm_start) * 1000)
             spans.append((times.max() - times.min()) * 1000)
+            after.append((getattr(row, "end", row.comm_end) - times.max()) * 1000)
     return pd.DataFrame({"job": pd.Series(jobs, dtype=object), "lead_ms": pd.Series(leads, dtype=float),
-                         "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float)})
+                         "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float),
+                         "after_ms": pd.Series(after, dtype=float)})
 
 
 def burst_medians_ms(spans: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -160,7 +164,26 @@ def link_time_samples_ms(spans: pd.DataFrame) -> list[float]:
     if spans.empty:
         return []
     late_ms = spans["lead_ms"] - spans["lead_ms"].median()
-    times = (spans["data_ms"] + late_ms).clip(lower=0.0)
+    return _clip_robust((spans["data_ms"] + late_ms).clip(lower=0.0))
+
+
+def after_time_samples_ms(spans: pd.DataFrame) -> list[float]:
+    """How much longer than usual each measured burst took after its last data packet, ms.
+
+    The burst's closing exchange and process exits (``after_ms``) minus their
+    median: the fluid model adds it to the computation that follows the burst
+    it draws (same order as :func:`link_time_samples_ms`, drawn together).
+    Alone, these varied by +-5 ms around a median of 5-9 ms (docs/accuracy.md,
+    tenth session); with a fixed value, a gated job in the model made windows
+    that on the wire it missed now and then. Clipped like the link times.
+    """
+    if spans.empty:
+        return []
+    return _clip_robust(spans["after_ms"] - spans["after_ms"].median())
+
+
+def _clip_robust(times: pd.Series) -> list[float]:
+    """``times`` clipped to their median +- 3 robust standard deviations (1.4826 × the MAD)."""
     median = times.median()
     spread = 3 * 1.4826 * (times - median).abs().median()
     return [float(x) for x in times.clip(median - spread, median + spread)]

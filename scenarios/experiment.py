@@ -437,6 +437,7 @@ class Experiment:
                 "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
                 "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0,
                 "link_samples_ms": analysis.link_time_samples_ms(spans),
+                "after_samples_ms": analysis.after_time_samples_ms(spans),
                 **analysis.burst_medians_ms(spans).get(spec.name, {})}
 
     def _run_policy(self, fabric, policy: str) -> None:

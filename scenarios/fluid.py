@@ -39,8 +39,9 @@ Assumptions (the emulator's measurements are compared against these):
   jobs' bursts load the CPU, and its flows start apart.
 - Jobs may be fed measured solo figures (``FluidJob``), real-valued; the
   gate's windows stay on the schedule's grid. With measured bursts
-  (``comm_samples_ms``) and an ``rng``, each burst draws its length from them,
-  and :func:`mean_iterations` averages several such runs. Where a gated burst
+  (``comm_samples_ms``) and an ``rng``, each burst draws its length from them
+  (with ``after_samples_ms``, also how much longer than usual its job took
+  after that burst), and :func:`mean_iterations` averages several such runs. Where a gated burst
   only just fits its window, a fixed length makes every burst fit or every
   burst lose a period; on the wire some do and some do not.
 
@@ -71,12 +72,21 @@ class FluidJob:
     link_headroom: float = 1.0  # link rate / this job's solo burst rate (>= 1)
     comm_samples_ms: tuple[float, ...] = ()  # measured bursts, drawn from when simulate() gets an rng
     busy_start_ms: float = 0.0  # a burst starting while another job's is on the link takes this much longer
+    # with each measured burst, how much longer than usual its job took after it (ms, may be < 0):
+    # added to the computation that follows; used only when there is one per comm sample
+    after_samples_ms: tuple[float, ...] = ()
 
     def burst_ms(self, rng: random.Random | None) -> float:
         """The next burst's length alone on the link: a measured one at random, or ``comm_ms``."""
+        return self.draw(rng)[0]
+
+    def draw(self, rng: random.Random | None) -> tuple[float, float]:
+        """The next burst: (its length alone on the link, the extra time after it), one measured burst's."""
         if rng is None or not self.comm_samples_ms:
-            return self.comm_ms
-        return rng.choice(self.comm_samples_ms)
+            return self.comm_ms, 0.0
+        k = rng.randrange(len(self.comm_samples_ms))  # the stream rng.choice() draws from
+        paired = len(self.after_samples_ms) == len(self.comm_samples_ms)
+        return self.comm_samples_ms[k], self.after_samples_ms[k] if paired else 0.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              windows: dict[str, Window] | None = None, iterations: int = 40,
              warmup: int = 2, waits: Callable[[int], bool] | None = None,
              enforce: bool = True, queue_ms: float = 0.0,
-             rng: random.Random | None = None) -> dict[str, JobResult]:
+             rng: random.Random | None = None, trace: list | None = None) -> dict[str, JobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts; per-job results.
 
     ``offsets_ms``: first burst start of each job (its computation starts
@@ -162,6 +172,9 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
 
     ``rng``: each burst's length is drawn from its job's ``comm_samples_ms``
     (see :meth:`FluidJob.burst_ms`); without one, every burst is ``comm_ms``.
+
+    ``trace``: if given, one ``(job, ready_ms, first_on_link_ms, end_ms)`` per
+    finished burst is appended, to set beside a run's bursts burst by burst.
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
@@ -181,8 +194,10 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     compute = [j.period_ms - j.comm_ms for j in jobs]
     gate = [windows.get(j.name) for j in jobs]
     remaining = [0.0] * n  # solo-ms of burst left
+    after = [0.0] * n  # the current burst's extra time after its end (FluidJob.after_samples_ms)
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
     on_link = [False] * n  # the current burst has gone once (a later window resumes it)
+    went = [math.nan] * n  # when the current burst first went on the link
     state = ["compute"] * n  # compute | wait | send | drain (window closed, queue still going out)
     next_t = [offsets_ms[j.name] for j in jobs]  # compute end / window start / window end
     starts: list[list[float]] = [[] for _ in jobs]
@@ -193,8 +208,10 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
 
     def go(i: int) -> None:
         """Job i's burst is on the link; the first time, longer if another job's burst is on it."""
-        if not on_link[i] and any(state[k] in ("send", "drain") for k in range(n) if k != i):
-            remaining[i] += jobs[i].busy_start_ms
+        if not on_link[i]:
+            went[i] = t
+            if any(state[k] in ("send", "drain") for k in range(n) if k != i):
+                remaining[i] += jobs[i].busy_start_ms
         on_link[i] = True
 
     def begin(i: int, now: float) -> None:
@@ -240,9 +257,11 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             eps = _EPS * max(1.0, jobs[i].comm_ms)
             if state[i] in ("send", "drain") and remaining[i] <= eps:
                 ends[i].append(t)
-                state[i], next_t[i], queued[i] = "compute", t + compute[i], 0.0
+                if trace is not None:
+                    trace.append((jobs[i].name, starts[i][-1], went[i], t))
+                state[i], next_t[i], queued[i] = "compute", t + max(0.0, compute[i] + after[i]), 0.0
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
-                remaining[i] = jobs[i].burst_ms(rng)
+                remaining[i], after[i] = jobs[i].draw(rng)
                 starts[i].append(t)
                 aligned[i] = on_link[i] = False
                 begin(i, t)

@@ -9,8 +9,10 @@ shared max-min fairly; what a gated burst has queued behind its gate still
 crosses the link when its window closes), so the model is given the data time
 as the burst and the overhead as part of the computation. Bursts that meet
 share the link's rate, not their solo rate (``link_headroom``: a burst alone
-reached ``burst_mbps``). Each burst's time on the link is drawn from the solo
-bursts measured (``link_samples_ms``), and the prediction is the mean over
+reached ``burst_mbps``). Each burst's time on the link, and how much longer
+than usual its job took after it (iperf3's closing exchange, the processes'
+exit), are drawn from the solo bursts measured (``link_samples_ms``,
+``after_samples_ms``), and the prediction is the mean over
 :data:`MODEL_DRAWS` runs: a gated burst that only just fits its window fits in
 some iterations and loses a period in others.
 
@@ -58,7 +60,8 @@ class RunModel:
     """The fluid model of one run: the schedule, each job's solo figures, the drivers' launch leads.
 
     ``solo[job]`` needs ``iteration_ms``, ``data_ms``, ``lead_ms`` (launch ->
-    first data packet), ``burst_mbps`` and optionally ``link_samples_ms``.
+    first data packet), ``burst_mbps`` and optionally ``link_samples_ms`` with,
+    burst by burst, ``after_samples_ms``.
     """
 
     schedule: Schedule
@@ -83,7 +86,8 @@ class RunModel:
             longest_ms = 0.99 * solo["iteration_ms"]
             samples = tuple(min(max(x, 0.01), longest_ms) for x in solo.get("link_samples_ms", ()))
             jobs.append(FluidJob(job.name, solo["iteration_ms"], min(solo["data_ms"], longest_ms), headroom,
-                                 samples, busy_start_ms=busy_start_ms))
+                                 samples, busy_start_ms=busy_start_ms,
+                                 after_samples_ms=tuple(solo.get("after_samples_ms", ()))))
             launch_lead = self.launch_lead_ms.get(job.name, 0.0)
             late[job.name] = max(0.0, solo["lead_ms"] - launch_lead)
             grace[job.name] = launch_lead + self.window_tolerance_ms

@@ -110,6 +110,22 @@ def test_link_time_samples_add_a_late_start_to_the_data_phase():
     assert analysis.link_time_samples_ms(analysis.burst_spans(frame, labels, it.iloc[:0])) == []
 
 
+def test_after_samples_are_each_bursts_time_after_its_data_less_the_median():
+    # last data packets at 48, 1053 and 2055 ms; the iterations end at 55, 1058 and 2080 ms:
+    # 7, 5 and 25 ms after the data; less the median: 0, -2, +18, whose median absolute
+    # deviation is 2, so +18 is clipped to 3 × 1.4826 × 2
+    frame, labels = packets([0.004, 0.048, 1.003, 1.053, 2.010, 2.055], [1000] * 6, ["a"] * 6)
+    it = pd.DataFrame({"job": ["a"] * 3, "comm_start": [0.0, 1.0, 2.0], "comm_end": [0.1, 1.1, 2.1],
+                       "end": [0.055, 1.058, 2.080], "comm_ms": [100.0] * 3})
+    spans = analysis.burst_spans(frame, labels, it)
+    assert spans["after_ms"].tolist() == pytest.approx([7.0, 5.0, 25.0])
+    assert analysis.after_time_samples_ms(spans) == pytest.approx([0.0, -2.0, 3 * 1.4826 * 2])
+    # without an end column, the comm phase's end stands for it
+    spans = analysis.burst_spans(frame, labels, it.drop(columns="end"))
+    assert spans["after_ms"].tolist() == pytest.approx([52.0, 47.0, 45.0])
+    assert analysis.after_time_samples_ms(spans.iloc[:0]) == []
+
+
 def test_link_time_samples_clip_an_outlier_to_three_robust_sd():
     # median 52, median absolute deviation 1: the 90 ms burst counts as 52 + 3 × 1.4826
     spans = pd.DataFrame({"lead_ms": [5.0] * 5, "data_ms": [50.0, 51.0, 52.0, 53.0, 90.0]})

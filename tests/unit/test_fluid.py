@@ -190,3 +190,31 @@ def test_a_burst_that_starts_on_an_idle_link_takes_its_solo_length():
     # one job alone never meets another burst: busy_start_ms changes nothing
     out = simulate([FluidJob("a", 100, 40, busy_start_ms=25)], {"a": 0.0}, iterations=5)
     assert out["a"].mean_iteration_ms == pytest.approx(100)
+
+
+def test_the_trace_lists_each_burst_ready_first_on_the_link_and_end():
+    # a alone 0-100 ms (half its burst), then both at half speed until a ends at 300;
+    # b has 100 of its 200 ms done then and ends alone at 400
+    trace = []
+    simulate([FluidJob("a", 1000, 200), FluidJob("b", 1000, 200)], {"a": 0.0, "b": 100.0},
+             iterations=1, warmup=0, trace=trace)
+    first = {job: (ready, went, end) for job, ready, went, end in trace[:2]}
+    assert first == {"a": pytest.approx((0.0, 0.0, 300.0)), "b": pytest.approx((100.0, 100.0, 400.0))}
+    # a gated burst ready before its window is on the link from the window's start
+    trace = []
+    simulate([FluidJob("a", 500, 100)], {"a": 0.0}, windows={"a": Window(50.0, 500, 150)},
+             iterations=1, warmup=0, trace=trace)
+    assert trace[0][0] == "a" and trace[0][1:] == pytest.approx((0.0, 50.0, 150.0))
+
+
+def test_a_drawn_burst_brings_its_jobs_extra_time_after_it():
+    # every burst is 100 ms on the link and its job then takes 20 ms longer than the median: 320 ms
+    job = FluidJob("a", 300, 100, comm_samples_ms=(100.0, 100.0), after_samples_ms=(20.0, 20.0))
+    assert job.draw(random.Random(0)) == (100.0, 20.0)
+    out = mean_iterations([job], {"a": 0.0}, draws=2, iterations=5)
+    assert out["a"] == pytest.approx(320.0)
+    # the draw pairs a link time with its own burst's extra time; unpaired lists add nothing
+    pair = FluidJob("a", 300, 100, comm_samples_ms=(80.0, 120.0), after_samples_ms=(-10.0, 10.0))
+    assert {pair.draw(random.Random(seed)) for seed in range(20)} == {(80.0, -10.0), (120.0, 10.0)}
+    assert FluidJob("a", 300, 100, comm_samples_ms=(80.0,), after_samples_ms=(1.0, 2.0)).draw(random.Random(0)) == (80.0, 0.0)
+    assert job.draw(None) == (100, 0.0)
