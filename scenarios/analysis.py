@@ -32,7 +32,8 @@ def iteration_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def job_means(it: pd.DataFrame, warmup: int = 1) -> dict[str, dict]:
-    """Per job: iterations measured and mean iteration/comm time, skipping ``warmup`` iterations.
+    """Per job: iterations measured, mean iteration/comm time and the mean's standard error,
+    skipping ``warmup`` iterations.
 
     The first iteration is skipped by default: it starts at the policy's epoch
     minus a compute phase, before any contention pattern has formed.
@@ -42,10 +43,33 @@ def job_means(it: pd.DataFrame, warmup: int = 1) -> dict[str, dict]:
         steady = rows[rows["iteration"] >= warmup]
         if steady.empty:
             steady = rows
+        steady = steady.sort_values("iteration")
         out[str(job)] = {"iterations": int(len(steady)),
                          "mean_iteration_ms": float(steady["iteration_ms"].mean()),
+                         "iteration_se_ms": batch_means_se(steady["iteration_ms"].to_numpy()),
                          "mean_comm_ms": float(steady["comm_ms"].mean())}
     return out
+
+
+BATCHES = 5  # consecutive batches for the standard error of a run's mean
+
+
+def batch_means_se(values: np.ndarray, batches: int = BATCHES) -> float | None:
+    """Standard error of the mean of a series whose neighbours depend on each other, by batch means.
+
+    Under ``gate`` one late burst costs a period and shifts which windows meet
+    next, so consecutive iterations are not independent and the plain
+    ``sd / sqrt(n)`` understates the noise. The series is cut into
+    ``batches`` consecutive parts of (nearly) equal length; the standard error
+    is the sd of their means over ``sqrt(batches)``. Measured: on an infeasible
+    three-job set under ``gate``, the two halves of one 20-s run differed by up
+    to 20 % (docs/accuracy.md, tenth session). None below two values a batch.
+    """
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2 * batches:
+        return None
+    means = [part.mean() for part in np.array_split(values, batches)]
+    return float(np.std(means, ddof=1) / np.sqrt(batches))
 
 
 def bandwidth_bins(packets: pd.DataFrame, job_of_packet: pd.Series, t0_s: float, t1_s: float,

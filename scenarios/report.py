@@ -231,13 +231,15 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
     lines = ["Prediction: the fluid model fed with the measured solo figures. "
              f"Error = (measured − predicted) / predicted. A burst that starts while another job's burst is on "
              f"the link is taken to cost {BUSY_START_MS:g} ms more than alone (measured: processes start slower "
-             f"on the loaded machine); model range: the prediction with that cost 0 to {2 * BUSY_START_MS:g} ms.",
+             f"on the loaded machine); model range: the prediction with that cost 0 to {2 * BUSY_START_MS:g} ms. "
+             "± is the measured mean's standard error (batch means over consecutive parts of the run): "
+             "an error within about twice it is within the run's own noise, and a longer `--duration` narrows it.",
              "",
              "| policy | job | iterations | measured mean (ms) | predicted (ms) | model range (ms) | solo (ms) "
              "| error |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {p} | {j} | {r.iterations if r.iterations is not None else 'n/a'} | "
-              f"{_ms(r.mean_iteration_ms)} | {_ms(r.predicted_iteration_ms)} | {_range_cell(r)} | "
+              f"{_measured_cell(r)} | {_ms(r.predicted_iteration_ms)} | {_range_cell(r)} | "
               f"{_ms(r.solo_iteration_ms)} | {_pct(r.error_pct)} |" for p, j, r in rows]
     lines.append("")
     if not rows:
@@ -264,6 +266,13 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
                   "the range. Their errors count in the figures above; see docs/accuracy.md.", ""]
         verdict += f"; {len(edges)} on a knife edge"
     return verdict, lines
+
+
+def _measured_cell(r) -> str:
+    """The measured mean, with its standard error where the run had enough iterations for one."""
+    if r.iteration_se_ms is None or r.mean_iteration_ms is None:
+        return _ms(r.mean_iteration_ms)
+    return f"{_ms(r.mean_iteration_ms)} ± {r.iteration_se_ms:.1f}"
 
 
 def _range_cell(r) -> str:

@@ -427,6 +427,7 @@ class JobResult:
     burst_data_ms: float | None = None  # median first -> last data packet
     predicted_range_ms: tuple[float, float] | None = None  # the model with busy starts costing 0-10 ms (older runs: None)
     knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/prediction.py)
+    iteration_se_ms: float | None = None  # the measured mean's standard error, batch means (older runs: None)
 
 
 @dataclass(frozen=True)
@@ -531,6 +532,7 @@ def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
                 burst_data_ms=_number(j.get("burst_data_ms")),
                 predicted_range_ms=_range(j.get("predicted_range_ms")),
                 knife_edge=j.get("knife_edge") if isinstance(j.get("knife_edge"), bool) else None,
+                iteration_se_ms=_number(j.get("iteration_se_ms")),
             )
         policies[str(policy)] = PolicyResult(
             throughput_change_vs_none_pct=_number(entry.get("throughput_change_vs_none_pct")),

@@ -109,6 +109,7 @@ def summary_json(fidelity_ok: bool = True) -> dict:
                                     "predicted_iteration_ms": PREDICTED_MS[policy][job],
                                     "predicted_range_ms": list(PREDICTED_RANGE_MS[policy][job]),
                                     "knife_edge": (policy, job) == ("gate", "b"),
+                                    **({"iteration_se_ms": 6.5} if (policy, job) == ("gate", "b") else {}),
                                     "solo_iteration_ms": SOLO_MS[job],
                                     "error_pct": error_pct(policy, job),
                                     **dict(zip(BURST_KEYS, RUN_BURSTS_MS[job], strict=True))}

@@ -28,6 +28,20 @@ def test_iteration_ends_at_the_barrier_of_the_last_worker():
     assert j0.bytes == 200
 
 
+def test_the_standard_error_of_a_mean_comes_from_batch_means():
+    # five batches of two: means 1, 3, 5, 7, 9, whose sd is sqrt(10); over sqrt(5): sqrt(2)
+    assert analysis.batch_means_se(np.array([1, 1, 3, 3, 5, 5, 7, 7, 9, 9.0])) == pytest.approx(2 ** 0.5)
+    # alternating 100 / 300 ms iterations: every batch of four has the same mean, so no noise
+    assert analysis.batch_means_se(np.array([100.0, 300.0] * 10)) == pytest.approx(0.0)
+    assert analysis.batch_means_se(np.arange(9.0)) is None  # fewer than two values a batch
+    rows = pd.DataFrame({"policy": "gate", "job": "j", "worker": "h1", "iteration": range(12),
+                         "start": [0.3 * k for k in range(12)], "comm_start": [0.3 * k + 0.2 for k in range(12)],
+                         "comm_end": [0.3 * k + 0.3 for k in range(12)], "end": [0.3 * k + 0.3 for k in range(12)],
+                         "bytes": 1})
+    means = analysis.job_means(analysis.iteration_table(rows))
+    assert means["j"]["iterations"] == 11 and means["j"]["iteration_se_ms"] == pytest.approx(0.0, abs=1e-9)
+
+
 def test_job_means_skip_the_warmup_iteration():
     means = analysis.job_means(analysis.iteration_table(worker_rows()))
     assert means["j"]["iterations"] == 1
