@@ -125,7 +125,10 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
     ``all_flows_ms`` (launch → the first data packet of its last flow to start),
     ``data_ms`` (first → last data packet) and ``after_ms`` (last data packet →
     the iteration's end: iperf3's closing exchange and the processes' exit;
-    ``comm_end`` where ``it`` has no ``end``).
+    ``comm_end`` where ``it`` has no ``end``); ``launch_s``, ``first_s`` and
+    ``last_s`` (unix s), and ``busy_start``: another job's burst in ``it`` had
+    its data on the link (between its first and last data packet) when this
+    one launched.
 
     Both directions of the link count: a burst's data phase runs from its
     first to its last data packet, whichever flow carries them. A flow is one
@@ -135,7 +138,7 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
     labels = job_of_packet.loc[data.index].to_numpy()
     t = data["time_s"].to_numpy()
     flow, _ = pd.factorize(pd.MultiIndex.from_frame(data[["src_ip", "dst_ip", "sport", "dport"]]))
-    jobs, leads, all_flows, spans, after = [], [], [], [], []
+    jobs, leads, all_flows, spans, after, launch, first, last = [], [], [], [], [], [], [], []
     for row in it.itertuples():
         mine = (labels == row.job) & (t >= row.comm_start) & (t <= row.comm_end)
         times = t[mine]
@@ -145,9 +148,38 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
             all_flows.append((pd.Series(times).groupby(flow[mine]).min().max() - row.comm_start) * 1000)
             spans.append((times.max() - times.min()) * 1000)
             after.append((getattr(row, "end", row.comm_end) - times.max()) * 1000)
+            launch.append(float(row.comm_start))
+            first.append(float(times.min()))
+            last.append(float(times.max()))
+    job_of = np.asarray(jobs, dtype=object)
+    first_a, last_a = np.asarray(first, dtype=float), np.asarray(last, dtype=float)
+    busy = [bool(np.any((job_of != job) & (first_a <= at) & (last_a > at))) for job, at in zip(jobs, launch, strict=True)]
     return pd.DataFrame({"job": pd.Series(jobs, dtype=object), "lead_ms": pd.Series(leads, dtype=float),
                          "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float),
-                         "after_ms": pd.Series(after, dtype=float)})
+                         "after_ms": pd.Series(after, dtype=float), "launch_s": pd.Series(launch, dtype=float),
+                         "first_s": pd.Series(first, dtype=float), "last_s": pd.Series(last, dtype=float),
+                         "busy_start": pd.Series(busy, dtype=bool)})
+
+
+BUSY_START_MIN_BURSTS = 3  # fewer such bursts than this give no figure
+
+
+def busy_start_extra_ms(spans: pd.DataFrame, solo_lead_ms: dict[str, float],
+                        min_bursts: int = BUSY_START_MIN_BURSTS) -> dict[str, float | None]:
+    """Per job in ``solo_lead_ms``: how much later than alone its data started when it launched while
+    another job's data was on the link (median over such bursts of ``lead_ms`` − the solo lead, ms).
+
+    ``spans``: :func:`burst_spans` rows, of one or several policies' runs.
+    None for a job with fewer than ``min_bursts`` such bursts. On the
+    project's machine this was 5-15 ms per job and run, 2-6 ms on the machine
+    of the ninth session (docs/accuracy.md): it is the emulator's, so a run
+    measures it rather than assume one figure.
+    """
+    out: dict[str, float | None] = {}
+    for job, solo_ms in solo_lead_ms.items():
+        leads = spans["lead_ms"][(spans["job"] == job) & spans["busy_start"]] if len(spans) else []
+        out[job] = float(np.median(leads) - solo_ms) if len(leads) >= min_bursts else None
+    return out
 
 
 def burst_medians_ms(spans: pd.DataFrame) -> dict[str, dict[str, float]]:

@@ -41,7 +41,7 @@ from apps import iperf as iperf_app
 from controller.policies import get_policy
 from controller.schedule import compute_schedule
 from scenarios import analysis
-from scenarios.prediction import RunModel, knife_edge
+from scenarios.prediction import RunModel, busy_start_costs_ms, knife_edge
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
 
 log = logging.getLogger(__name__)
@@ -276,6 +276,7 @@ class Experiment:
         self.epochs: dict[str, float] = {}  # policy -> its epoch (unix s)
         self.solo: dict[str, dict] = {}
         self.measured: dict[str, dict] = {}
+        self.bursts: dict[str, pd.DataFrame] = {}  # policy -> its bursts (analysis.burst_spans)
         self.offsets: dict[str, dict] = {}
         self.link_checks: dict[str, dict] = {}
         self.gaps: list[dict] = []  # policies whose measurement a worker fault cut short
@@ -585,7 +586,8 @@ class Experiment:
         it = analysis.iteration_table(rows)
         self.measured[policy] = analysis.job_means(it)
         steady = it[it["iteration"] >= 1]  # job_means' warm-up
-        for job, medians in analysis.burst_medians_ms(analysis.burst_spans(packets, labels, steady)).items():
+        self.bursts[policy] = analysis.burst_spans(packets, labels, steady)
+        for job, medians in analysis.burst_medians_ms(self.bursts[policy]).items():
             if job in self.measured[policy]:
                 self.measured[policy][job].update(medians)
         self.writer.append_rows("iterations.csv", rows[["policy", "job", "worker", "iteration", "start",
@@ -650,7 +652,14 @@ class Experiment:
         model = RunModel(self.schedule, self.solo, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms,
                          WINDOW_TOLERANCE_MS)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
-        return model.predict_with_range(policy, self.offsets[policy], iterations)
+        return model.predict_with_range(policy, self.offsets[policy], iterations, self.busy_start_ms(policy))
+
+    def busy_start_ms(self, policy: str) -> dict[str, float]:
+        """Per job, what a busy start cost in the run's other policies (``scenarios.prediction``)."""
+        others = [b for p, b in self.bursts.items() if p != policy and not b.empty]
+        measured = analysis.busy_start_extra_ms(pd.concat(others) if others else pd.DataFrame(),
+                                                {name: s["lead_ms"] for name, s in self.solo.items()})
+        return busy_start_costs_ms(measured, [j.name for j in self.schedule.jobs])
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""
@@ -687,11 +696,12 @@ class Experiment:
         predictions = {}
         for policy, jobs in self.measured.items():
             predictions[policy], ranges = self.predict(policy)
+            busy = self.busy_start_ms(policy)
             entry = {}
             for name, m in jobs.items():
                 predicted = predictions[policy][name]
                 entry[name] = {**m, "predicted_iteration_ms": predicted,
-                               "predicted_range_ms": list(ranges[name]),
+                               "predicted_range_ms": list(ranges[name]), "busy_start_ms": busy[name],
                                "knife_edge": knife_edge(predicted, ranges[name]),
                                "solo_iteration_ms": self.solo[name]["iteration_ms"],
                                "error_pct": analysis.percent_error(m["mean_iteration_ms"], predicted)}

@@ -25,7 +25,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, Patch, Wedge
 
-from scenarios.prediction import BUSY_START_MS
 from scenarios.results import BANDWIDTH_BIN_S, Results, ScheduleRecord, atomic_write_bytes
 
 POLICY_ORDER = ("none", "shift", "gate", "random")
@@ -293,7 +292,7 @@ def draw_prediction(results: Results, path: Path) -> Path:
     axes[0].set_ylim(0, top * 1.15)
     handles = [Patch(facecolor="white", edgecolor="0.3", hatch="///", label="predicted (fluid model)"),
                Line2D([], [], color="black",
-                      label=f"model range, busy starts costing 0-{2 * BUSY_START_MS:g} ms (thick: knife edge)"),
+                      label="model range, busy starts costing 0 to twice their cost (thick: knife edge)"),
                Patch(facecolor="0.4", label="measured")]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False)
     fig.suptitle(f"{title}\nlabel = error = (measured − predicted) / predicted", fontsize=12)

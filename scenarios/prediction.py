@@ -25,16 +25,18 @@ into it (``apps.dltjob``), late.
 **Busy starts.** The solo bursts are measured alone. On this emulator a
 burst that starts while another job's burst is on the link takes longer: its
 processes start (and end) slower while the other job's bursts load the
-machine's two cores, and its flows start apart. Its first data packet came
-2-6 ms later than alone under every policy (medians of such bursts per job
-and policy, 5 ms over all; docs/accuracy.md, ninth session); the model gives
-such a burst :data:`BUSY_START_MS` more of the link (``FluidJob.busy_start_ms``).
+machine's two cores, and its flows start apart. The model gives such a burst
+that much more of the link (``FluidJob.busy_start_ms``): per job, how much
+later than alone its data started in such bursts of the run's *other*
+policies (:func:`busy_start_costs_ms`; a policy's prediction never uses its
+own bursts), else :data:`BUSY_START_MS`. Measured: 2-6 ms on the ninth
+session's machine, 5-15 ms per job and run on the tenth's (docs/accuracy.md).
 
 **Knife edges.** Most predictions hardly move with that figure; but where a
 gated job's burst ends within a few ms of the moment that decides whether it
 makes its next window, a few ms decide between one period and two, and one
 run lands anywhere between. :meth:`RunModel.predict_with_range` also runs the
-model with busy starts costing 0 and twice :data:`BUSY_START_MS`; a pair whose
+model with busy starts costing 0 and twice their cost; a pair whose
 prediction moves by more than :data:`KNIFE_EDGE_SHARE` of itself is on a knife
 edge, and the report says so beside its error.
 """
@@ -49,8 +51,9 @@ from scenarios.fluid import FluidJob, mean_iterations, policy_windows
 
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its
-# solo length: its first data packet came 2-6 ms later than alone (medians per job
-# and policy, 5.1 over all; its last flow up to 7.8 ms later under gate).
+# solo length when the run has no figure of its own (a single policy, or fewer than
+# three such bursts elsewhere): on the ninth session's machine its first data packet
+# came 2-6 ms later than alone (medians per job and policy, 5.1 over all).
 BUSY_START_MS = 5.0
 KNIFE_EDGE_SHARE = 0.10  # a prediction that moves by more than this share of itself is on a knife edge
 
@@ -72,11 +75,12 @@ class RunModel:
     window_tolerance_ms: float
 
     def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,
-                busy_start_ms: float = BUSY_START_MS) -> dict[str, float]:
+                busy_start_ms: float | dict[str, float] = BUSY_START_MS) -> dict[str, float]:
         """Each job's mean iteration time (ms) under ``policy``, its bursts starting at ``offsets_ms``.
 
         ``busy_start_ms``: what a burst that starts while another job's burst
-        is on the link costs beyond its solo length (``FluidJob.busy_start_ms``).
+        is on the link costs beyond its solo length (``FluidJob.busy_start_ms``),
+        one figure for every job or one per job.
         """
         pol = get_policy(policy)
         jobs, offsets, late, grace = [], {}, {}, {}
@@ -85,8 +89,9 @@ class RunModel:
             headroom = max(1.0, self.link_mbps / solo["burst_mbps"]) if solo["burst_mbps"] > 0 else 1.0
             longest_ms = 0.99 * solo["iteration_ms"]
             samples = tuple(min(max(x, 0.01), longest_ms) for x in solo.get("link_samples_ms", ()))
+            busy_ms = busy_start_ms[job.name] if isinstance(busy_start_ms, dict) else busy_start_ms
             jobs.append(FluidJob(job.name, solo["iteration_ms"], min(solo["data_ms"], longest_ms), headroom,
-                                 samples, busy_start_ms=busy_start_ms,
+                                 samples, busy_start_ms=max(0.0, busy_ms),
                                  after_samples_ms=tuple(solo.get("after_samples_ms", ()))))
             launch_lead = self.launch_lead_ms.get(job.name, 0.0)
             late[job.name] = max(0.0, solo["lead_ms"] - launch_lead)
@@ -98,14 +103,23 @@ class RunModel:
                                warmup=0, waits=pol.waits_for_window, enforce=pol.enforces_windows,
                                queue_ms=self.queue_ms)  # a held burst's queue drains past its gate
 
-    def predict_with_range(self, policy: str, offsets_ms: dict[str, float],
-                           iterations: int) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    def predict_with_range(self, policy: str, offsets_ms: dict[str, float], iterations: int,
+                           busy_start_ms: dict[str, float] | None = None,
+                           ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
         """:meth:`predict`, and each job's (lowest, highest) prediction with busy starts costing 0,
-        :data:`BUSY_START_MS` (the prediction) and twice that."""
-        predicted = self.predict(policy, offsets_ms, iterations)
-        runs = [predicted, *(self.predict(policy, offsets_ms, iterations, cost) for cost in (0.0, 2 * BUSY_START_MS))]
+        ``busy_start_ms`` (the prediction; default :data:`BUSY_START_MS` for every job) and twice that."""
+        cost = busy_start_ms or {j.name: BUSY_START_MS for j in self.schedule.jobs}
+        predicted = self.predict(policy, offsets_ms, iterations, cost)
+        runs = [predicted, *(self.predict(policy, offsets_ms, iterations, {j: f * c for j, c in cost.items()})
+                             for f in (0.0, 2.0))]
         return predicted, {j.name: (min(r[j.name] for r in runs), max(r[j.name] for r in runs))
                            for j in self.schedule.jobs}
+
+
+def busy_start_costs_ms(measured: dict[str, float | None], jobs) -> dict[str, float]:
+    """Each job's busy-start cost: ``measured`` (``analysis.busy_start_extra_ms``, at least 0)
+    where there is a figure, else :data:`BUSY_START_MS`."""
+    return {j: BUSY_START_MS if measured.get(j) is None else max(0.0, measured[j]) for j in jobs}
 
 
 def knife_edge(predicted_ms: float, range_ms: tuple[float, float]) -> bool:

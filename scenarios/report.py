@@ -229,9 +229,10 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items()]
     lines = ["Prediction: the fluid model fed with the measured solo figures. "
-             f"Error = (measured − predicted) / predicted. A burst that starts while another job's burst is on "
-             f"the link is taken to cost {BUSY_START_MS:g} ms more than alone (measured: processes start slower "
-             f"on the loaded machine); model range: the prediction with that cost 0 to {2 * BUSY_START_MS:g} ms. "
+             "Error = (measured − predicted) / predicted. A burst that starts while another job's burst is on "
+             "the link is taken to cost more than alone (its processes start slower on the loaded machine): per "
+             "job, how much later its data started in such bursts of this run's other policies, else "
+             f"{BUSY_START_MS:g} ms ({_busy_costs(rows)}); model range: the prediction with that cost 0 to twice it. "
              "± is the measured mean's standard error (batch means over consecutive parts of the run): "
              "an error within about twice it is within the run's own noise, and a longer `--duration` narrows it.",
              "",
@@ -266,6 +267,15 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
                   "the range. Their errors count in the figures above; see docs/accuracy.md.", ""]
         verdict += f"; {len(edges)} on a knife edge"
     return verdict, lines
+
+
+def _busy_costs(rows) -> str:
+    """The busy-start costs the model took, per policy and job, e.g. ``none: a 9.1, b 7.2 ms``."""
+    by_policy: dict[str, list[str]] = {}
+    for p, j, r in rows:
+        cost = BUSY_START_MS if r.busy_start_ms is None else r.busy_start_ms
+        by_policy.setdefault(p, []).append(f"{j} {cost:.1f}")
+    return "; ".join(f"{p}: {', '.join(items)} ms" for p, items in by_policy.items())
 
 
 def _measured_cell(r) -> str:

@@ -428,6 +428,7 @@ class JobResult:
     predicted_range_ms: tuple[float, float] | None = None  # the model with busy starts costing 0-10 ms (older runs: None)
     knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/prediction.py)
     iteration_se_ms: float | None = None  # the measured mean's standard error, batch means (older runs: None)
+    busy_start_ms: float | None = None  # what the model took a busy start to cost (older runs: None, 5 ms)
 
 
 @dataclass(frozen=True)
@@ -533,6 +534,7 @@ def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
                 predicted_range_ms=_range(j.get("predicted_range_ms")),
                 knife_edge=j.get("knife_edge") if isinstance(j.get("knife_edge"), bool) else None,
                 iteration_se_ms=_number(j.get("iteration_se_ms")),
+                busy_start_ms=_number(j.get("busy_start_ms")),
             )
         policies[str(policy)] = PolicyResult(
             throughput_change_vs_none_pct=_number(entry.get("throughput_change_vs_none_pct")),

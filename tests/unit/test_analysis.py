@@ -140,6 +140,24 @@ def test_after_samples_are_each_bursts_time_after_its_data_less_the_median():
     assert analysis.after_time_samples_ms(spans.iloc[:0]) == []
 
 
+def test_a_busy_start_is_a_launch_while_another_jobs_data_is_on_the_link():
+    # a's data 0.004-0.048 s and 1.003-1.053 s; b launches at 0.020 (during a's data: busy),
+    # its data 0.035-0.060 (its lead 15 ms); at 0.500 (link idle: lead 6 ms) and at 1.010 (busy,
+    # lead 12 ms); b alone has a 6-ms lead: busy starts cost 15 - 6 and 12 - 6 ms, median 7.5
+    frame, labels = packets([0.004, 0.048, 1.003, 1.053, 0.035, 0.060, 0.506, 0.530, 1.022, 1.040],
+                            [1000] * 10, ["a"] * 4 + ["b"] * 6)
+    it = pd.DataFrame({"job": ["a", "a", "b", "b", "b"], "comm_start": [0.0, 1.0, 0.020, 0.500, 1.010],
+                       "comm_end": [0.05, 1.06, 0.07, 0.54, 1.05]})
+    spans = analysis.burst_spans(frame, labels, it)
+    assert spans["busy_start"].tolist() == [False, False, True, False, True]
+    assert spans.loc[spans.job == "b", "lead_ms"].tolist() == pytest.approx([15.0, 6.0, 12.0])
+    extra = analysis.busy_start_extra_ms(spans, {"a": 4.0, "b": 6.0}, min_bursts=2)
+    assert extra["b"] == pytest.approx(7.5)
+    assert extra["a"] is None  # a never launched onto a busy link
+    assert analysis.busy_start_extra_ms(spans, {"b": 6.0}) == {"b": None}  # two such bursts, fewer than three
+    assert analysis.busy_start_extra_ms(pd.DataFrame(), {"b": 6.0}) == {"b": None}
+
+
 def test_link_time_samples_clip_an_outlier_to_three_robust_sd():
     # median 52, median absolute deviation 1: the 90 ms burst counts as 52 + 3 × 1.4826
     spans = pd.DataFrame({"lead_ms": [5.0] * 5, "data_ms": [50.0, 51.0, 52.0, 53.0, 90.0]})

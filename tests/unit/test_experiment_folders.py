@@ -21,3 +21,24 @@ def test_a_raw_folder_is_never_reused(tmp_path):
     with pytest.raises(FileExistsError):
         experiment._work_dir("solo", "alpha", "1", "0.417")
     assert Path(experiment._work_dir("solo", "alpha", "2", "0.417")).is_dir()
+
+
+def test_a_policys_busy_start_cost_comes_from_the_other_policies_bursts(tmp_path):
+    import pandas as pd
+
+    from scenarios.prediction import BUSY_START_MS
+
+    scenario = spec.load(REPO / "scenarios" / "classroom.yaml")
+    experiment = Experiment(scenario, "", RunOptions(("none", "gate"), 1.0, tmp_path))
+    experiment.solo = {"alpha": {"lead_ms": 8.0}, "beta": {"lead_ms": 10.0}}
+
+    def bursts(alpha_busy_leads):
+        n = len(alpha_busy_leads)
+        return pd.DataFrame({"job": ["alpha"] * n, "lead_ms": alpha_busy_leads, "busy_start": [True] * n})
+
+    experiment.bursts = {"none": bursts([18.0, 20.0, 22.0]), "gate": bursts([40.0, 40.0, 40.0])}
+    # gate's prediction takes none's bursts (20 - 8 ms), none's takes gate's (40 - 8): never its own
+    assert experiment.busy_start_ms("gate") == {"alpha": pytest.approx(12.0), "beta": BUSY_START_MS}
+    assert experiment.busy_start_ms("none") == {"alpha": pytest.approx(32.0), "beta": BUSY_START_MS}
+    experiment.bursts = {"gate": bursts([40.0, 40.0, 40.0])}  # a run of one policy: the default
+    assert experiment.busy_start_ms("gate") == {"alpha": BUSY_START_MS, "beta": BUSY_START_MS}

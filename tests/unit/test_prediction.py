@@ -3,7 +3,13 @@
 import pytest
 
 from controller.schedule import JobTiming, compute_schedule
-from scenarios.prediction import KNIFE_EDGE_SHARE, RunModel, knife_edge
+from scenarios.prediction import (
+    BUSY_START_MS,
+    KNIFE_EDGE_SHARE,
+    RunModel,
+    busy_start_costs_ms,
+    knife_edge,
+)
 
 
 def _solo(iteration_ms, data_ms, lead_ms=5.0, mbps=50.0):
@@ -54,3 +60,19 @@ def test_a_gated_job_whose_burst_only_just_makes_its_next_window_is_on_a_knife_e
     # a, ready at 98 (90 - 30 + 38) before its window (103), makes every window whatever b costs
     assert ranges["a"] == pytest.approx((100, 100), rel=0.01)
     assert not knife_edge(predicted["a"], ranges["a"])
+
+
+def test_each_job_can_have_its_own_busy_start_cost():
+    # the knife-edge pair above: with b's busy starts costing nothing, b makes every window again,
+    # and twice nothing is nothing: no range
+    schedule = compute_schedule([JobTiming("a", 100, 50), JobTiming("b", 100, 50)])
+    model = _model(schedule, {"a": _solo(90, 30), "b": _solo(98.5, 30)})
+    predicted, ranges = model.predict_with_range("gate", {"a": 0.0, "b": 25.0}, iterations=12,
+                                                 busy_start_ms={"a": 5.0, "b": 0.0})
+    assert predicted["b"] == pytest.approx(100, rel=0.01)
+    assert ranges["b"] == pytest.approx((100, 100), rel=0.01)
+
+
+def test_a_busy_start_cost_is_the_measured_one_else_the_default():
+    costs = busy_start_costs_ms({"a": 9.5, "b": None, "c": -1.2}, ["a", "b", "c", "d"])
+    assert costs == {"a": 9.5, "b": BUSY_START_MS, "c": 0.0, "d": BUSY_START_MS}
