@@ -153,7 +153,8 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
             last.append(float(times.max()))
     job_of = np.asarray(jobs, dtype=object)
     first_a, last_a = np.asarray(first, dtype=float), np.asarray(last, dtype=float)
-    busy = [bool(np.any((job_of != job) & (first_a <= at) & (last_a > at))) for job, at in zip(jobs, launch, strict=True)]
+    busy = [bool(np.any((job_of != job) & (first_a <= at) & (last_a > at)))  # another job's data going
+            for job, at in zip(jobs, launch, strict=True)]
     return pd.DataFrame({"job": pd.Series(jobs, dtype=object), "lead_ms": pd.Series(leads, dtype=float),
                          "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float),
                          "after_ms": pd.Series(after, dtype=float), "launch_s": pd.Series(launch, dtype=float),

@@ -41,9 +41,9 @@ Assumptions (the emulator's measurements are compared against these):
   gate's windows stay on the schedule's grid. With measured bursts
   (``comm_samples_ms``) and an ``rng``, each burst draws its length from them
   (with ``after_samples_ms``, also how much longer than usual its job took
-  after that burst), and :func:`mean_iterations` averages several such runs. Where a gated burst
-  only just fits its window, a fixed length makes every burst fit or every
-  burst lose a period; on the wire some do and some do not.
+  after that burst), and :func:`mean_iterations` averages several such runs.
+  Where a gated burst only just fits its window, a fixed length makes every
+  burst fit or every burst lose a period; on the wire some do and some do not.
 
 It is an event-driven simulation: time jumps from one burst start, burst end
 or window edge to the next, with constant rates in between.
