@@ -123,12 +123,11 @@ def burst_rates_mbps(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.Dat
 def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> pd.DataFrame:
     """Per burst in ``it`` with data on the link: ``lead_ms`` (launch → first data packet),
     ``all_flows_ms`` (launch → the first data packet of its last flow to start),
-    ``data_ms`` (first → last data packet) and ``after_ms`` (last data packet →
+    ``data_ms`` (first → last data packet), ``after_ms`` (last data packet →
     the iteration's end: iperf3's closing exchange and the processes' exit;
-    ``comm_end`` where ``it`` has no ``end``); ``launch_s``, ``first_s`` and
-    ``last_s`` (unix s), and ``busy_start``: another job's burst in ``it`` had
-    its data on the link (between its first and last data packet) when this
-    one launched.
+    ``comm_end`` where ``it`` has no ``end``) and ``busy_start`` (another job's
+    burst in ``it`` had its data on the link, between its first and last data
+    packet, when this one launched).
 
     Both directions of the link count: a burst's data phase runs from its
     first to its last data packet, whichever flow carries them. A flow is one
@@ -157,9 +156,7 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
             for job, at in zip(jobs, launch, strict=True)]
     return pd.DataFrame({"job": pd.Series(jobs, dtype=object), "lead_ms": pd.Series(leads, dtype=float),
                          "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float),
-                         "after_ms": pd.Series(after, dtype=float), "launch_s": pd.Series(launch, dtype=float),
-                         "first_s": pd.Series(first, dtype=float), "last_s": pd.Series(last, dtype=float),
-                         "busy_start": pd.Series(busy, dtype=bool)})
+                         "after_ms": pd.Series(after, dtype=float), "busy_start": pd.Series(busy, dtype=bool)})
 
 
 BUSY_START_MIN_BURSTS = 3  # fewer such bursts than this give no figure

@@ -639,7 +639,7 @@ class Experiment:
 
     # -- prediction and summary ------------------------------------------------
 
-    def predict(self, policy: str, busy_start_ms: dict[str, float] | None = None,
+    def predict(self, policy: str, busy_start_ms: dict[str, float],
                 ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
         """Each job's predicted mean iteration time under ``policy`` and its range (``scenarios/prediction.py``).
 
@@ -653,8 +653,7 @@ class Experiment:
         model = RunModel(self.schedule, self.solo, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms,
                          WINDOW_TOLERANCE_MS)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
-        return model.predict_with_range(policy, self.offsets[policy], iterations,
-                                        busy_start_ms or self.busy_start_ms(policy))
+        return model.predict_with_range(policy, self.offsets[policy], iterations, busy_start_ms)
 
     def busy_start_ms(self, policy: str) -> dict[str, float]:
         """Per job, what a busy start cost in the run's other policies (``scenarios.prediction``)."""

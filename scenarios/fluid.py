@@ -76,10 +76,6 @@ class FluidJob:
     # added to the computation that follows; used only when there is one per comm sample
     after_samples_ms: tuple[float, ...] = ()
 
-    def burst_ms(self, rng: random.Random | None) -> float:
-        """The next burst's length alone on the link: a measured one at random, or ``comm_ms``."""
-        return self.draw(rng)[0]
-
     def draw(self, rng: random.Random | None) -> tuple[float, float]:
         """The next burst: (its length alone on the link, the extra time after it), one measured burst's."""
         if rng is None or not self.comm_samples_ms:
@@ -171,7 +167,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     thirds of the link (docs/accuracy.md). 0: bursts stop dead at the edge.
 
     ``rng``: each burst's length is drawn from its job's ``comm_samples_ms``
-    (see :meth:`FluidJob.burst_ms`); without one, every burst is ``comm_ms``.
+    (see :meth:`FluidJob.draw`); without one, every burst is ``comm_ms``.
 
     ``trace``: if given, one ``(job, ready_ms, first_on_link_ms, end_ms)`` per
     finished burst is appended, to set beside a run's bursts burst by burst.

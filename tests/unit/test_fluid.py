@@ -120,8 +120,8 @@ def test_a_gated_burst_that_only_just_fits_fits_in_some_iterations_and_not_in_ot
                            windows=window, iterations=40)
     assert same["a"] == pytest.approx(fixed["a"].mean_iteration_ms)
     # without measured bursts, or without an rng, bursts are comm_ms long
-    assert FluidJob("a", 300, 80).burst_ms(random.Random(1)) == 80
-    assert FluidJob("a", 300, 80, comm_samples_ms=(120.0,)).burst_ms(None) == 80
+    assert FluidJob("a", 300, 80).draw(random.Random(1)) == (80, 0.0)
+    assert FluidJob("a", 300, 80, comm_samples_ms=(120.0,)).draw(None) == (80, 0.0)
     with pytest.raises(ValueError, match="burst sample"):
         simulate([FluidJob("a", 300, 80, comm_samples_ms=(300.0,))], {"a": 0.0})
 
