@@ -177,13 +177,15 @@ def _json_view(summary: dict, results_dir: Path) -> dict:
 
 
 def _print_table(summary: dict, results_dir: Path) -> None:
-    print(f"{'policy':<8} {'job':<10} {'iters':>5} {'measured ms':>12} {'predicted ms':>13} {'error':>7} "
+    print(f"{'policy':<8} {'job':<10} {'iters':>5} {'measured ms ± se':>17} {'predicted ms':>13} {'error':>7} "
           f"{'vs none':>8}")
     for policy, entry in summary["policies"].items():
         change = entry.get("throughput_change_vs_none_pct")
         for job, j in entry["jobs"].items():
             err = j.get("error_pct")
-            print(f"{policy:<8} {job:<10} {j['iterations']:>5} {j['mean_iteration_ms']:>12.1f} "
+            se = j.get("iteration_se_ms")
+            measured = f"{j['mean_iteration_ms']:.1f}" + (f" ±{se:4.1f}" if se is not None else " " * 6)
+            print(f"{policy:<8} {job:<10} {j['iterations']:>5} {measured:>17} "
                   f"{j['predicted_iteration_ms']:>13.1f} {err:>+6.1f}% "
                   + (f"{change:>+7.1f}%" if change is not None else " " * 8)
                   + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j["predicted_range_ms"])
