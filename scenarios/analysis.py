@@ -175,9 +175,34 @@ def busy_start_extra_ms(spans: pd.DataFrame, solo_lead_ms: dict[str, float],
     """
     out: dict[str, float | None] = {}
     for job, solo_ms in solo_lead_ms.items():
-        leads = spans["lead_ms"][(spans["job"] == job) & spans["busy_start"]] if len(spans) else []
+        leads = _busy_start_leads_ms(spans, job)
         out[job] = float(np.median(leads) - solo_ms) if len(leads) >= min_bursts else None
     return out
+
+
+def busy_start_samples_ms(spans: pd.DataFrame, solo_lead_ms: dict[str, float],
+                          min_bursts: int = BUSY_START_MIN_BURSTS) -> dict[str, tuple[float, ...]]:
+    """Per job, what each of its busy starts cost (ms, at least 0): the bursts
+    :func:`busy_start_extra_ms` takes the median of, clipped like the link times.
+
+    The fluid model draws one for each busy start. With one figure for all, a
+    gated job whose bursts end near their deadline made every such window or
+    missed every one; one h7 run's `gate` c was predicted 14 % too slow so and
+    2 % with the draws (docs/accuracy.md, eleventh session). Empty for a job with
+    fewer than ``min_bursts`` busy starts.
+    """
+    out: dict[str, tuple[float, ...]] = {}
+    for job, solo_ms in solo_lead_ms.items():
+        leads = _busy_start_leads_ms(spans, job)
+        out[job] = tuple(max(0.0, x - solo_ms) for x in _clip_robust(leads)) if len(leads) >= min_bursts else ()
+    return out
+
+
+def _busy_start_leads_ms(spans: pd.DataFrame, job: str) -> pd.Series:
+    """``lead_ms`` of ``job``'s bursts that launched while another job's data was on the link."""
+    if spans.empty:
+        return pd.Series(dtype=float)
+    return spans["lead_ms"][(spans["job"] == job) & spans["busy_start"]]
 
 
 def burst_medians_ms(spans: pd.DataFrame) -> dict[str, dict[str, float]]:

@@ -687,6 +687,7 @@ class Experiment:
     # -- prediction and summary ------------------------------------------------
 
     def predict(self, policy: str, busy_start_ms: dict[str, float],
+                busy_start_samples_ms: dict[str, tuple[float, ...]],
                 ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
         """Each job's predicted mean iteration time under ``policy`` and its range (``scenarios/prediction.py``).
 
@@ -700,14 +701,18 @@ class Experiment:
         model = RunModel(self.schedule, self.solo, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms,
                          WINDOW_TOLERANCE_MS)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
-        return model.predict_with_range(policy, self.offsets[policy], iterations, busy_start_ms)
+        return model.predict_with_range(policy, self.offsets[policy], iterations, busy_start_ms,
+                                        busy_start_samples_ms)
 
-    def busy_start_ms(self, policy: str) -> dict[str, float]:
-        """Per job, what a busy start cost in the run's other policies (``scenarios.prediction``)."""
+    def busy_starts_ms(self, policy: str) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
+        """Per job, what a busy start cost in the run's other policies (``scenarios.prediction``):
+        the median (or the default) and each such burst's."""
         others = [b for p, b in self.bursts.items() if p != policy and not b.empty]
-        measured = analysis.busy_start_extra_ms(pd.concat(others) if others else pd.DataFrame(),
-                                                {name: s["lead_ms"] for name, s in self.solo.items()})
-        return busy_start_costs_ms(measured, [j.name for j in self.schedule.jobs])
+        spans = pd.concat(others) if others else pd.DataFrame()
+        solo_lead_ms = {name: s["lead_ms"] for name, s in self.solo.items()}
+        costs = busy_start_costs_ms(analysis.busy_start_extra_ms(spans, solo_lead_ms),
+                                    [j.name for j in self.schedule.jobs])
+        return costs, analysis.busy_start_samples_ms(spans, solo_lead_ms)
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""
@@ -743,8 +748,8 @@ class Experiment:
         policies = {}
         predictions = {}
         for policy, jobs in self.measured.items():
-            busy = self.busy_start_ms(policy)
-            predictions[policy], ranges = self.predict(policy, busy)
+            busy, busy_samples = self.busy_starts_ms(policy)
+            predictions[policy], ranges = self.predict(policy, busy, busy_samples)
             entry = {}
             for name, m in jobs.items():
                 predicted = predictions[policy][name]

@@ -75,6 +75,8 @@ class FluidJob:
     # with each measured burst, how much longer than usual its job took after it (ms, may be < 0):
     # added to the computation that follows; used only when there is one per comm sample
     after_samples_ms: tuple[float, ...] = ()
+    # measured busy starts' costs (ms, >= 0): with an rng, each busy start draws one instead of busy_start_ms
+    busy_start_samples_ms: tuple[float, ...] = ()
 
     def draw(self, rng: random.Random | None) -> tuple[float, float]:
         """The next burst: (its length alone on the link, the extra time after it), one measured burst's."""
@@ -83,6 +85,12 @@ class FluidJob:
         k = rng.randrange(len(self.comm_samples_ms))  # the stream rng.choice() draws from
         paired = len(self.after_samples_ms) == len(self.comm_samples_ms)
         return self.comm_samples_ms[k], self.after_samples_ms[k] if paired else 0.0
+
+    def busy_start_cost(self, rng: random.Random | None) -> float:
+        """What this burst's busy start costs: one measured busy start's, else ``busy_start_ms``."""
+        if rng is None or not self.busy_start_samples_ms:
+            return self.busy_start_ms
+        return self.busy_start_samples_ms[rng.randrange(len(self.busy_start_samples_ms))]
 
 
 @dataclass(frozen=True)
@@ -177,8 +185,9 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     for j in jobs:
         if not 0 < j.comm_ms < j.period_ms:
             raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
-        if not j.busy_start_ms >= 0.0:
-            raise ValueError(f"{j.name}: busy_start_ms must be >= 0, got {j.busy_start_ms}")
+        if not j.busy_start_ms >= 0.0 or any(not c >= 0.0 for c in j.busy_start_samples_ms):
+            raise ValueError(f"{j.name}: busy_start_ms and busy_start_samples_ms must be >= 0, got "
+                             f"{j.busy_start_ms}, {j.busy_start_samples_ms}")
         if not j.link_headroom >= 1.0:
             raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
         if any(not 0 < c < j.period_ms for c in j.comm_samples_ms):
@@ -207,7 +216,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if not on_link[i]:
             went[i] = t
             if any(state[k] in ("send", "drain") for k in range(n) if k != i):
-                remaining[i] += jobs[i].busy_start_ms
+                remaining[i] += jobs[i].busy_start_cost(rng)
         on_link[i] = True
 
     def begin(i: int, now: float) -> None:
@@ -286,9 +295,9 @@ def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draw
                     **kwargs) -> dict[str, float]:
     """Each job's mean iteration time (ms) over ``draws`` runs of :func:`simulate` with sampled bursts.
 
-    With no measured bursts, one run (they would all be the same).
+    With nothing measured to draw from, one run (they would all be the same).
     """
-    if not any(j.comm_samples_ms for j in jobs):
+    if not any(j.comm_samples_ms or j.busy_start_samples_ms for j in jobs):
         draws = 1
     rng = random.Random(seed)
     runs = [simulate(jobs, offsets_ms, rng=rng, **kwargs) for _ in range(draws)]

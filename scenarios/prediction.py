@@ -29,7 +29,8 @@ machine's two cores, and its flows start apart. The model gives such a burst
 that much more of the link (``FluidJob.busy_start_ms``): per job, how much
 later than alone its data started in such bursts of the run's *other*
 policies (:func:`busy_start_costs_ms`; a policy's prediction never uses its
-own bursts), else :data:`BUSY_START_MS`. Measured: 2-6 ms on the ninth
+own bursts), else :data:`BUSY_START_MS`; each busy start draws its cost from
+those bursts' where there are enough (``analysis.busy_start_samples_ms``). Measured: 2-6 ms on the ninth
 session's machine, 5-15 ms per job and run on the tenth's (docs/accuracy.md).
 
 **Knife edges.** Most predictions hardly move with that figure; but where a
@@ -75,12 +76,15 @@ class RunModel:
     window_tolerance_ms: float
 
     def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,
-                busy_start_ms: float | dict[str, float] = BUSY_START_MS) -> dict[str, float]:
+                busy_start_ms: float | dict[str, float] = BUSY_START_MS,
+                busy_start_samples_ms: dict[str, tuple[float, ...]] | None = None) -> dict[str, float]:
         """Each job's mean iteration time (ms) under ``policy``, its bursts starting at ``offsets_ms``.
 
         ``busy_start_ms``: what a burst that starts while another job's burst
         is on the link costs beyond its solo length (``FluidJob.busy_start_ms``),
-        one figure for every job or one per job.
+        one figure for every job or one per job. ``busy_start_samples_ms``: per
+        job, measured busy starts' costs, each busy start drawing one
+        (``FluidJob.busy_start_samples_ms``; a job without any takes ``busy_start_ms``).
         """
         pol = get_policy(policy)
         jobs, offsets, late, grace = [], {}, {}, {}
@@ -92,7 +96,8 @@ class RunModel:
             busy_ms = busy_start_ms[job.name] if isinstance(busy_start_ms, dict) else busy_start_ms
             jobs.append(FluidJob(job.name, solo["iteration_ms"], min(solo["data_ms"], longest_ms), headroom,
                                  samples, busy_start_ms=max(0.0, busy_ms),
-                                 after_samples_ms=tuple(solo.get("after_samples_ms", ()))))
+                                 after_samples_ms=tuple(solo.get("after_samples_ms", ())),
+                                 busy_start_samples_ms=tuple((busy_start_samples_ms or {}).get(job.name, ()))))
             launch_lead = self.launch_lead_ms.get(job.name, 0.0)
             late[job.name] = max(0.0, solo["lead_ms"] - launch_lead)
             grace[job.name] = launch_lead + self.window_tolerance_ms
@@ -105,13 +110,19 @@ class RunModel:
 
     def predict_with_range(self, policy: str, offsets_ms: dict[str, float], iterations: int,
                            busy_start_ms: dict[str, float] | None = None,
+                           busy_start_samples_ms: dict[str, tuple[float, ...]] | None = None,
                            ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
         """:meth:`predict`, and each job's (lowest, highest) prediction with busy starts costing 0,
-        ``busy_start_ms`` (the prediction; default :data:`BUSY_START_MS` for every job) and twice that."""
+        what they cost (the prediction; default :data:`BUSY_START_MS` for every job) and twice that."""
         cost = busy_start_ms or {j.name: BUSY_START_MS for j in self.schedule.jobs}
-        predicted = self.predict(policy, offsets_ms, iterations, cost)
-        runs = [predicted, *(self.predict(policy, offsets_ms, iterations, {j: f * c for j, c in cost.items()})
-                             for f in (0.0, 2.0))]
+        samples = busy_start_samples_ms or {}
+
+        def scaled(f: float) -> dict[str, float]:
+            return self.predict(policy, offsets_ms, iterations, {j: f * c for j, c in cost.items()},
+                                {j: tuple(f * x for x in xs) for j, xs in samples.items()})
+
+        predicted = scaled(1.0)
+        runs = [predicted, scaled(0.0), scaled(2.0)]
         return predicted, {j.name: (min(r[j.name] for r in runs), max(r[j.name] for r in runs))
                            for j in self.schedule.jobs}
 

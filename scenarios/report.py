@@ -231,8 +231,9 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
     lines = ["Prediction: the fluid model fed with the measured solo figures. "
              "Error = (measured − predicted) / predicted. A burst that starts while another job's burst is on "
              "the link is taken to cost more than alone (its processes start slower on the loaded machine): per "
-             "job, how much later its data started in such bursts of this run's other policies, else "
-             f"{BUSY_START_MS:g} ms ({_busy_costs(rows)}); model range: the prediction with that cost 0 to twice it. "
+             "job, how much later its data started in such bursts of this run's other policies, each busy start "
+             f"drawing one of them (medians: {_busy_costs(rows)}; with fewer than three, {BUSY_START_MS:g} ms); "
+             "model range: the prediction with those costs 0 to twice them. "
              "± is the measured mean's standard error (batch means over consecutive parts of the run): "
              "an error within about twice it is within the run's own noise, and a longer `--duration` narrows it.",
              "",

@@ -158,6 +158,19 @@ def test_a_busy_start_is_a_launch_while_another_jobs_data_is_on_the_link():
     assert analysis.busy_start_extra_ms(pd.DataFrame(), {"b": 6.0}) == {"b": None}
 
 
+def test_busy_start_samples_are_each_busy_starts_cost_clipped_and_never_below_zero():
+    # b alone leads 10 ms; its busy starts led 4, 12, 13, 14 and 80 ms (one stalled start)
+    spans = pd.DataFrame({"job": ["b"] * 6 + ["a"], "lead_ms": [4.0, 12.0, 13.0, 14.0, 80.0, 7.0, 30.0],
+                          "busy_start": [True] * 5 + [False, True]})
+    samples = analysis.busy_start_samples_ms(spans, {"a": 4.0, "b": 10.0})
+    # median 13, MAD 1: the 80 counts as 13 + 3 x 1.4826 and the 4 as 13 - 3 x 1.4826, less than
+    # the solo lead: 0, never a gain
+    assert samples["b"] == pytest.approx((0.0, 2.0, 3.0, 4.0, 3 + 3 * 1.4826))
+    assert samples["a"] == ()  # one busy start: fewer than three
+    assert analysis.busy_start_extra_ms(spans, {"b": 10.0}) == {"b": pytest.approx(3.0)}  # their median
+    assert analysis.busy_start_samples_ms(pd.DataFrame(), {"b": 6.0}) == {"b": ()}
+
+
 def test_link_time_samples_clip_an_outlier_to_three_robust_sd():
     # median 52, median absolute deviation 1: the 90 ms burst counts as 52 + 3 × 1.4826
     spans = pd.DataFrame({"lead_ms": [5.0] * 5, "data_ms": [50.0, 51.0, 52.0, 53.0, 90.0]})

@@ -38,7 +38,10 @@ def test_a_policys_busy_start_cost_comes_from_the_other_policies_bursts(tmp_path
 
     experiment.bursts = {"none": bursts([18.0, 20.0, 22.0]), "gate": bursts([40.0, 40.0, 40.0])}
     # gate's prediction takes none's bursts (20 - 8 ms), none's takes gate's (40 - 8): never its own
-    assert experiment.busy_start_ms("gate") == {"alpha": pytest.approx(12.0), "beta": BUSY_START_MS}
-    assert experiment.busy_start_ms("none") == {"alpha": pytest.approx(32.0), "beta": BUSY_START_MS}
+    assert experiment.busy_starts_ms("gate") == ({"alpha": pytest.approx(12.0), "beta": BUSY_START_MS},
+                                                 {"alpha": pytest.approx((10.0, 12.0, 14.0)), "beta": ()})
+    assert experiment.busy_starts_ms("none") == ({"alpha": pytest.approx(32.0), "beta": BUSY_START_MS},
+                                                 {"alpha": pytest.approx((32.0, 32.0, 32.0)), "beta": ()})
     experiment.bursts = {"gate": bursts([40.0, 40.0, 40.0])}  # a run of one policy: the default
-    assert experiment.busy_start_ms("gate") == {"alpha": BUSY_START_MS, "beta": BUSY_START_MS}
+    assert experiment.busy_starts_ms("gate") == ({"alpha": BUSY_START_MS, "beta": BUSY_START_MS},
+                                                 {"alpha": (), "beta": ()})

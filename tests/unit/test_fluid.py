@@ -186,6 +186,32 @@ def test_a_burst_that_starts_while_another_is_on_the_link_takes_busy_start_ms_mo
         simulate([FluidJob("a", 100, 40, busy_start_ms=-1)], {"a": 0.0})
 
 
+def test_each_busy_start_draws_its_cost_from_the_measured_ones():
+    # the case above with b's busy starts costing 10 ms every time, drawn from (10,): the same
+    fixed = [FluidJob("a", 100, 40, busy_start_ms=10), FluidJob("b", 100, 40, busy_start_ms=10)]
+    drawn = [FluidJob("a", 100, 40, busy_start_samples_ms=(10.0,)),
+             FluidJob("b", 100, 40, busy_start_samples_ms=(10.0,))]
+    offsets = {"a": 0.0, "b": 20.0}
+    same = simulate(drawn, offsets, iterations=1, warmup=0, rng=random.Random(1))
+    assert same["b"].mean_iteration_ms == pytest.approx(simulate(fixed, offsets, iterations=1, warmup=0)
+                                                        ["b"].mean_iteration_ms)
+    # b's first burst (40 ms, at 20 while a's is on the link: a ends at 60, b at 80 + its cost)
+    # draws its cost from 0 and 20 ms: it ends at 80 or 100, and both happen
+    mixed = [FluidJob("a", 1000, 40), FluidJob("b", 1000, 40, busy_start_samples_ms=(0.0, 20.0))]
+    first_ends = set()
+    for seed in range(8):
+        trace = []
+        simulate(mixed, offsets, iterations=1, warmup=0, rng=random.Random(seed), trace=trace)
+        first_ends.add(round(next(end for job, _, _, end in trace if job == "b"), 6))
+    assert first_ends == {80.0, 100.0}
+    # without an rng nothing is drawn: busy_start_ms (0) holds
+    trace = []
+    simulate(mixed, offsets, iterations=1, warmup=0, trace=trace)
+    assert next(end for job, _, _, end in trace if job == "b") == pytest.approx(80.0)
+    with pytest.raises(ValueError, match="busy_start_samples_ms"):
+        simulate([FluidJob("a", 100, 40, busy_start_samples_ms=(-1.0,))], {"a": 0.0})
+
+
 def test_a_burst_that_starts_on_an_idle_link_takes_its_solo_length():
     # one job alone never meets another burst: busy_start_ms changes nothing
     out = simulate([FluidJob("a", 100, 40, busy_start_ms=25)], {"a": 0.0}, iterations=5)

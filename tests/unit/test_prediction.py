@@ -73,6 +73,20 @@ def test_each_job_can_have_its_own_busy_start_cost():
     assert ranges["b"] == pytest.approx((100, 100), rel=0.01)
 
 
+def test_measured_busy_starts_are_drawn_and_scaled_for_the_range():
+    # the knife-edge pair above, b's busy starts measured at 0 ms each time: every window, no
+    # range (0, 0 and 0 again), whatever the single figure says; at 5 ms each: every other window
+    schedule = compute_schedule([JobTiming("a", 100, 50), JobTiming("b", 100, 50)])
+    model = _model(schedule, {"a": _solo(90, 30), "b": _solo(98.5, 30)})
+    offsets = {"a": 0.0, "b": 25.0}
+    for measured_ms, expected_ms in ((0.0, 100), (5.0, 200)):
+        predicted, ranges = model.predict_with_range("gate", offsets, iterations=12,
+                                                     busy_start_ms={"a": 5.0, "b": 5.0},
+                                                     busy_start_samples_ms={"b": (measured_ms,) * 3})
+        assert predicted["b"] == pytest.approx(expected_ms, rel=0.01)
+    assert ranges["b"] == pytest.approx((100, 200), rel=0.01)  # 0 x, 1 x and 2 x the 5-ms draws
+
+
 def test_a_busy_start_cost_is_the_measured_one_else_the_default():
     costs = busy_start_costs_ms({"a": 9.5, "b": None, "c": -1.2}, ["a", "b", "c", "d"])
     assert costs == {"a": 9.5, "b": BUSY_START_MS, "c": 0.0, "d": BUSY_START_MS}
