@@ -86,6 +86,16 @@ class RunModel:
         job, measured busy starts' costs, each busy start drawing one
         (``FluidJob.busy_start_samples_ms``; a job without any takes ``busy_start_ms``).
         """
+        jobs, offsets, kwargs = self.simulation(policy, offsets_ms, iterations, busy_start_ms,
+                                                busy_start_samples_ms)
+        return mean_iterations(jobs, offsets, draws=MODEL_DRAWS, **kwargs)
+
+    def simulation(self, policy: str, offsets_ms: dict[str, float], iterations: int,
+                   busy_start_ms: float | dict[str, float] = BUSY_START_MS,
+                   busy_start_samples_ms: dict[str, tuple[float, ...]] | None = None,
+                   ) -> tuple[list[FluidJob], dict[str, float], dict]:
+        """What :meth:`predict` simulates: the fluid jobs, their first bursts' offsets and the rest of
+        ``fluid.simulate``'s arguments (to trace a prediction burst by burst beside a run)."""
         pol = get_policy(policy)
         jobs, offsets, late, grace = [], {}, {}, {}
         for job in self.schedule.jobs:
@@ -104,9 +114,9 @@ class RunModel:
             first_lead = late[job.name] if pol.waits_for_window(0) else solo["lead_ms"]
             offsets[job.name] = offsets_ms[job.name] + first_lead
         windows = policy_windows(pol, self.schedule, offsets_ms, late_ms=late, grace_ms=grace)
-        return mean_iterations(jobs, offsets, draws=MODEL_DRAWS, windows=windows, iterations=max(iterations, 5),
-                               warmup=0, waits=pol.waits_for_window, enforce=pol.enforces_windows,
-                               queue_ms=self.queue_ms)  # a held burst's queue drains past its gate
+        return jobs, offsets, {"windows": windows, "iterations": max(iterations, 5), "warmup": 0,
+                               "waits": pol.waits_for_window, "enforce": pol.enforces_windows,
+                               "queue_ms": self.queue_ms}  # a held burst's queue drains past its gate
 
     def predict_with_range(self, policy: str, offsets_ms: dict[str, float], iterations: int,
                            busy_start_ms: dict[str, float] | None = None,
