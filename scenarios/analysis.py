@@ -221,17 +221,13 @@ def burst_medians_ms(spans: pd.DataFrame) -> dict[str, dict[str, float]]:
 
 
 def burst_spans_ms(spans: pd.DataFrame, it: pd.DataFrame) -> tuple[float, float]:
-    """(Median lead, mean data phase) of :func:`burst_spans`' bursts, ms.
+    """Mean (lead, data phase) of :func:`burst_spans`' bursts, ms.
 
-    Drivers launch a gated burst its lead early, so the lead is the median: with
-    the mean, one slow process start among 10 solo bursts (h7 a: mean 14.0,
-    median 12.9 ms) launched every burst earlier and its data reached the gate
-    before the window opened (docs/accuracy.md, eleventh session). Without data
-    on the link: (0, the mean comm phase of ``it``).
+    Without data on the link: (0, the mean comm phase of ``it``).
     """
     if spans.empty:
         return 0.0, float(it["comm_ms"].mean())
-    return float(spans["lead_ms"].median()), float(spans["data_ms"].mean())
+    return float(spans["lead_ms"].mean()), float(spans["data_ms"].mean())
 
 
 def link_time_samples_ms(spans: pd.DataFrame) -> list[float]:

@@ -88,15 +88,6 @@ def test_burst_spans_from_launch_and_between_data_packets():
     assert lead_ms == pytest.approx(10.0) and span_ms == pytest.approx(80.0)
 
 
-def test_a_slow_process_start_does_not_move_the_lead_drivers_launch_by():
-    # three bursts, leads 10, 11 and 40 ms (a slow start): the lead is 11, the data phase the mean
-    frame, labels = packets([0.010, 0.030, 1.011, 1.031, 2.040, 2.070], [1000] * 6, ["a"] * 6)
-    it = pd.DataFrame({"job": ["a"] * 3, "comm_start": [0.0, 1.0, 2.0], "comm_end": [0.1, 1.1, 2.1],
-                       "comm_ms": [100.0] * 3})
-    lead_ms, data_ms = analysis.burst_spans_ms(analysis.burst_spans(frame, labels, it), it)
-    assert lead_ms == pytest.approx(11.0) and data_ms == pytest.approx((20 + 20 + 30) / 3)
-
-
 def test_burst_spans_time_when_every_flow_of_a_burst_is_going():
     # job a: flow 1 starts 8 ms after launch, flow 2 (other ports) 30 ms; job b alone: 5 ms
     frame = pd.DataFrame({"time_s": [0.008, 0.030, 0.060, 0.070, 1.005, 1.050],
