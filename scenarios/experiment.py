@@ -421,16 +421,21 @@ class Experiment:
         sized = []
         for spec in self.specs:
             nominal_mbps = None
-            for round_ in range(SIZING_ROUNDS):
+            for _ in range(SIZING_ROUNDS):
                 solo = self._solo(fabric, spec)
                 if nominal_mbps is None:  # the scenario's own burst size, before any re-sizing
                     nominal_mbps = solo["sustained_mbps"]
+                burst_ms = solo["comm_ms"]
                 fill = corrected_fill(spec, solo)
-                # The figures kept must be those of the fill that was measured: a fill
-                # corrected after the last round once ran 15 ms longer than the
-                # burst the phase was set from, and the job 304 ms alone for 300.
-                if fill is None or round_ == SIZING_ROUNDS - 1:
+                if fill is None:
                     break
+                # After the last round the corrected fill is not measured before the
+                # final run, so the phase is set from the burst it should take. From
+                # the last measured burst instead, a fill corrected upwards ran 15 ms
+                # longer than that, and the job 304 ms alone for 300 (h7 b). Keeping
+                # an uncorrected long burst instead made gated bursts overrun their
+                # windows (classroom `gate` alpha 341 ms for 300).
+                burst_ms = solo["startup_ms"] + solo["data_ms"] * fill / spec.fill
                 spec = replace(spec, fill=fill)
             # The scenario's period is the solo iteration time: compute for
             # period − (the burst's measured length) − a small margin, with the
@@ -440,7 +445,7 @@ class Experiment:
             # commensurate periods stay commensurate. A solo run that still
             # comes out over its period (a burst's median moves by up to 10 ms
             # between runs) shortens the compute by the excess and runs again.
-            phase_ms = solo["comm_ms"] + PERIOD_MARGIN * spec.period_ms
+            phase_ms = burst_ms + PERIOD_MARGIN * spec.period_ms
             for _ in range(PHASE_ROUNDS):
                 rephased = with_phase(spec, phase_ms)
                 if rephased is None:

@@ -81,17 +81,20 @@ def calibrated(monkeypatch, tmp_path, solo_for) -> tuple[Experiment, list[JobSpe
     return experiment, runs
 
 
-def test_the_kept_figures_are_those_of_the_fill_the_last_sizing_round_measured(monkeypatch, tmp_path):
+def test_a_fill_corrected_after_the_last_round_sets_the_phase_from_the_burst_it_should_take(monkeypatch, tmp_path):
     # a job whose bursts never settle within tolerance: every sizing round is out
     def solo_for(spec, call):
         return made_up_solo(spec, extra_ms=30.0 if call % 2 else -25.0)
 
     experiment, runs = calibrated(monkeypatch, tmp_path, solo_for)
     sizing, final = runs[:3], runs[3]
-    # the final run moves the same bytes as the last sizing round measured, in a phase set from its burst
-    assert final.fill * final.comm_ms == pytest.approx(sizing[-1].fill * sizing[-1].comm_ms)
     last = solo_for(sizing[-1], 3)
-    assert final.comm_ms == pytest.approx(last["comm_ms"] + PERIOD_MARGIN * final.period_ms)
+    fill = corrected_fill(sizing[-1], last)
+    # the final run carries the corrected fill's bytes ...
+    assert final.fill * final.comm_ms == pytest.approx(fill * sizing[-1].comm_ms)
+    # ... in a phase set from what that fill's burst should take: start-up + data scaled
+    expected_burst_ms = last["startup_ms"] + last["data_ms"] * fill / sizing[-1].fill
+    assert final.comm_ms == pytest.approx(expected_burst_ms + PERIOD_MARGIN * final.period_ms)
     assert experiment.specs[0] == runs[-1]
 
 
