@@ -65,7 +65,7 @@ BURST_TARGET = 0.7  # a solo burst (start-up included) should take this share of
 BURST_TOLERANCE = 0.1  # ... give or take this share (else the fill is corrected again)
 SIZING_ROUNDS = 3
 PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter than its period ...
-PERIOD_SLACK = 0.02  # ... and the final solo run is run again when it is less than this share shorter
+PERIOD_SLACK = 0.02  # ... and the final solo run is run again when it is further than this share from that
 PHASE_ROUNDS = 2  # final solo runs per job at most
 # Fidelity asks whether the fabric delivers its configured rate, so the first
 # part of each solo burst (a fresh TCP connection's slow start, which real
@@ -125,13 +125,15 @@ def with_phase(spec, phase_ms: float):
 
 
 def period_excess_ms(period_ms: float, solo_iteration_ms: float) -> float:
-    """How much shorter a job's compute must get to bring its solo iteration back to (1 − PERIOD_MARGIN) × period.
+    """How much a job's solo iteration exceeds (1 − PERIOD_MARGIN) × period (< 0: falls short of it), ms.
 
-    0 while the iteration is at least ``PERIOD_SLACK`` × period shorter than the period.
+    0 while it is within ``PERIOD_SLACK`` × period of it. Both ways: a job over
+    its period misses gated windows, and periods that should be commensurate
+    (300 and 600 ms) stay so only if every job is short of its period by the
+    same share; one 7.6 % short ran `shift`'s bursts into each other.
     """
-    if solo_iteration_ms <= (1 - PERIOD_SLACK) * period_ms:
-        return 0.0
-    return solo_iteration_ms - (1 - PERIOD_MARGIN) * period_ms
+    excess_ms = solo_iteration_ms - (1 - PERIOD_MARGIN) * period_ms
+    return 0.0 if abs(excess_ms) <= PERIOD_SLACK * period_ms else excess_ms
 
 
 def fidelity_advice(solo: dict[str, dict], link_mbps: float, ratio: float | None, unmeasured: list[str],
@@ -455,8 +457,8 @@ class Experiment:
                 excess_ms = period_excess_ms(spec.period_ms, solo["iteration_ms"])
                 if not excess_ms:
                     break
-                log.info("solo %s: %.1f ms for a %.0f-ms period; compute %.1f ms shorter", spec.name,
-                         solo["iteration_ms"], spec.period_ms, excess_ms)
+                log.info("solo %s: %.1f ms for a %.0f-ms period; compute %+.1f ms", spec.name,
+                         solo["iteration_ms"], spec.period_ms, -excess_ms)
                 phase_ms = spec.comm_ms + excess_ms
             sized.append(spec)
             self.solo[spec.name] = {**solo, "fill": spec.fill, "nominal_sustained_mbps": nominal_mbps}

@@ -59,10 +59,13 @@ def test_a_phase_keeps_the_bytes_and_refuses_what_cannot_fit():
     assert with_phase(spec, 300.0) is None  # no compute left
 
 
-def test_the_excess_over_the_period_is_measured_from_the_margin():
-    assert period_excess_ms(300, (1 - PERIOD_SLACK) * 300) == 0.0
-    assert period_excess_ms(300, 288.0) == 0.0
-    assert period_excess_ms(300, 304.8) == pytest.approx(304.8 - (1 - PERIOD_MARGIN) * 300)
+def test_a_solo_iteration_is_corrected_when_it_is_too_far_from_the_margin_either_way():
+    target_ms = (1 - PERIOD_MARGIN) * 300
+    assert period_excess_ms(300, target_ms) == 0.0
+    assert period_excess_ms(300, target_ms + PERIOD_SLACK * 300) == 0.0
+    assert period_excess_ms(300, target_ms - PERIOD_SLACK * 300) == 0.0
+    assert period_excess_ms(300, 304.8) == pytest.approx(304.8 - target_ms)
+    assert period_excess_ms(300, 277.2) == pytest.approx(277.2 - target_ms)  # short: compute gets longer
 
 
 def calibrated(monkeypatch, tmp_path, solo_for) -> tuple[Experiment, list[JobSpec]]:
@@ -110,6 +113,17 @@ def test_a_final_solo_run_over_its_period_runs_again_with_less_compute(monkeypat
     assert runs[-1].comm_ms == pytest.approx(runs[-2].comm_ms + first_final["iteration_ms"] - 288.0)
     assert experiment.solo["alpha"]["iteration_ms"] == pytest.approx(288.0)
     assert experiment.specs[0] == runs[-1]
+
+
+def test_a_final_solo_run_far_short_of_its_period_runs_again_with_more_compute(monkeypatch, tmp_path):
+    # the final runs' bursts come out 15 ms shorter than sizing's: 273 ms for a 300-ms period
+    def solo_for(spec, call):
+        return made_up_solo(spec, extra_ms=-15.0 if spec.comm_ms != 100 else 0.0)
+
+    experiment, runs = calibrated(monkeypatch, tmp_path, solo_for)
+    assert len(runs) == 2 + 2
+    assert runs[-1].comm_ms == pytest.approx(runs[-2].comm_ms - 15.0)
+    assert experiment.solo["alpha"]["iteration_ms"] == pytest.approx(288.0)
 
 
 def test_a_final_solo_run_within_its_period_is_not_repeated(monkeypatch, tmp_path):
