@@ -64,9 +64,7 @@ MODEL_CALIBRATION_ITERATIONS = 21
 BURST_TARGET = 0.7  # a solo burst (start-up included) should take this share of comm_ms ...
 BURST_TOLERANCE = 0.1  # ... give or take this share (else the fill is corrected again)
 SIZING_ROUNDS = 3
-PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter than its period ...
-PERIOD_SLACK = 0.02  # ... and the final solo run is run again when it is further than this share from that
-PHASE_ROUNDS = 2  # final solo runs per job at most
+PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter than its period
 # Fidelity asks whether the fabric delivers its configured rate, so the first
 # part of each solo burst (a fresh TCP connection's slow start, which real
 # networks share) is left out of the sustained rate; the whole-burst rate is
@@ -98,42 +96,6 @@ def job_dscp(index: int) -> int:
 def overrun_jobs(solo: dict[str, dict], period_ms: dict[str, float]) -> list[str]:
     """Jobs whose solo iteration exceeds their period by more than :data:`SOLO_OVERRUN_SHARE`."""
     return sorted(n for n, s in solo.items() if s["iteration_ms"] > (1 + SOLO_OVERRUN_SHARE) * period_ms[n])
-
-
-def corrected_fill(spec, solo: dict) -> float | None:
-    """The fill that should bring ``spec``'s solo burst to ``BURST_TARGET`` × comm_ms; None if it already does.
-
-    A burst is a start-up cost plus data at the fabric's rate, so only the data
-    part scales with the fill.
-    """
-    if abs(solo["comm_ms"] / spec.comm_ms - BURST_TARGET) <= BURST_TOLERANCE:
-        return None
-    data_target_ms = max(BURST_TARGET * spec.comm_ms - solo["startup_ms"], 0.2 * spec.comm_ms)
-    fill = spec.fill * data_target_ms / max(solo["data_ms"], 1e-3)
-    return min(1.0, max(0.02, fill))
-
-
-def with_phase(spec, phase_ms: float):
-    """``spec`` with its comm phase (so its compute: period − phase) set to ``phase_ms`` and the same bytes.
-
-    None when that is impossible: the bytes would not fit the phase, or no compute would be left.
-    """
-    fill = spec.fill * spec.comm_ms / phase_ms
-    if fill > 1.0 or phase_ms >= spec.period_ms:
-        return None
-    return replace(spec, comm_ms=phase_ms, fill=fill)
-
-
-def period_excess_ms(period_ms: float, solo_iteration_ms: float) -> float:
-    """How much a job's solo iteration exceeds (1 − PERIOD_MARGIN) × period (< 0: falls short of it), ms.
-
-    0 while it is within ``PERIOD_SLACK`` × period of it. Both ways: a job over
-    its period misses gated windows, and periods that should be commensurate
-    (300 and 600 ms) stay so only if every job is short of its period by the
-    same share; one 7.6 % short ran `shift`'s bursts into each other.
-    """
-    excess_ms = solo_iteration_ms - (1 - PERIOD_MARGIN) * period_ms
-    return 0.0 if abs(excess_ms) <= PERIOD_SLACK * period_ms else excess_ms
 
 
 def fidelity_advice(solo: dict[str, dict], link_mbps: float, ratio: float | None, unmeasured: list[str],
@@ -427,39 +389,21 @@ class Experiment:
                 solo = self._solo(fabric, spec)
                 if nominal_mbps is None:  # the scenario's own burst size, before any re-sizing
                     nominal_mbps = solo["sustained_mbps"]
-                burst_ms = solo["comm_ms"]
-                fill = corrected_fill(spec, solo)
-                if fill is None:
+                if abs(solo["comm_ms"] / spec.comm_ms - BURST_TARGET) <= BURST_TOLERANCE:
                     break
-                # After the last round the corrected fill is not measured before the
-                # final run, so the phase is set from the burst it should take. From
-                # the last measured burst instead, a fill corrected upwards ran 15 ms
-                # longer than that, and the job 304 ms alone for 300 (h7 b). Keeping
-                # an uncorrected long burst instead made gated bursts overrun their
-                # windows (classroom `gate` alpha 341 ms for 300).
-                burst_ms = solo["startup_ms"] + solo["data_ms"] * fill / spec.fill
-                spec = replace(spec, fill=fill)
+                data_target_ms = max(BURST_TARGET * spec.comm_ms - solo["startup_ms"], 0.2 * spec.comm_ms)
+                fill = spec.fill * data_target_ms / max(solo["data_ms"], 1e-3)
+                spec = replace(spec, fill=min(1.0, max(0.02, fill)))
             # The scenario's period is the solo iteration time: compute for
             # period − (the burst's measured length) − a small margin, with the
             # same bytes, so a gated job is ready a little before its next
             # window (a job even 1 ms slower than its window period misses
             # every other window). The margin is a share of the period, so
-            # commensurate periods stay commensurate. A solo run that still
-            # comes out over its period (a burst's median moves by up to 10 ms
-            # between runs) shortens the compute by the excess and runs again.
-            phase_ms = burst_ms + PERIOD_MARGIN * spec.period_ms
-            for _ in range(PHASE_ROUNDS):
-                rephased = with_phase(spec, phase_ms)
-                if rephased is None:
-                    break
-                spec = rephased
+            # commensurate periods stay commensurate.
+            phase_ms = solo["comm_ms"] + PERIOD_MARGIN * spec.period_ms
+            if spec.fill * spec.comm_ms / phase_ms <= 1.0 and phase_ms < spec.period_ms:
+                spec = replace(spec, comm_ms=phase_ms, fill=spec.fill * spec.comm_ms / phase_ms)
                 solo = self._solo(fabric, spec, MODEL_CALIBRATION_ITERATIONS)
-                excess_ms = period_excess_ms(spec.period_ms, solo["iteration_ms"])
-                if not excess_ms:
-                    break
-                log.info("solo %s: %.1f ms for a %.0f-ms period; compute %+.1f ms", spec.name,
-                         solo["iteration_ms"], spec.period_ms, -excess_ms)
-                phase_ms = spec.comm_ms + excess_ms
             sized.append(spec)
             self.solo[spec.name] = {**solo, "fill": spec.fill, "nominal_sustained_mbps": nominal_mbps}
             log.info("solo %s: %s", spec.name, {k: round(v, 2) for k, v in self.solo[spec.name].items()
