@@ -187,9 +187,9 @@ def busy_start_samples_ms(spans: pd.DataFrame, solo_lead_ms: dict[str, float],
 
     The fluid model draws one for each busy start. With one figure for all, a
     gated job whose bursts end near their deadline made every such window or
-    missed every one; one h7 run's `gate` c was predicted 14 % too slow so and
-    2 % with the draws (docs/accuracy.md, eleventh session). Empty for a job with
-    fewer than ``min_bursts`` busy starts.
+    missed every one: in one h7 run `gate` c was predicted 14 % too slow with
+    the median, 2 % with the draws (docs/accuracy.md, eleventh session). Empty
+    for a job with fewer than ``min_bursts`` busy starts.
     """
     out: dict[str, tuple[float, ...]] = {}
     for job, solo_ms in solo_lead_ms.items():
