@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -382,6 +382,8 @@ class Experiment:
         ``BURST_TARGET`` × ``comm_ms`` (± ``BURST_TOLERANCE``), leaving margin
         so that a gated burst ends inside its window.
         """
+        from dataclasses import replace
+
         sized = []
         for spec in self.specs:
             nominal_mbps = None
