@@ -1,0 +1,38 @@
+"""Calibration's period check (scenarios.experiment.with_phase, period_correction): a job's solo
+iteration lands on (1 − PERIOD_MARGIN) of its period, with the bytes of its bursts unchanged."""
+
+import pytest
+
+from apps.dltjob import JobSpec, Worker, burst_bytes
+from scenarios.experiment import PERIOD_MARGIN, PERIOD_TOLERANCE, period_correction, with_phase
+
+WORKERS = (Worker("h1", "10.0.0.1"), Worker("h3", "10.0.0.3"))
+# classroom alpha after sizing and a first re-phase: 76.8-ms phase, 36.5 ms of data
+ALPHA = JobSpec("alpha", 300.0, 76.8, WORKERS, link_mbps=50.0, fill=0.475)
+
+
+def test_a_solo_iteration_near_its_target_is_left_alone():
+    target_ms = (1 - PERIOD_MARGIN) * 300.0
+    for iteration_ms in (target_ms, target_ms + 0.99 * PERIOD_TOLERANCE * 300, target_ms - 5.9):
+        assert period_correction(ALPHA, iteration_ms) is None
+
+
+def test_a_slow_solo_iteration_gets_that_much_less_compute_and_the_same_bytes():
+    # measured: 299.7 ms for 300 (the fill of the last sizing round, never measured)
+    fixed = period_correction(ALPHA, 299.7)
+    assert fixed.compute_ms == pytest.approx(ALPHA.compute_ms - (299.7 - 288.0))
+    assert fixed.period_ms == ALPHA.period_ms
+    # the same bytes, but for the float's last digit (int() rounds down)
+    assert abs(burst_bytes(fixed.comm_ms, 50.0, fixed.fill) - burst_bytes(ALPHA.comm_ms, 50.0, ALPHA.fill)) <= 1
+
+
+def test_a_fast_solo_iteration_gets_more_compute():
+    fixed = period_correction(ALPHA, 277.0)
+    assert fixed.compute_ms == pytest.approx(ALPHA.compute_ms + 11.0)
+
+
+def test_no_job_is_made_that_cannot_exist():
+    assert with_phase(ALPHA, 300.0) is None  # no compute left
+    assert with_phase(ALPHA, 0.0) is None
+    assert with_phase(ALPHA, 0.4 * 76.8) is None  # the same bytes would need more than the link
+    assert period_correction(ALPHA, 600.0) is None  # 312 ms too slow: more phase than period
