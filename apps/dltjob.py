@@ -16,7 +16,9 @@ epoch, under ``shift``/``random`` at its offset, and after that each job runs
 free. Whenever the policy says so (``Policy.waits_for_window(k)``; ``gate``:
 every iteration) the communication phase waits for the start of the next
 window ``epoch + offset + m·T`` (launching ``launch_lead_ms`` early so the data,
-not the client's start-up, begins at the window edge). The driver loads the
+not the client's start-up, begins at the window edge); a burst ready after its
+window opened still launches into it while it would end inside it
+(:func:`late_launch_ms`). The driver loads the
 policy files named in ``SHIFTBED_POLICY_FILES``, so a user's policy works here
 as the built-ins do.
 
@@ -232,6 +234,19 @@ class IterationLog:
 
 # A burst ready this little after its window opened still launches into it (late).
 WINDOW_TOLERANCE_MS = 2.0
+# ... or, for a job whose burst length alone is known, as late as still leaves it
+# this much of its window at the end. With 2 ms only, a classroom alpha whose
+# burst took 20 ms more than alone lost a whole period waiting for its next
+# window, though 37 ms of the window were left (docs/accuracy.md, twelfth session).
+LATE_LAUNCH_GUARD_MS = 10.0
+
+
+def late_launch_ms(window_ms: float, burst_ms: float | None) -> float:
+    """How long after its window opened a burst of ``burst_ms`` (launch to end, alone) still launches
+    into it: while it would end :data:`LATE_LAUNCH_GUARD_MS` before the window closes."""
+    if burst_ms is None:
+        return WINDOW_TOLERANCE_MS
+    return max(WINDOW_TOLERANCE_MS, window_ms - burst_ms - LATE_LAUNCH_GUARD_MS)
 
 
 def next_window_start(plan: JobPlan, t_s: float, tolerance_ms: float = WINDOW_TOLERANCE_MS) -> float:
@@ -256,6 +271,7 @@ class JobDriver:
     log: Callable[[dict], None]
     clock: object = field(default_factory=SystemClock)
     launch_lead_ms: float = 0.0
+    burst_ms: float | None = None  # the burst's length alone (launch to end), for :func:`late_launch_ms`
     stop: Callable[[], bool] = lambda: False
 
     def __post_init__(self):
@@ -288,7 +304,7 @@ class JobDriver:
         compute_end_s = start_s + (self.spec.compute_ms / 1000 if k == 0 else self.compute_s())
         launch_s = compute_end_s
         if self.plan.waits_for_window(k):
-            window_s = next_window_start(self.plan, compute_end_s)
+            window_s = next_window_start(self.plan, compute_end_s, late_launch_ms(self.plan.window_ms, self.burst_ms))
             launch_s = max(compute_end_s, window_s - self.launch_lead_ms / 1000)
         self.clock.sleep_until(launch_s)
         results = []
@@ -376,7 +392,7 @@ def main(argv=None) -> int:
     transport = IperfTransport(spec, cfg["run_dir"])
     try:
         driver = JobDriver(spec, plan, transport, log.write, launch_lead_ms=cfg.get("launch_lead_ms", 0.0),
-                           stop=lambda: bool(stopping))
+                           burst_ms=cfg.get("burst_ms"), stop=lambda: bool(stopping))
         done = driver.run(iterations=cfg.get("iterations"), until_s=cfg.get("until_s"))
         print(json.dumps({"job": spec.name, "iterations": done}), file=sys.stderr)
     finally:
@@ -387,13 +403,14 @@ def main(argv=None) -> int:
 
 def driver_config(spec: JobSpec, csv_path: str, run_dir: str, *, controller_url: str | None = None,
                   plan: JobPlan | None = None, iterations: int | None = None,
-                  until_s: float | None = None, launch_lead_ms: float = 0.0) -> dict:
+                  until_s: float | None = None, launch_lead_ms: float = 0.0,
+                  burst_ms: float | None = None) -> dict:
     """The JSON document :func:`main` reads. Give ``controller_url`` (plan from REST) or ``plan``."""
     if (controller_url is None) == (plan is None):
         raise ValueError("give exactly one of controller_url and plan")
     return {"job": asdict(spec), "csv": csv_path, "run_dir": run_dir, "controller_url": controller_url,
             "plan": asdict(plan) if plan else None, "iterations": iterations, "until_s": until_s,
-            "launch_lead_ms": launch_lead_ms}
+            "launch_lead_ms": launch_lead_ms, "burst_ms": burst_ms}
 
 
 def start_driver(config: dict, config_path: str, python: str = sys.executable, stderr=None):

@@ -86,11 +86,14 @@ def get(rest_url: str, what: str) -> dict:
 
 def start_drivers(specs, run_dir: str, rest_url: str | None = None, *, plans: dict | None = None,
                   iterations: int | None = None, until_s: float | None = None,
-                  launch_lead_ms: dict[str, float] | None = None, fabric=None) -> dict:
+                  launch_lead_ms: dict[str, float] | None = None, burst_ms: dict[str, float] | None = None,
+                  fabric=None) -> dict:
     """One driver process per job (plan from ``rest_url`` or ``plans[name]``); CSV at ``<run_dir>/<job>.csv``.
 
     ``launch_lead_ms[name]``: how early that job launches a burst before its
-    window or offset (0 if absent). With ``fabric``, each driver's PID is
+    window or offset (0 if absent); ``burst_ms[name]``: its burst's length alone,
+    so that a burst ready late still launches into its window while it fits
+    (``apps.dltjob.late_launch_ms``). With ``fabric``, each driver's PID is
     recorded in the run record.
     """
     os.makedirs(run_dir, exist_ok=True)
@@ -99,7 +102,8 @@ def start_drivers(specs, run_dir: str, rest_url: str | None = None, *, plans: di
         cfg = dltjob.driver_config(
             spec, os.path.join(run_dir, f"{spec.name}.csv"), run_dir,
             controller_url=None if plans else rest_url, plan=plans[spec.name] if plans else None,
-            iterations=iterations, until_s=until_s, launch_lead_ms=(launch_lead_ms or {}).get(spec.name, 0.0))
+            iterations=iterations, until_s=until_s, launch_lead_ms=(launch_lead_ms or {}).get(spec.name, 0.0),
+            burst_ms=(burst_ms or {}).get(spec.name))
         err = open(os.path.join(run_dir, f"{spec.name}.driver.err"), "wb")
         proc = dltjob.start_driver(cfg, os.path.join(run_dir, f"{spec.name}.driver.json"), stderr=err)
         err.close()

@@ -19,8 +19,8 @@ some iterations and loses a period in others.
 Times are the data's: a burst's data starts its solo lead after the launch. A
 job that waits for its window launches ``launch_lead`` early, so its data
 reaches the open gate ``lead - launch_lead`` late; and a burst ready less than
-``launch_lead + WINDOW_TOLERANCE_MS`` after its window opened still launches
-into it (``apps.dltjob``), late.
+``launch_lead + apps.dltjob.late_launch_ms(window, solo burst)`` after its
+window opened still launches into it, late, as the driver does.
 
 **Busy starts.** The solo bursts are measured alone. On this emulator a
 burst that starts while another job's burst is on the link takes longer: its
@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.dltjob import late_launch_ms
 from controller.policies import get_policy
 from controller.schedule import Schedule
 from scenarios.fluid import FluidJob, mean_iterations, policy_windows
@@ -73,7 +74,6 @@ class RunModel:
     launch_lead_ms: dict[str, float]
     link_mbps: float
     queue_ms: float
-    window_tolerance_ms: float
 
     def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,
                 busy_start_ms: float | dict[str, float] = BUSY_START_MS,
@@ -110,7 +110,7 @@ class RunModel:
                                  busy_start_samples_ms=tuple((busy_start_samples_ms or {}).get(job.name, ()))))
             launch_lead = self.launch_lead_ms.get(job.name, 0.0)
             late[job.name] = max(0.0, solo["lead_ms"] - launch_lead)
-            grace[job.name] = launch_lead + self.window_tolerance_ms
+            grace[job.name] = launch_lead + late_launch_ms(job.comm_ms, solo.get("comm_ms"))
             first_lead = late[job.name] if pol.waits_for_window(0) else solo["lead_ms"]
             offsets[job.name] = offsets_ms[job.name] + first_lead
         windows = policy_windows(pol, self.schedule, offsets_ms, late_ms=late, grace_ms=grace)

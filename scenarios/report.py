@@ -119,6 +119,9 @@ def _banners(results: Results) -> list[str]:
         drops = fidelity.get("capture_drops")
         if drops:
             facts.append(f"the capture dropped {drops} packets")
+        if fidelity.get("disturbed"):
+            facts.append(f"the machine's host took more than {fidelity.get('host_steal_max_pct', 0):g} % of its CPU "
+                         f"during {', '.join(fidelity['disturbed'])}")
         why = "; ".join(facts) or "the run marked fidelity as lost"
         lines += [f"> **⚠ FIDELITY LOST: the emulated fabric did not deliver what the scenario "
                   f"configured, so these measurements may show the emulator, not the model.** "
@@ -338,6 +341,14 @@ def _fidelity_section(results: Results) -> tuple[str, list[str]]:
              f"- Solo bursts at the scenario's size reached {'n/a' if ratio is None else f'{ratio * 100:.1f} %'} "
              f"of the configured link rate (needs at least {SOLO_RATE_MIN * 100:.0f} %).",
              f"- Packets dropped by the capture: {fidelity.get('capture_drops', 'n/a')}."]
+    steal = fidelity.get("host_steal_pct")
+    if steal:  # runs before the twelfth session did not measure it
+        lines.append(f"- CPU taken by the machine's host (steal; a measurement above "
+                     f"{fidelity.get('host_steal_max_pct', 0):g} % is measured again): "
+                     + ", ".join(f"{what} {pct:.1f} %" for what, pct in steal.items()) + ".")
+    for again in fidelity.get("measured_again") or []:
+        lines.append(f"- Measured again: {again['measurement']} (attempt {again['attempt']}, "
+                     f"{again['mean_pct']:.1f} % stolen; kept in `raw/{again['run']}`).")
     for name, value in checks.items():
         bound = CROSSCHECK_BOUNDS_PCT.get(name)
         if isinstance(value, int | float) and bound is not None:

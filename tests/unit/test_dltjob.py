@@ -6,6 +6,8 @@ from itertools import pairwise
 import pytest
 
 from apps.dltjob import (
+    LATE_LAUNCH_GUARD_MS,
+    WINDOW_TOLERANCE_MS,
     IterationLog,
     JobDriver,
     JobPlan,
@@ -16,6 +18,7 @@ from apps.dltjob import (
     collective,
     data_flows,
     gradient_bytes,
+    late_launch_ms,
     next_window_start,
 )
 
@@ -123,6 +126,24 @@ def test_gate_with_lead_launches_before_window_and_keeps_period():
     assert transport.launches == pytest.approx([1001.0 - 0.01 + 0.2 * m for m in range(5)])
     ends = [r["end"] for r in rows if r["worker"] == "h1"]
     assert diffs(ends) == pytest.approx([0.2] * 4)
+
+
+def test_a_late_burst_launches_into_its_window_while_it_still_fits():
+    # a 100-ms window and bursts of 60 ms alone: one ready up to 100 - 60 - 10 = 30 ms after its
+    # window opened goes at once; without the burst's length, only up to 2 ms late
+    assert late_launch_ms(100.0, 60.0) == pytest.approx(100.0 - 60.0 - LATE_LAUNCH_GUARD_MS)
+    assert late_launch_ms(100.0, None) == WINDOW_TOLERANCE_MS
+    assert late_launch_ms(100.0, 95.0) == WINDOW_TOLERANCE_MS  # never less than that
+    plan = JobPlan("gate", epoch_s=1001.0, offset_ms=0.0, period_ms=300.0, window_ms=100.0)
+    job = spec(period_ms=300.0, comm_ms=75.0)  # compute: 225 ms
+    # bursts at 1001.0 and 1001.3; the second takes 95 ms, so compute ends at 1001.62,
+    # 20 ms after the window at 1001.6 opened
+    for burst_ms, third_launch_s in ((60.0, 1001.62), (None, 1001.9)):
+        clock = FakeClock()
+        durations = iter([0.060, 0.095, 0.060])
+        transport = FakeTransport(clock, lambda: next(durations))
+        JobDriver(job, plan, transport, lambda r: None, clock=clock, burst_ms=burst_ms).run(3)
+        assert transport.launches == pytest.approx([1001.0, 1001.3, third_launch_s])
 
 
 def test_jitter_is_bounded_uniform_and_seeded():

@@ -18,7 +18,7 @@ def _solo(iteration_ms, data_ms, lead_ms=5.0, mbps=50.0):
 
 def _model(schedule, solo):
     return RunModel(schedule, solo, {n: s["lead_ms"] - 3.0 for n, s in solo.items()}, link_mbps=50.0,
-                    queue_ms=0.0, window_tolerance_ms=2.0)
+                    queue_ms=0.0)
 
 
 def test_knife_edge_is_a_range_wider_than_a_tenth_of_the_prediction():

@@ -1,0 +1,60 @@
+"""Stolen CPU (apps.hoststeal): /proc/stat parsing, shares, and the meter over a measurement."""
+
+import time
+
+import pytest
+
+from apps.hoststeal import MAX_STEAL_PCT, Steal, StealMeter, cpu_ticks, steal_pct
+from scenarios.experiment import MEASURE_ATTEMPTS, fidelity_advice
+
+# a real /proc/stat head from this machine (2 vCPUs): user nice system idle iowait irq softirq steal guest guest_nice
+STAT = """cpu  587416 0 413923 3549705 6462 0 55487 43434 0 0
+cpu0 293000 0 207000 1774000 3200 0 27700 21700 0 0
+intr 1 2 3
+"""
+
+
+def test_the_cpu_line_gives_steal_and_total_ticks():
+    assert cpu_ticks(STAT) == (43434, 587416 + 413923 + 3549705 + 6462 + 55487 + 43434)
+
+
+def test_a_kernel_without_a_steal_column_steals_nothing():
+    assert cpu_ticks("cpu  10 0 5 100 0 0 0\n") == (0, 115)
+
+
+def test_no_cpu_line_is_an_error():
+    with pytest.raises(ValueError):
+        cpu_ticks("intr 1 2\n")
+
+
+def test_the_share_is_of_the_time_between_two_readings():
+    assert steal_pct((100, 1000), (130, 1200)) == pytest.approx(15.0)
+    assert steal_pct((100, 1000), (100, 1000)) == 0.0
+
+
+def test_a_measurement_is_disturbed_only_above_the_limit():
+    assert not Steal(MAX_STEAL_PCT, 20.0).disturbed
+    assert Steal(MAX_STEAL_PCT + 0.1, 6.0).disturbed
+
+
+def test_the_meter_reports_the_mean_and_the_worst_sample():
+    # ticks: 10 % stolen in the first sample, 40 % in the second, none after
+    readings = [(0, 0), (10, 100), (50, 200), (50, 300)]
+    calls = []
+
+    def read():
+        calls.append(1)
+        return readings[min(len(calls), len(readings)) - 1]
+
+    meter = StealMeter(read=read, sample_s=0.005).start()
+    while len(calls) < len(readings) + 1:  # every reading taken, and one more
+        time.sleep(0.005)
+    result = meter.stop()
+    assert result.peak_pct == pytest.approx(40.0)
+    assert result.mean_pct == pytest.approx(50 / 3)
+
+
+def test_advice_names_each_disturbed_measurement_and_its_share():
+    advice = fidelity_advice({}, 50.0, 0.97, [], 0, None, {"gate": 12.4, "solo beta": 7.0})
+    assert advice.startswith(f"this machine's host took more than {MAX_STEAL_PCT:g} % of its CPU in all "
+                             f"{MEASURE_ATTEMPTS} attempts at gate, solo beta (gate 12 %, solo beta 7 %)")
