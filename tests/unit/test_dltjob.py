@@ -140,8 +140,7 @@ def test_a_late_burst_launches_into_its_window_while_it_still_fits():
     # 20 ms after the window at 1001.6 opened
     for burst_ms, third_launch_s in ((60.0, 1001.62), (None, 1001.9)):
         clock = FakeClock()
-        durations = iter([0.060, 0.095, 0.060])
-        transport = FakeTransport(clock, lambda: next(durations))
+        transport = FakeTransport(clock, iter([0.060, 0.095, 0.060]).__next__)
         JobDriver(job, plan, transport, lambda r: None, clock=clock, burst_ms=burst_ms).run(3)
         assert transport.launches == pytest.approx([1001.0, 1001.3, third_launch_s])
 
