@@ -13,9 +13,14 @@ session). A measurement taken while the host took more than
 
 from __future__ import annotations
 
+import logging
 import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PROC_STAT = "/proc/stat"
 # Quiet here: 0.5-3 % over a policy's run; disturbed: 7-13 % (measurements off by 5-60 %).
@@ -63,8 +68,8 @@ def read_ticks() -> tuple[int, int]:
 class StealMeter:
     """Samples ``/proc/stat`` every :data:`SAMPLE_S` in a thread, from :meth:`start` to :meth:`stop`."""
 
-    def __init__(self, read=read_ticks, sample_s: float = SAMPLE_S):
-        self._read, self._sample_s = read, sample_s
+    def __init__(self, read=None, sample_s: float = SAMPLE_S):
+        self._read, self._sample_s = read or read_ticks, sample_s
         self._stop = threading.Event()
         self._peak_pct = 0.0
         self._thread: threading.Thread | None = None
@@ -90,8 +95,15 @@ class StealMeter:
         return Steal(mean, max(self._peak_pct, mean))
 
 
-def measure(seconds: float) -> Steal:
-    """The stolen share over the next ``seconds`` (for ``shiftbed check``)."""
-    meter = StealMeter().start()
-    time.sleep(seconds)
-    return meter.stop()
+def undisturbed(measure: Callable[[], T], what: str, attempts: int = 3) -> T:
+    """``measure()``, again while the host took more than :data:`MAX_STEAL_PCT` of the CPU during
+    it, up to ``attempts`` times in all; the last result is returned either way."""
+    for attempt in range(1, attempts + 1):
+        meter = StealMeter().start()
+        result = measure()
+        steal = meter.stop()
+        if not steal.disturbed or attempt == attempts:
+            return result
+        log.warning("%s: the host took %.1f %% of the CPU (got %s); measuring again (attempt %d of %d)",
+                    what, steal.mean_pct, result, attempt + 1, attempts)
+    raise AssertionError("unreachable")

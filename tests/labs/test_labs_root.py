@@ -7,6 +7,7 @@ half-way). The results folders the runs write under ``results/labN`` are
 removed afterwards (only the ones this test created).
 """
 
+import json
 import os
 import shutil
 import signal
@@ -30,14 +31,38 @@ def new_results():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_lab(name: str, timeout_s: float = 400) -> None:
+def _disturbed_runs(before: set[Path]) -> list[str]:
+    """Results folders written since ``before`` whose run says the host disturbed it in every attempt."""
+    root = labsheet.REPO / "results"
+    out = []
+    for folder in sorted(set(root.glob("lab*/*/*")) - before if root.exists() else ()):
+        try:
+            fidelity = json.loads((folder / "summary.json").read_text()).get("fidelity") or {}
+        except (OSError, ValueError):
+            continue
+        if fidelity.get("disturbed"):
+            out.append(f"{folder.name}: {', '.join(fidelity['disturbed'])}")
+    return out
+
+
+def run_lab(name: str, timeout_s: float = 400, attempts: int = 2) -> None:
+    """Run a sheet and check its promises. A run whose own fidelity check found the machine's host
+    taking CPU in every attempt at a measurement (apps/hoststeal.py) measured the host: the lab is
+    run once more, and then judged."""
     sheet = labsheet.parse(labsheet.LABS / name)
-    run = labsheet.LabRun(sheet, kinds=ALL, timeout_s=timeout_s)
-    started = time.monotonic()
-    values = run.run()
-    print(f"\n{name}: {time.monotonic() - started:.0f} s\n" + "\n".join(run.log))
-    print("\n".join(f"  {k} = {v}" for k, v in values.items()))
-    failures = run.failures(values)
+    root = labsheet.REPO / "results"
+    for attempt in range(1, attempts + 1):
+        before = set(root.glob("lab*/*/*")) if root.exists() else set()
+        run = labsheet.LabRun(sheet, kinds=ALL, timeout_s=timeout_s)
+        started = time.monotonic()
+        values = run.run()
+        print(f"\n{name}: {time.monotonic() - started:.0f} s\n" + "\n".join(run.log))
+        print("\n".join(f"  {k} = {v}" for k, v in values.items()))
+        failures = run.failures(values)
+        disturbed = _disturbed_runs(before)
+        if not failures or not disturbed or attempt == attempts:
+            break
+        print(f"{name}: the host disturbed {disturbed}; running the lab again")
     assert not failures, "\n".join(failures) + "\n--- output (end) ---\n" + run.output[-3000:]
 
 
