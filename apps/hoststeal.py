@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -26,6 +27,9 @@ PROC_STAT = "/proc/stat"
 # Quiet here: 0.5-3 % over a policy's run; disturbed: 7-13 % (measurements off by 5-60 %).
 MAX_STEAL_PCT = 5.0
 SAMPLE_S = 1.0
+# A busy host stayed busy for tens of seconds here (24 % stolen in two 2-s measurements
+# in a row): wait this long before measuring again.
+REMEASURE_PAUSE_S = 5.0
 
 
 def cpu_ticks(text: str) -> tuple[int, int]:
@@ -95,9 +99,9 @@ class StealMeter:
         return Steal(mean, max(self._peak_pct, mean))
 
 
-def undisturbed(measure: Callable[[], T], what: str, attempts: int = 3) -> T:
-    """``measure()``, again while the host took more than :data:`MAX_STEAL_PCT` of the CPU during
-    it, up to ``attempts`` times in all; the last result is returned either way."""
+def undisturbed(measure: Callable[[], T], what: str, attempts: int = 3, pause_s: float = REMEASURE_PAUSE_S) -> T:
+    """``measure()``, again (after ``pause_s``) while the host took more than :data:`MAX_STEAL_PCT`
+    of the CPU during it, up to ``attempts`` times in all; the last result is returned either way."""
     for attempt in range(1, attempts + 1):
         meter = StealMeter().start()
         result = measure()
@@ -106,4 +110,5 @@ def undisturbed(measure: Callable[[], T], what: str, attempts: int = 3) -> T:
             return result
         log.warning("%s: the host took %.1f %% of the CPU (got %s); measuring again (attempt %d of %d)",
                     what, steal.mean_pct, result, attempt + 1, attempts)
+        time.sleep(pause_s)
     raise AssertionError("unreachable")

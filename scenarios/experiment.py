@@ -478,9 +478,10 @@ class Experiment:
                                                           plans={spec.name: plan}, iterations=iterations)
             if not steal.disturbed or attempt == MEASURE_ATTEMPTS:
                 break
-            self.disturbed.append({"measurement": f"solo {spec.name}", "attempt": attempt, "run": os.path.basename(run_dir),
-                                   **steal.as_dict()})
+            self.disturbed.append({"measurement": f"solo {spec.name}", "attempt": attempt,
+                                   "run": os.path.basename(run_dir), **steal.as_dict()})
             log.warning("solo %s: measuring it again (attempt %d of %d)", spec.name, attempt + 1, MEASURE_ATTEMPTS)
+            time.sleep(hoststeal.REMEASURE_PAUSE_S)
         it = analysis.iteration_table(rows)
         steady = it[it["iteration"] >= 1]
         senders = self._link_senders([spec])
@@ -523,6 +524,7 @@ class Experiment:
             self.disturbed.append({"measurement": policy, "attempt": attempt, "run": os.path.basename(run_dir),
                                    **steal.as_dict()})
             log.warning("policy %s: measuring it again (attempt %d of %d)", policy, attempt + 1, MEASURE_ATTEMPTS)
+            time.sleep(hoststeal.REMEASURE_PAUSE_S)
         self.policy_steal[policy] = steal.as_dict()
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
         self._record_policy(policy, doc, epoch_s, rows, packets, labels, window)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apps import iperf, jobrun
+from apps import hoststeal, iperf, jobrun
 from apps.capture import Capture
 from apps.dltjob import data_flows
 from scenarios import gatecheck
@@ -75,7 +75,16 @@ def iterations_for(spec, seconds):
 
 
 def run_jobs(fabric, specs, run_dir, policy=None, plans=None, capture=False):
-    """Run the jobs under ``policy`` (plans from the controller) or given ``plans``; return frames."""
+    """Run the jobs under ``policy`` (plans from the controller) or given ``plans``; return
+    (rows, schedule, the folder of the run kept). Measured again, in a folder of its own, while
+    the host took CPU during it (apps/hoststeal.py)."""
+    attempts = iter(range(1, 100))
+    return hoststeal.undisturbed(
+        lambda: _run_jobs_once(fabric, specs, os.path.join(run_dir, f"attempt{next(attempts)}"), policy, plans,
+                               capture), f"jobs under {policy}")
+
+
+def _run_jobs_once(fabric, specs, run_dir, policy, plans, capture):
     os.makedirs(run_dir, exist_ok=True)
     cap = None
     if capture:
@@ -102,13 +111,15 @@ def run_jobs(fabric, specs, run_dir, policy=None, plans=None, capture=False):
                                                  for s in specs]
     rows = pd.concat([pd.read_csv(os.path.join(run_dir, f"{s.name}.csv")) for s in specs])
     assert (rows["error"].isna() | (rows["error"] == "")).all(), rows["error"].dropna().unique()
-    return rows, schedule
+    return rows, schedule, run_dir
 
 
 @pytest.fixture(scope="module")
 def solo(fabric, specs, tmp_path_factory):
     """Calibration: each job alone on the fabric (mean iteration and comm phase, ms)."""
-    out = jobrun.calibrate(specs, str(tmp_path_factory.mktemp("solo")), iterations=10, fabric=fabric)
+    out = hoststeal.undisturbed(
+        lambda: jobrun.calibrate(specs, str(tmp_path_factory.mktemp("solo")), iterations=10, fabric=fabric),
+        "solo calibration")
     print("solo", {k: {m: v[m] for m in ("iteration_ms", "comm_ms", "overhead_ms")} for k, v in out.items()})
     return out
 
@@ -147,7 +158,7 @@ def test_worker_hosts_get_their_tcp_settings_and_the_machine_keeps_its_own(fabri
 
 
 def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_path):
-    rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy="none")
+    rows, schedule, _ = run_jobs(fabric, specs, str(tmp_path), policy="none")
     assert schedule["policy"] == "none"
     it = jobrun.per_iteration(rows)
     # every job's first burst starts at the common epoch
@@ -169,7 +180,7 @@ def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_pa
 
 @pytest.mark.parametrize("policy", ["shift", "random"])
 def test_first_bursts_follow_the_controllers_offsets(fabric, specs, registered, tmp_path, policy):
-    rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy=policy)
+    rows, schedule, _ = run_jobs(fabric, specs, str(tmp_path), policy=policy)
     assert schedule["policy"] == policy
     it = jobrun.per_iteration(rows)
     for spec in specs:
@@ -183,9 +194,9 @@ def test_first_bursts_follow_the_controllers_offsets(fabric, specs, registered, 
 
 def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, specs, solo, registered,
                                                                         tmp_path):
-    rows, schedule = run_jobs(fabric, specs, str(tmp_path), policy="gate", capture=True)
+    rows, schedule, run_dir = run_jobs(fabric, specs, str(tmp_path), policy="gate", capture=True)
     assert schedule["policy"] == "gate"
-    packets = read_pcap(str(tmp_path / "shared.pcap"))
+    packets = read_pcap(os.path.join(run_dir, "shared.pcap"))
     flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
              for s in specs}
     shares = gatecheck.bytes_in_windows(packets, label_flows(packets, flows), schedule)
@@ -204,9 +215,20 @@ def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, s
 
 def test_gate_edges_on_the_wire_within_3ms(fabric, tmp_path):
     """Two gated constant-rate UDP probes show every edge on the shared link (p95 <= 3 ms)."""
+    attempts = iter(range(1, 100))
+    summary, status = hoststeal.undisturbed(
+        lambda: _gated_probe_edges(fabric, tmp_path / f"attempt{next(attempts)}"), "gated probes")
+    print("edge error", summary, "controller", status["send_lateness_ms"], status["barrier_lateness_ms"])
+    assert summary["missed"] == 0 and summary["n"] >= 40
+    assert summary["p95"] <= MAX_EDGE_P95_MS
+
+
+def _gated_probe_edges(fabric, tmp_path):
+    """One run of the two gated probes: the edge errors' summary and the controller's status."""
     from apps import iperf
     from topo.wiring import leaf_dpid
 
+    tmp_path.mkdir()
     rest = fabric.controller.rest_url
     jobrun.remove_jobs(rest, ["a", "b"])
     probes = {"pa": ("h1", "h3", 7201, 7701, 200, 60), "pb": ("h2", "h4", 7202, 7702, 400, 100)}
@@ -249,10 +271,7 @@ def test_gate_edges_on_the_wire_within_3ms(fabric, tmp_path):
     errors = pd.concat(errors)
     errors.to_csv(tmp_path / "edge_errors.csv", index=False)
     summary = gatecheck.summarize_ms(errors.error_ms)
-    print("edge error", summary, "controller", status["send_lateness_ms"], status["barrier_lateness_ms"])
-    assert summary["missed"] == 0 and summary["n"] >= 40
-    assert summary["p95"] <= MAX_EDGE_P95_MS
-
+    return summary, status
 
 def test_live_rest_refuses_bad_requests_and_keeps_serving(fabric):
     rest = fabric.controller.rest_url

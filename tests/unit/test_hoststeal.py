@@ -72,6 +72,6 @@ def test_a_disturbed_measurement_is_taken_again_and_the_last_is_returned(monkeyp
         return ticks[0]
 
     monkeypatch.setattr(hoststeal, "read_ticks", lambda: tuple(ticks))
-    assert undisturbed(measure, "test") == 61
+    assert undisturbed(measure, "test", pause_s=0) == 61
     stolen = iter([30, 30, 30])
-    assert undisturbed(measure, "test", attempts=2) == 121  # still disturbed: the last result
+    assert undisturbed(measure, "test", attempts=2, pause_s=0) == 121  # still disturbed: the last result
