@@ -132,6 +132,15 @@ def registered(fabric, specs):
     return schedule
 
 
+def robust_sd(samples) -> float:
+    """1.4826 x the median absolute deviation: the standard deviation for normal samples, but not
+    inflated by a machine stall. Nine solo bursts of 68-98 ms with two stalled ones of 120 and
+    124 ms (twelfth session) gave a sample sd of 21 ms and put mean + 3 sd at 152 ms, above a
+    first burst that contention had stretched to 120; this gives 76 + 3 x 10.7 = 108 ms."""
+    samples = np.asarray(samples, dtype=float)
+    return float(1.4826 * np.median(np.abs(samples - np.median(samples))))
+
+
 def overlap_ms(it, job, other):
     """For each iteration of ``job``: how long its comm phase overlapped ``other``'s (ms)."""
     mine, theirs = it[it.job == job], it[it.job == other]
@@ -166,14 +175,14 @@ def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_pa
     assert first.max() - first.min() < 0.02
     for job, other in (("a", "b"), ("b", "a")):
         # the first bursts start together by construction: each must stretch beyond solo noise
-        # (3 standard deviations of the solo samples), and so must that iteration
+        # (3 robust standard deviations of the solo samples), and so must that iteration
         first_it = it[(it.job == job) & (it.iteration == 0)].iloc[0]
         assert overlap_ms(it, job, other)[0] >= 0.5 * solo[job]["comm_ms"]
         solo_comm = solo[job]["comm_samples_ms"]
-        print(job, "first burst", first_it.comm_ms, "solo", solo_comm.mean(), "+-", solo_comm.std(ddof=1))
-        assert first_it.comm_ms > solo_comm.mean() + 3 * solo_comm.std(ddof=1)
+        print(job, "first burst", first_it.comm_ms, "solo", np.median(solo_comm), "+-", robust_sd(solo_comm))
+        assert first_it.comm_ms > np.median(solo_comm) + 3 * robust_sd(solo_comm)
         solo_it = solo[job]["iteration_samples_ms"]
-        assert first_it.iteration_ms > solo_it.mean() + 3 * solo_it.std(ddof=1)
+        assert first_it.iteration_ms > np.median(solo_it) + 3 * robust_sd(solo_it)
         # and overlaps recur after the first iteration (the jobs run free)
         assert (overlap_ms(it, job, other)[1:] > 0).any()
 
