@@ -42,7 +42,7 @@ from apps import iperf as iperf_app
 from controller.policies import get_policy
 from controller.schedule import compute_schedule
 from scenarios import analysis
-from scenarios.prediction import RunModel, busy_start_costs_ms, knife_edge
+from scenarios.prediction import RunModel, busy_start_costs_ms, knife_edge, late_launch_bursts_ms
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
 
 log = logging.getLogger(__name__)
@@ -573,7 +573,7 @@ class Experiment:
             drivers = jobrun.start_drivers(specs, run_dir, fabric.controller.rest_url, plans=plans,
                                            iterations=iterations, until_s=until_s, fabric=fabric,
                                            launch_lead_ms=self.launch_lead_ms,
-                                           burst_ms={n: s["comm_ms"] for n, s in self.solo.items()})
+                                           burst_ms=late_launch_bursts_ms(self.schedule, self.solo))
             budget = (until_s - time.time() if until_s else 0) + 60 + sum(s.period_ms for s in specs) / 1000 * (
                 iterations or 0) * 3
             self._watch(fabric, drivers, run_dir, label, budget)

@@ -9,6 +9,7 @@ from scenarios.prediction import (
     RunModel,
     busy_start_costs_ms,
     knife_edge,
+    late_launch_bursts_ms,
 )
 
 
@@ -90,3 +91,12 @@ def test_measured_busy_starts_are_drawn_and_scaled_for_the_range():
 def test_a_busy_start_cost_is_the_measured_one_else_the_default():
     costs = busy_start_costs_ms({"a": 9.5, "b": None, "c": -1.2}, ["a", "b", "c", "d"])
     assert costs == {"a": 9.5, "b": BUSY_START_MS, "c": 0.0, "d": BUSY_START_MS}
+
+
+def test_late_launches_only_where_no_two_jobs_windows_ever_meet():
+    solo = {"alpha": {"comm_ms": 68.0}, "beta": {"comm_ms": 104.0}}
+    separable = compute_schedule([JobTiming("alpha", 300, 100), JobTiming("beta", 600, 150)], 1)
+    coprime = compute_schedule([JobTiming("alpha", 401, 150), JobTiming("beta", 600, 200)], 1)
+    assert separable.feasible and not coprime.feasible
+    assert late_launch_bursts_ms(separable, solo) == {"alpha": 68.0, "beta": 104.0}
+    assert late_launch_bursts_ms(coprime, solo) == {}
