@@ -99,12 +99,13 @@ class StealMeter:
         return Steal(mean, max(self._peak_pct, mean))
 
 
-def undisturbed(measure: Callable[[], T], what: str, attempts: int = 3, pause_s: float = REMEASURE_PAUSE_S) -> T:
-    """``measure()``, again (after ``pause_s``) while the host took more than :data:`MAX_STEAL_PCT`
-    of the CPU during it, up to ``attempts`` times in all; the last result is returned either way."""
+def undisturbed(measure: Callable[[int], T], what: str, attempts: int = 3, pause_s: float = REMEASURE_PAUSE_S) -> T:
+    """``measure(attempt)`` (1, 2, ...), again (after ``pause_s``) while the host took more than
+    :data:`MAX_STEAL_PCT` of the CPU during it, up to ``attempts`` times in all; the last result is
+    returned either way. The attempt number lets each attempt keep its own folder."""
     for attempt in range(1, attempts + 1):
         meter = StealMeter().start()
-        result = measure()
+        result = measure(attempt)
         steal = meter.stop()
         if not steal.disturbed or attempt == attempts:
             return result

@@ -478,10 +478,7 @@ class Experiment:
                                                           plans={spec.name: plan}, iterations=iterations)
             if not steal.disturbed or attempt == MEASURE_ATTEMPTS:
                 break
-            self.disturbed.append({"measurement": f"solo {spec.name}", "attempt": attempt,
-                                   "run": os.path.basename(run_dir), **steal.as_dict()})
-            log.warning("solo %s: measuring it again (attempt %d of %d)", spec.name, attempt + 1, MEASURE_ATTEMPTS)
-            time.sleep(hoststeal.REMEASURE_PAUSE_S)
+            self._measure_again(f"solo {spec.name}", attempt, run_dir, steal)
         it = analysis.iteration_table(rows)
         steady = it[it["iteration"] >= 1]
         senders = self._link_senders([spec])
@@ -521,13 +518,17 @@ class Experiment:
             rows, packets, labels, window, steal = measured
             if not steal.disturbed or attempt == MEASURE_ATTEMPTS:
                 break
-            self.disturbed.append({"measurement": policy, "attempt": attempt, "run": os.path.basename(run_dir),
-                                   **steal.as_dict()})
-            log.warning("policy %s: measuring it again (attempt %d of %d)", policy, attempt + 1, MEASURE_ATTEMPTS)
-            time.sleep(hoststeal.REMEASURE_PAUSE_S)
+            self._measure_again(policy, attempt, run_dir, steal)
         self.policy_steal[policy] = steal.as_dict()
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
         self._record_policy(policy, doc, epoch_s, rows, packets, labels, window)
+
+    def _measure_again(self, measurement: str, attempt: int, run_dir: str, steal) -> None:
+        """Record a measurement the host disturbed (its folder stays in raw/) and pause before the next."""
+        self.disturbed.append({"measurement": measurement, "attempt": attempt, "run": os.path.basename(run_dir),
+                               **steal.as_dict()})
+        log.warning("%s: measuring it again (attempt %d of %d)", measurement, attempt + 1, MEASURE_ATTEMPTS)
+        time.sleep(hoststeal.REMEASURE_PAUSE_S)
 
     def _drive_policy(self, fabric, policy, run_dir, epoch_s, enforced):
         """One measurement of ``policy``: what :meth:`_drive` returns, or None if a worker fault stopped it."""

@@ -42,7 +42,7 @@ def measure_flows(fabric, pairs, seconds: float = 4.0, omit_s: float = 1.0, base
     """
     from apps import hoststeal
 
-    return hoststeal.undisturbed(lambda: _measure_once(fabric, pairs, seconds, omit_s, base_port),
+    return hoststeal.undisturbed(lambda _attempt: _measure_once(fabric, pairs, seconds, omit_s, base_port),
                                  f"flows {pairs}", attempts)
 
 

@@ -117,7 +117,7 @@ class TestRunningFabric:
         """Per-job HTB classes (topo/leafspine.py): a job whose packets carry its own DSCP
         keeps about half of a shared uplink even against another job's unresponsive UDP
         flood, which in one FIFO would take nearly all of it."""
-        tcp_mbps = hoststeal.undisturbed(lambda: self._tcp_beside_a_flood(fabric), "TCP beside a UDP flood")
+        tcp_mbps = hoststeal.undisturbed(lambda _attempt: self._tcp_beside_a_flood(fabric), "TCP beside a UDP flood")
         print(f"TCP next to a UDP flood: {tcp_mbps:.1f} Mbit/s")
         assert tcp_mbps >= FAIR_SHARE_MIN * LINK_MBPS / 2, tcp_mbps
 

@@ -65,13 +65,16 @@ def test_a_disturbed_measurement_is_taken_again_and_the_last_is_returned(monkeyp
     # each measurement moves the clock by 100 ticks; the first two have 30 % stolen, the third 1 %
     stolen = iter([30, 30, 1])
     ticks = [0, 0]
+    seen = []
 
-    def measure():
+    def measure(attempt):
+        seen.append(attempt)
         ticks[0] += next(stolen)
         ticks[1] += 100
         return ticks[0]
 
     monkeypatch.setattr(hoststeal, "read_ticks", lambda: tuple(ticks))
     assert undisturbed(measure, "test", pause_s=0) == 61
+    assert seen == [1, 2, 3]
     stolen = iter([30, 30, 30])
     assert undisturbed(measure, "test", attempts=2, pause_s=0) == 121  # still disturbed: the last result
