@@ -199,6 +199,26 @@ class TransferResult:
     error: str = ""
 
 
+# The driver's wake-ups are the job's clock. Under Linux's default scheduler a
+# busy two-CPU VM woke drivers up to 21 ms late (p99 4 ms, 25,000 iterations;
+# docs/accuracy.md, thirteenth session), enough to move a burst by a tenth of a
+# window. A real-time policy puts a wake-up ahead of every normal process.
+CLOCK_RT_PRIORITY = 10
+
+
+def keep_time(priority: int = CLOCK_RT_PRIORITY) -> bool:
+    """Run this process under ``SCHED_FIFO`` so that its wake-ups are on time; False where not allowed.
+
+    ``SCHED_RESET_ON_FORK``: the iperf3 clients it starts run at normal priority,
+    so only the driver's few milliseconds of work per burst jump the queue.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(priority))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 class SystemClock:
     """Wall clock (unix seconds): the controller and every driver share it on one machine."""
 
@@ -273,6 +293,7 @@ class JobDriver:
     launch_lead_ms: float = 0.0
     burst_ms: float | None = None  # the burst's length alone (launch to end), for :func:`late_launch_ms`
     stop: Callable[[], bool] = lambda: False
+    ready_slack_ms: float | None = field(default=None, init=False)  # < 0: ready after iteration 0 was due
 
     def __post_init__(self):
         self._rng = random.Random(self.spec.seed)
@@ -289,6 +310,7 @@ class JobDriver:
         start_s = first_comm_s - self.spec.compute_ms / 1000
         if self.plan.gated:
             start_s -= self.launch_lead_ms / 1000
+        self.ready_slack_ms = (start_s - self.clock.now()) * 1000
         self.clock.sleep_until(start_s)
         k = 0
         while not self.stop() and (iterations is None or k < iterations):
@@ -380,6 +402,7 @@ def main(argv=None) -> int:
     from controller.policies import load_from_environment
 
     load_from_environment()  # the run's --policy-file / policy_files: policies
+    realtime = keep_time()
     spec = JobSpec.from_dict(cfg["job"])
     if cfg.get("plan"):
         plan = JobPlan(**cfg["plan"])
@@ -394,7 +417,8 @@ def main(argv=None) -> int:
         driver = JobDriver(spec, plan, transport, log.write, launch_lead_ms=cfg.get("launch_lead_ms", 0.0),
                            burst_ms=cfg.get("burst_ms"), stop=lambda: bool(stopping))
         done = driver.run(iterations=cfg.get("iterations"), until_s=cfg.get("until_s"))
-        print(json.dumps({"job": spec.name, "iterations": done}), file=sys.stderr)
+        print(json.dumps({"job": spec.name, "iterations": done, "realtime": realtime,
+                          "ready_slack_ms": round(driver.ready_slack_ms, 1)}), file=sys.stderr)
     finally:
         transport.close()
         log.close()

@@ -1,6 +1,9 @@
 """The job emulator's iteration logic against a fake clock and a fake transport."""
 
 import csv
+import os
+import subprocess
+import sys
 from itertools import pairwise
 
 import pytest
@@ -180,6 +183,38 @@ def test_stop_and_until(tmp_path):
     clock = FakeClock()
     n = JobDriver(spec(), plan, FakeTransport(clock, 0.05), lambda r: None, clock=clock).run(until_s=1002.0)
     assert n == 6  # iterations start at 1000.85 + 0.2 k; the 6th starts at 1001.85 < 1002
+
+
+def test_the_driver_says_how_early_it_was_ready_for_iteration_0():
+    clock = FakeClock(1000.0)
+    on_time = JobDriver(spec(), JobPlan("none", 1001.0, 0.0, 200.0, 50.0), FakeTransport(clock, 0.05),
+                        lambda r: None, clock=clock)
+    on_time.run(1)
+    assert on_time.ready_slack_ms == pytest.approx(850.0)  # iteration 0 due at 1001 - 0.15
+    clock = FakeClock(1000.0)
+    late = JobDriver(spec(), JobPlan("shift", 1000.05, 20.0, 200.0, 50.0), FakeTransport(clock, 0.05),
+                     lambda r: None, clock=clock)
+    late.run(1)
+    assert late.ready_slack_ms == pytest.approx(-80.0)  # due at 1000.07 - 0.15
+
+
+KEEP_TIME_PROBE = """
+import os, subprocess, sys
+from apps.dltjob import keep_time
+ok = keep_time()
+child = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getscheduler(0))"],
+                       capture_output=True, text=True, check=True).stdout.strip()
+print(ok, os.sched_getscheduler(0), child)
+"""
+
+
+def test_keep_time_makes_the_driver_real_time_but_not_its_children():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", KEEP_TIME_PROBE], cwd=root, capture_output=True, text=True,
+                         check=True).stdout.split()
+    ok, mine, child = out[0] == "True", int(out[1]), int(out[2])
+    assert child == os.SCHED_OTHER
+    assert (mine & ~os.SCHED_RESET_ON_FORK) == (os.SCHED_FIFO if ok else os.SCHED_OTHER)
 
 
 def test_next_window_start_tolerates_small_lateness():
