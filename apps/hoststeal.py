@@ -109,7 +109,7 @@ def undisturbed(measure: Callable[[int], T], what: str, attempts: int = 3, pause
         steal = meter.stop()
         if not steal.disturbed or attempt == attempts:
             return result
-        log.warning("%s: the host took %.1f %% of the CPU (got %s); measuring again (attempt %d of %d)",
-                    what, steal.mean_pct, result, attempt + 1, attempts)
+        log.warning("%s: the host took %.1f %% of the CPU; measuring again (attempt %d of %d)",
+                    what, steal.mean_pct, attempt + 1, attempts)
         time.sleep(pause_s)
     raise AssertionError("unreachable")
