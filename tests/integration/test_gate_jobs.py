@@ -74,7 +74,7 @@ def iterations_for(spec, seconds):
     return max(3, int(seconds * 1000 / spec.period_ms))
 
 
-EPOCH_LEAD_S = 1.5  # the drivers are ready 0.8-1.2 s after start (their ready_slack_ms)
+EPOCH_LEAD_S = 1.5  # drivers were ready 0.8-1.2 s before their first iteration was due (ready_slack_ms)
 
 
 def run_jobs(fabric, specs, run_dir, policy=None, plans=None, capture=False):
@@ -204,7 +204,8 @@ def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_pa
     rows, _, _ = run_jobs(fabric, specs, str(tmp_path / "aligned"), plans=aligned_windows(specs))
     it = jobrun.per_iteration(rows)
     for job, other in (("a", "b"), ("b", "a")):
-        met = it[(it.job == job).to_numpy()][overlap_ms(it, job, other) >= 0.5 * solo[job]["comm_ms"]]
+        mine = it[it.job == job]
+        met = mine[overlap_ms(it, job, other) >= 0.5 * solo[job]["comm_ms"]]
         print(job, "bursts that met", list(met.comm_ms.round(1)), "solo", np.median(solo[job]["comm_samples_ms"]),
               "+-", robust_sd(solo[job]["comm_samples_ms"]))
         assert len(met) >= 5, met
