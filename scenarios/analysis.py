@@ -120,14 +120,17 @@ def burst_rates_mbps(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.Dat
     return np.asarray(rates)
 
 
-def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame) -> pd.DataFrame:
+def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFrame,
+                everyone: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per burst in ``it`` with data on the link: ``lead_ms`` (launch → first data packet),
     ``all_flows_ms`` (launch → the first data packet of its last flow to start),
     ``data_ms`` (first → last data packet), ``after_ms`` (last data packet →
     the iteration's end: iperf3's closing exchange and the processes' exit;
     ``comm_end`` where ``it`` has no ``end``) and ``busy_start`` (another job's
     burst in ``it`` had its data on the link, between its first and last data
-    packet, when this one launched).
+    packet, when this one launched) and ``quiet`` (no other job's burst, from
+    its launch to its iteration's end, overlapped this one's: ``everyone``'s
+    bursts, by default ``it``'s).
 
     Both directions of the link count: a burst's data phase runs from its
     first to its last data packet, whichever flow carries them. A flow is one
@@ -137,7 +140,11 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
     labels = job_of_packet.loc[data.index].to_numpy()
     t = data["time_s"].to_numpy()
     flow, _ = pd.factorize(pd.MultiIndex.from_frame(data[["src_ip", "dst_ip", "sport", "dport"]]))
-    jobs, leads, all_flows, spans, after, launch, first, last = [], [], [], [], [], [], [], []
+    jobs, leads, all_flows, spans, after, launch, first, last, quiet = [], [], [], [], [], [], [], [], []
+    everyone = it if everyone is None else everyone
+    other_job = everyone["job"].to_numpy()
+    other_from = everyone["comm_start"].to_numpy(dtype=float)
+    other_to = (everyone["end"] if "end" in everyone else everyone["comm_end"]).to_numpy(dtype=float)
     for row in it.itertuples():
         mine = (labels == row.job) & (t >= row.comm_start) & (t <= row.comm_end)
         times = t[mine]
@@ -150,13 +157,16 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
             launch.append(float(row.comm_start))
             first.append(float(times.min()))
             last.append(float(times.max()))
+            until = getattr(row, "end", row.comm_end)
+            quiet.append(not bool(np.any((other_job != row.job) & (other_from < until) & (other_to > row.comm_start))))
     job_of = np.asarray(jobs, dtype=object)
     first_a, last_a = np.asarray(first, dtype=float), np.asarray(last, dtype=float)
     busy = [bool(np.any((job_of != job) & (first_a <= at) & (last_a > at)))  # another job's data going
             for job, at in zip(jobs, launch, strict=True)]
     return pd.DataFrame({"job": pd.Series(jobs, dtype=object), "lead_ms": pd.Series(leads, dtype=float),
                          "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float),
-                         "after_ms": pd.Series(after, dtype=float), "busy_start": pd.Series(busy, dtype=bool)})
+                         "after_ms": pd.Series(after, dtype=float), "busy_start": pd.Series(busy, dtype=bool),
+                         "quiet": pd.Series(quiet, dtype=bool)})
 
 
 BUSY_START_MIN_BURSTS = 3  # fewer such bursts than this give no figure

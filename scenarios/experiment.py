@@ -42,7 +42,13 @@ from apps import iperf as iperf_app
 from controller.policies import get_policy
 from controller.schedule import compute_schedule
 from scenarios import analysis
-from scenarios.prediction import RunModel, busy_start_costs_ms, knife_edge, late_launch_bursts_ms
+from scenarios.prediction import (
+    RunModel,
+    busy_start_costs_ms,
+    knife_edge,
+    late_launch_bursts_ms,
+    pooled_solo,
+)
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
 
 log = logging.getLogger(__name__)
@@ -318,6 +324,7 @@ class Experiment:
         self.writer: ResultsWriter | None = None
         self.epochs: dict[str, float] = {}  # policy -> its epoch (unix s)
         self.solo: dict[str, dict] = {}
+        self.solo_spans: dict[str, pd.DataFrame] = {}  # per job: the bursts of the solo run kept in self.solo
         self.measured: dict[str, dict] = {}
         self.bursts: dict[str, pd.DataFrame] = {}  # policy -> its bursts (analysis.burst_spans)
         self.offsets: dict[str, dict] = {}
@@ -484,7 +491,8 @@ class Experiment:
         senders = self._link_senders([spec])
         rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
         sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)
-        spans = analysis.burst_spans(packets, labels, steady)
+        spans = analysis.burst_spans(packets, labels, steady, it)
+        self.solo_spans[spec.name] = spans  # the last solo run of a job is the one kept
         first_ms, data_ms = analysis.burst_spans_ms(spans, steady)
         # Medians: a slow process start now and then is not the burst. The compute
         # phase is a fixed sleep, so the median iteration is compute + median burst;
@@ -672,7 +680,7 @@ class Experiment:
         it = analysis.iteration_table(rows)
         self.measured[policy] = analysis.job_means(it)
         steady = it[it["iteration"] >= 1]  # job_means' warm-up
-        self.bursts[policy] = analysis.burst_spans(packets, labels, steady)
+        self.bursts[policy] = analysis.burst_spans(packets, labels, steady, it)
         for job, medians in analysis.burst_medians_ms(self.bursts[policy]).items():
             if job in self.measured[policy]:
                 self.measured[policy][job].update(medians)
@@ -725,30 +733,41 @@ class Experiment:
 
     # -- prediction and summary ------------------------------------------------
 
-    def predict(self, policy: str, busy_start_ms: dict[str, float],
+    def _other_bursts(self, policy: str) -> pd.DataFrame:
+        """The bursts of the run's policies but ``policy`` (a policy's prediction never uses its own)."""
+        others = [b for p, b in self.bursts.items() if p != policy and not b.empty]
+        return pd.concat(others, ignore_index=True) if others else pd.DataFrame()
+
+    def model_solo(self, policy: str) -> dict[str, dict]:
+        """The solo figures the model is fed for ``policy``: pooled with the quiet bursts of the
+        run's other policies (``scenarios.prediction.pooled_solo``)."""
+        return pooled_solo(self.solo, self.solo_spans, self._other_bursts(policy))
+
+    def predict(self, policy: str, figures: dict[str, dict], busy_start_ms: dict[str, float],
                 busy_start_samples_ms: dict[str, tuple[float, ...]],
                 ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
         """Each job's predicted mean iteration time under ``policy`` and its range (``scenarios/prediction.py``).
 
-        The fluid model is fed with the measured solo figures and the offsets
+        The fluid model is fed with ``figures`` (:meth:`model_solo`) and the offsets
         the scheduler used. It counts as many iterations as the measurement:
         that skips only the first (launch to first burst's end,
         analysis.job_means) and counts from the first burst's end on.
         """
-        model = RunModel(self.schedule, self.solo, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms)
+        model = RunModel(self.schedule, figures, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
         return model.predict_with_range(policy, self.offsets[policy], iterations, busy_start_ms,
                                         busy_start_samples_ms)
 
-    def busy_starts_ms(self, policy: str) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
+    def busy_starts_ms(self, policy: str, figures: dict[str, dict] | None = None,
+                       ) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
         """Per job, what a busy start cost in the run's other policies (``scenarios.prediction``):
-        the median (or the default) and each such burst's."""
-        others = [b for p, b in self.bursts.items() if p != policy and not b.empty]
-        spans = pd.concat(others) if others else pd.DataFrame()
-        solo_lead_ms = {name: s["lead_ms"] for name, s in self.solo.items()}
-        costs = busy_start_costs_ms(analysis.busy_start_extra_ms(spans, solo_lead_ms),
+        the median (or the default) and each such burst's, beyond the lead in ``figures``
+        (default: the solo figures)."""
+        spans = self._other_bursts(policy)
+        lead_ms = {name: s["lead_ms"] for name, s in (figures or self.solo).items()}
+        costs = busy_start_costs_ms(analysis.busy_start_extra_ms(spans, lead_ms),
                                     [j.name for j in self.schedule.jobs])
-        return costs, analysis.busy_start_samples_ms(spans, solo_lead_ms)
+        return costs, analysis.busy_start_samples_ms(spans, lead_ms)
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""
@@ -784,8 +803,9 @@ class Experiment:
         policies = {}
         predictions = {}
         for policy, jobs in self.measured.items():
-            busy, busy_samples = self.busy_starts_ms(policy)
-            predictions[policy], ranges = self.predict(policy, busy, busy_samples)
+            figures = self.model_solo(policy)
+            busy, busy_samples = self.busy_starts_ms(policy, figures)
+            predictions[policy], ranges = self.predict(policy, figures, busy, busy_samples)
             entry = {}
             for name, m in jobs.items():
                 predicted = predictions[policy][name]
@@ -793,6 +813,8 @@ class Experiment:
                                "predicted_range_ms": list(ranges[name]), "busy_start_ms": busy[name],
                                "knife_edge": knife_edge(predicted, ranges[name]),
                                "solo_iteration_ms": self.solo[name]["iteration_ms"],
+                               "model_solo_iteration_ms": figures[name]["iteration_ms"],
+                               "model_quiet_bursts": figures[name]["quiet_bursts"],
                                "error_pct": analysis.percent_error(m["mean_iteration_ms"], predicted)}
             policies[policy] = {"jobs": entry, "epoch_s": self.epochs.get(policy)}
         if "none" in policies:

@@ -231,7 +231,9 @@ def _policy_section(results: Results) -> tuple[str, list[str]]:
 def _accuracy_section(results: Results) -> tuple[str, list[str]]:
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items()]
-    lines = ["Prediction: the fluid model fed with the measured solo figures. "
+    lines = ["Prediction: the fluid model fed with the measured solo figures, each job's solo bursts pooled "
+             "with its bursts in this run's other policies that met no other job's burst (the machine's speed "
+             "drifts between calibration and the policies). "
              "Error = (measured − predicted) / predicted. A burst that starts while another job's burst is on "
              "the link is taken to cost more than alone (its processes start slower on the loaded machine): per "
              "job, how much later its data started in such bursts of this run's other policies, each busy start "

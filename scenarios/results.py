@@ -30,7 +30,8 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
                              policies: {<policy>: {throughput_change_vs_none_pct, epoch_s?,
                                  jobs: {<job>: {iterations, mean_iteration_ms,
                                      predicted_iteration_ms, predicted_range_ms?, knife_edge?,
-                                     solo_iteration_ms, error_pct}}}}}
+                                     solo_iteration_ms, model_solo_iteration_ms?,
+                                     model_quiet_bursts?, error_pct}}}}}
         plots/*.png, report.md                   drawn by ``shiftbed report``
 
 Tables may carry extra columns after the schema's. ``error_pct`` is

@@ -196,3 +196,18 @@ def test_retransmitted_segments_count_once():
 def test_percent_error():
     assert analysis.percent_error(110, 100) == pytest.approx(10.0)
     assert analysis.percent_error(1, 0) is None
+
+
+def test_a_quiet_burst_met_no_other_jobs_burst_from_launch_to_end():
+    # a's bursts: 0.00-0.06 s (b launches at 0.05, before a's ends: neither is quiet) and 1.00-1.06
+    # (alone: quiet); b's second burst 2.00-2.08 is alone, but b's iteration 0 (not among the
+    # bursts measured) ran 1.03-1.09 and so a's second burst met it when ``everyone`` is given
+    frame, labels = packets([0.004, 0.040, 1.004, 1.040, 0.055, 0.070, 2.004, 2.060],
+                            [1000] * 8, ["a"] * 4 + ["b"] * 4)
+    it = pd.DataFrame({"job": ["a", "a", "b", "b"], "comm_start": [0.0, 1.0, 0.05, 2.0],
+                       "comm_end": [0.06, 1.06, 0.08, 2.08], "end": [0.06, 1.06, 0.08, 2.08]})
+    spans = analysis.burst_spans(frame, labels, it)
+    assert spans["quiet"].tolist() == [False, True, False, True]
+    everyone = pd.concat([it, pd.DataFrame({"job": ["b"], "comm_start": [1.03], "comm_end": [1.09],
+                                            "end": [1.09]})], ignore_index=True)
+    assert analysis.burst_spans(frame, labels, it, everyone)["quiet"].tolist() == [False, False, False, True]

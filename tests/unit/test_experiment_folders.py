@@ -45,3 +45,29 @@ def test_a_policys_busy_start_cost_comes_from_the_other_policies_bursts(tmp_path
     experiment.bursts = {"gate": bursts([40.0, 40.0, 40.0])}  # a run of one policy: the default
     assert experiment.busy_starts_ms("gate") == ({"alpha": BUSY_START_MS, "beta": BUSY_START_MS},
                                                  {"alpha": (), "beta": ()})
+
+
+def test_a_policys_model_pools_the_solo_bursts_with_the_other_policies_quiet_ones(tmp_path):
+    import pandas as pd
+
+    scenario = spec.load(REPO / "scenarios" / "classroom.yaml")
+    experiment = Experiment(scenario, "", RunOptions(("none", "gate"), 1.0, tmp_path))
+    experiment.solo = {"alpha": {"iteration_ms": 290.0, "lead_ms": 10.0, "data_ms": 50.0},
+                       "beta": {"iteration_ms": 590.0, "lead_ms": 10.0, "data_ms": 100.0}}
+
+    def bursts(lead_ms, quiet=True, busy=False):
+        return pd.DataFrame({"job": ["alpha"] * 3, "lead_ms": [lead_ms] * 3, "data_ms": [50.0] * 3,
+                             "after_ms": [10.0] * 3, "quiet": [quiet] * 3, "busy_start": [busy] * 3})
+
+    experiment.solo_spans = {"alpha": bursts(10.0)}
+    experiment.bursts = {"none": pd.concat([bursts(20.0), bursts(40.0, quiet=False, busy=True)]),
+                         "gate": bursts(30.0)}
+    # gate's model takes none's quiet bursts (leads 10 and 20: mean 15), never gate's own
+    gate = experiment.model_solo("gate")
+    assert gate["alpha"]["lead_ms"] == pytest.approx(15.0) and gate["alpha"]["quiet_bursts"] == 3
+    assert gate["alpha"]["iteration_ms"] == pytest.approx(295.0)  # median burst 70 -> 75 ms
+    assert gate["beta"]["iteration_ms"] == 590.0 and gate["beta"]["quiet_bursts"] == 0
+    assert experiment.model_solo("none")["alpha"]["lead_ms"] == pytest.approx(20.0)
+    # and a busy start's cost is counted from the lead the model is fed: 40 - 15 ms
+    costs, _ = experiment.busy_starts_ms("gate", gate)
+    assert costs["alpha"] == pytest.approx(25.0)

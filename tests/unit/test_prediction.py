@@ -1,5 +1,6 @@
 """A run's prediction from solo figures, and its knife edges (scenarios/prediction.py)."""
 
+import pandas as pd
 import pytest
 
 from controller.schedule import JobTiming, compute_schedule
@@ -10,6 +11,7 @@ from scenarios.prediction import (
     busy_start_costs_ms,
     knife_edge,
     late_launch_bursts_ms,
+    pooled_solo,
 )
 
 
@@ -100,3 +102,30 @@ def test_late_launches_only_where_no_two_jobs_windows_ever_meet():
     assert separable.feasible and not coprime.feasible
     assert late_launch_bursts_ms(separable, solo) == {"alpha": 68.0, "beta": 104.0}
     assert late_launch_bursts_ms(coprime, solo) == {}
+
+
+def _spans(job, lead_ms, data_ms, after_ms, quiet=True):
+    n = len(lead_ms)
+    return pd.DataFrame({"job": [job] * n, "lead_ms": lead_ms, "data_ms": data_ms, "after_ms": after_ms,
+                         "quiet": [quiet] * n})
+
+
+def test_solo_figures_are_pooled_with_the_other_policies_quiet_bursts():
+    solo = {"a": {**_solo(290.0, 50.0, lead_ms=10.0), "link_samples_ms": [50.0] * 3},
+            "b": {**_solo(590.0, 100.0), "link_samples_ms": [100.0] * 3}}
+    solo_spans = {"a": _spans("a", [10.0] * 3, [50.0] * 3, [10.0] * 3),   # 70 ms from launch to end
+                  "b": _spans("b", [5.0] * 3, [100.0] * 3, [8.0] * 3)}
+    others = pd.concat([_spans("a", [14.0] * 3, [50.0] * 3, [12.0] * 3),  # later in the run: 76 ms
+                        _spans("a", [100.0], [200.0], [50.0], quiet=False),  # met another job's: not used
+                        _spans("b", [9.0], [120.0], [8.0], quiet=False)])
+    pooled = pooled_solo(solo, solo_spans, others)
+    a = pooled["a"]
+    assert a["quiet_bursts"] == 3
+    assert a["lead_ms"] == pytest.approx(12.0) and a["data_ms"] == pytest.approx(50.0)
+    # the compute phase is a fixed sleep: the iteration moves by the median burst's change, (70 + 76) / 2 - 70
+    assert a["iteration_ms"] == pytest.approx(293.0)
+    assert a["link_samples_ms"] == pytest.approx([48.0] * 3 + [52.0] * 3)  # late starts against the pool's lead
+    assert a["burst_mbps"] == solo["a"]["burst_mbps"]
+    assert pooled["b"] == {**solo["b"], "quiet_bursts": 0}  # no quiet burst of b elsewhere: its solo figures
+    assert pooled_solo(solo, solo_spans, pd.DataFrame())["a"] == {**solo["a"], "quiet_bursts": 0}
+    assert pooled_solo(solo, {}, others)["a"] == {**solo["a"], "quiet_bursts": 0}  # no solo bursts kept
