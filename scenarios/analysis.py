@@ -271,6 +271,33 @@ def after_time_samples_ms(spans: pd.DataFrame) -> list[float]:
     return _clip_robust(spans["after_ms"] - spans["after_ms"].median())
 
 
+def launch_to_end_ms(spans: pd.DataFrame) -> pd.Series:
+    """Each burst of :func:`burst_spans` from its launch to its iteration's end, ms."""
+    return spans["lead_ms"] + spans["data_ms"] + spans["after_ms"]
+
+
+DRIFT_MIN_BURSTS = 5  # fewer quiet bursts than this give no drift figure
+
+
+def speed_drift_ms(solo_spans: dict[str, pd.DataFrame], spans: pd.DataFrame,
+                   min_bursts: int = DRIFT_MIN_BURSTS) -> dict[str, float | None]:
+    """Per job in ``solo_spans``: how much longer (ms; less than 0: shorter) its quiet bursts in ``spans``
+    took from launch to end than its solo bursts, medians; None with fewer than ``min_bursts``.
+
+    The compute phase is a fixed sleep, so this is also how far the job's
+    iteration moved from the one it was calibrated to while it ran alone on
+    the link: the machine's own speed, which drifted by up to 13 ms per burst
+    within minutes here (docs/accuracy.md, fourteenth session).
+    """
+    quiet = spans[spans["quiet"]] if "quiet" in spans else spans.iloc[:0]
+    out: dict[str, float | None] = {}
+    for job, mine in solo_spans.items():
+        theirs = quiet[quiet["job"] == job] if not quiet.empty else quiet
+        enough = len(theirs) >= min_bursts and not mine.empty
+        out[job] = float(launch_to_end_ms(theirs).median() - launch_to_end_ms(mine).median()) if enough else None
+    return out
+
+
 def _clip_robust(times: pd.Series) -> list[float]:
     """``times`` clipped to their median +- 3 robust standard deviations (1.4826 × the MAD)."""
     median = times.median()

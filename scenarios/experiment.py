@@ -733,8 +733,9 @@ class Experiment:
 
     # -- prediction and summary ------------------------------------------------
 
-    def _other_bursts(self, policy: str) -> pd.DataFrame:
-        """The bursts of the run's policies but ``policy`` (a policy's prediction never uses its own)."""
+    def _other_bursts(self, policy: str | None) -> pd.DataFrame:
+        """The bursts of the run's policies but ``policy`` (a policy's prediction never uses its own;
+        None: every policy's)."""
         others = [b for p, b in self.bursts.items() if p != policy and not b.empty]
         return pd.concat(others, ignore_index=True) if others else pd.DataFrame()
 
@@ -839,6 +840,12 @@ class Experiment:
         steal = {f"solo {n}": s["host_steal_pct"] for n, s in self.solo.items() if "host_steal_pct" in s}
         steal.update({p: st["mean_pct"] for p, st in self.policy_steal.items()})
         disturbed = {what: pct for what, pct in steal.items() if pct > hoststeal.MAX_STEAL_PCT}
+        # Not part of fidelity_ok: the fabric may still carry its rate, and the model's figures
+        # follow the drift (pooled_solo). But a job that drifted further than calibration's own
+        # tolerance did not run at the period it was calibrated to, and the report says so.
+        drift_ms = analysis.speed_drift_ms(self.solo_spans, self._other_bursts(None))
+        drift_pct = {n: None if ms is None else round(100 * ms / periods[n], 2) for n, ms in drift_ms.items()}
+        drifted = sorted(n for n, pct in drift_pct.items() if pct is not None and abs(pct) > 100 * PERIOD_TOLERANCE)
         fidelity_ok = (bool(self.solo) and not unmeasured and not overrun and ratio >= FIDELITY_MIN_RATIO
                        and drops == 0 and not disturbed)
         advice = (fidelity_advice(self.solo, self.link_mbps, ratio, unmeasured, drops,
@@ -852,6 +859,8 @@ class Experiment:
                          "capture_drops": drops, "advice": advice,
                          "host_steal_pct": steal, "host_steal_max_pct": hoststeal.MAX_STEAL_PCT,
                          "disturbed": sorted(disturbed), "measured_again": self.disturbed,
+                         "speed_drift_pct_of_period": drift_pct, "drifted": drifted,
+                         "drift_max_pct": 100 * PERIOD_TOLERANCE,
                          "solo": self.solo},
             "crosschecks": self._crosschecks(),
             "shared_link": self.link.name if hasattr(self, "link") else None,

@@ -173,16 +173,12 @@ def pooled_solo(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame],
             out[job] = {**figures, "quiet_bursts": 0}
             continue
         pool = pd.concat([mine, theirs], ignore_index=True)
-        moved_ms = float(_launch_to_end_ms(pool).median() - _launch_to_end_ms(mine).median())
+        moved_ms = float(analysis.launch_to_end_ms(pool).median() - analysis.launch_to_end_ms(mine).median())
         out[job] = {**figures, "lead_ms": float(pool["lead_ms"].mean()), "data_ms": float(pool["data_ms"].mean()),
                     "iteration_ms": figures["iteration_ms"] + moved_ms,
                     "link_samples_ms": analysis.link_time_samples_ms(pool),
                     "after_samples_ms": analysis.after_time_samples_ms(pool), "quiet_bursts": len(theirs)}
     return out
-
-
-def _launch_to_end_ms(spans: pd.DataFrame) -> pd.Series:
-    return spans["lead_ms"] + spans["data_ms"] + spans["after_ms"]
 
 
 def late_launch_bursts_ms(schedule: Schedule, solo: dict[str, dict]) -> dict[str, float]:

@@ -348,6 +348,17 @@ def _fidelity_section(results: Results) -> tuple[str, list[str]]:
         lines.append(f"- CPU taken by the machine's host (steal; a measurement above "
                      f"{fidelity.get('host_steal_max_pct', 0):g} % is measured again): "
                      + ", ".join(f"{what} {pct:.1f} %" for what, pct in steal.items()) + ".")
+    drift = {job: pct for job, pct in (fidelity.get("speed_drift_pct_of_period") or {}).items() if pct is not None}
+    if drift:  # runs before the fourteenth session did not measure it
+        line = ("- The machine's speed during the policies: each job's bursts that met no other job's took "
+                + ", ".join(f"{job} {pct:+.1f} %" for job, pct in drift.items())
+                + " of its period longer than its solo bursts in calibration")
+        if fidelity.get("drifted"):
+            line += (f"; **{', '.join(fidelity['drifted'])} drifted by more than "
+                     f"{fidelity.get('drift_max_pct', 0):g} %**, so ran off the period calibration set, and what "
+                     "depends on it on the wire (a `shift` keeping free-running bursts apart) may not hold; "
+                     "the model's figures follow the drift")
+        lines.append(line + ".")
     for again in fidelity.get("measured_again") or []:
         lines.append(f"- Measured again: {again['measurement']} (attempt {again['attempt']}, "
                      f"{again['mean_pct']:.1f} % stolen; kept in `raw/{again['run']}`).")

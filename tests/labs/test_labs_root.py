@@ -34,7 +34,9 @@ def new_results():
 
 
 def _disturbed_runs(before: set[Path]) -> list[str]:
-    """Results folders written since ``before`` whose run says the host disturbed it in every attempt."""
+    """Results folders written since ``before`` whose run says the host disturbed it in every attempt,
+    or that its jobs' bursts ran faster or slower during the policies than calibration allows for
+    (``fidelity.drifted``: they then run off their calibrated periods, which the wire promises assume)."""
     root = labsheet.REPO / "results"
     out = []
     for folder in sorted(set(root.glob("lab*/*/*")) - before if root.exists() else ()):
@@ -44,6 +46,9 @@ def _disturbed_runs(before: set[Path]) -> list[str]:
             continue
         if fidelity.get("disturbed"):
             out.append(f"{folder.name}: {', '.join(fidelity['disturbed'])}")
+        if fidelity.get("drifted"):
+            out.append(f"{folder.name}: {', '.join(fidelity['drifted'])} drifted "
+                       f"({fidelity.get('speed_drift_pct_of_period')} % of the period)")
     return out
 
 
@@ -51,7 +56,8 @@ def run_lab(name: str, timeout_s: float = 400, attempts: int = 2) -> None:
     """Run a sheet and check its promises. A run that measured the machine's host rather than the
     fabric is run once more, and then judged: the host took more than ``MAX_STEAL_PCT`` of the CPU
     during the whole lab (lab 1's iperf3 tests have no check of their own), or a ``shiftbed run``
-    found it taking CPU in every attempt at a measurement (apps/hoststeal.py)."""
+    found it taking CPU in every attempt at a measurement (apps/hoststeal.py) or its jobs drifting
+    off their calibrated periods."""
     sheet = labsheet.parse(labsheet.LABS / name)
     root = labsheet.REPO / "results"
     for attempt in range(1, attempts + 1):

@@ -211,3 +211,20 @@ def test_a_quiet_burst_met_no_other_jobs_burst_from_launch_to_end():
     everyone = pd.concat([it, pd.DataFrame({"job": ["b"], "comm_start": [1.03], "comm_end": [1.09],
                                             "end": [1.09]})], ignore_index=True)
     assert analysis.burst_spans(frame, labels, it, everyone)["quiet"].tolist() == [False, False, False, True]
+
+
+def test_speed_drift_is_the_quiet_bursts_median_launch_to_end_against_the_solo_bursts():
+    def spans(job, lead_ms, quiet=True):
+        n = len(lead_ms)
+        return pd.DataFrame({"job": [job] * n, "lead_ms": lead_ms, "data_ms": [50.0] * n,
+                             "after_ms": [10.0] * n, "quiet": [quiet] * n})
+
+    solo = {"a": spans("a", [10.0] * 5), "b": spans("b", [10.0] * 5)}
+    later = pd.concat([spans("a", [18.0, 20.0, 22.0, 20.0, 30.0]),  # 10 ms later (median)
+                       spans("a", [90.0] * 9, quiet=False),  # met another job's burst: not counted
+                       spans("b", [4.0] * 4)])  # four quiet bursts only
+    drift = analysis.speed_drift_ms(solo, later)
+    assert drift["a"] == pytest.approx(10.0)
+    assert drift["b"] is None
+    assert analysis.speed_drift_ms(solo, later, min_bursts=4)["b"] == pytest.approx(-6.0)
+    assert analysis.speed_drift_ms(solo, pd.DataFrame()) == {"a": None, "b": None}

@@ -96,6 +96,20 @@ def test_a_job_that_could_not_keep_its_period_alone_is_in_the_fidelity_warning(t
     assert "alone, b could not keep their periods." in first_paragraph
 
 
+def test_a_drift_in_the_machines_speed_is_reported_and_named_beyond_calibrations_tolerance(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "drift")
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["fidelity"].update(speed_drift_pct_of_period={"a": 2.54, "b": -0.4}, drifted=["a"], drift_max_pct=2.0)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "took a +2.5 %, b -0.4 % of its period longer than its solo bursts in calibration" in report
+    assert "**a drifted by more than 2 %**" in report
+    summary["fidelity"].update(speed_drift_pct_of_period={"a": 0.5, "b": None}, drifted=[])
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "took a +0.5 % of its period longer" in report and "drifted by more than" not in report
+
+
 def test_an_incomplete_run_is_reported_first_and_still_drawn(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         with ResultsWriter(tmp_path, "demo") as writer:
