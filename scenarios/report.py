@@ -350,9 +350,9 @@ def _fidelity_section(results: Results) -> tuple[str, list[str]]:
                      + ", ".join(f"{what} {pct:.1f} %" for what, pct in steal.items()) + ".")
     drift = {job: pct for job, pct in (fidelity.get("speed_drift_pct_of_period") or {}).items() if pct is not None}
     if drift:  # runs before the fourteenth session did not measure it
-        line = ("- The machine's speed during the policies: each job's bursts that met no other job's took "
-                + ", ".join(f"{job} {pct:+.1f} %" for job, pct in drift.items())
-                + " of its period longer than its solo bursts in calibration")
+        line = ("- The machine's speed during the policies: how much longer each job's bursts that met no "
+                "other job's took from launch to end than its solo bursts in calibration, as a share of its "
+                "period: " + ", ".join(f"{job} {pct:+.1f} %" for job, pct in drift.items()))
         if fidelity.get("drifted"):
             line += (f"; **{', '.join(fidelity['drifted'])} drifted by more than "
                      f"{fidelity.get('drift_max_pct', 0):g} %**, so ran off the period calibration set, and what "

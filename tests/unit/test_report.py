@@ -102,12 +102,12 @@ def test_a_drift_in_the_machines_speed_is_reported_and_named_beyond_calibrations
     summary["fidelity"].update(speed_drift_pct_of_period={"a": 2.54, "b": -0.4}, drifted=["a"], drift_max_pct=2.0)
     (folder / "summary.json").write_text(json.dumps(summary))
     report = Path(draw_report(folder)[-1]).read_text()
-    assert "took a +2.5 %, b -0.4 % of its period longer than its solo bursts in calibration" in report
+    assert "than its solo bursts in calibration, as a share of its period: a +2.5 %, b -0.4 %;" in report
     assert "**a drifted by more than 2 %**" in report
     summary["fidelity"].update(speed_drift_pct_of_period={"a": 0.5, "b": None}, drifted=[])
     (folder / "summary.json").write_text(json.dumps(summary))
     report = Path(draw_report(folder)[-1]).read_text()
-    assert "took a +0.5 % of its period longer" in report and "drifted by more than" not in report
+    assert "as a share of its period: a +0.5 %." in report and "drifted by more than" not in report
 
 
 def test_an_incomplete_run_is_reported_first_and_still_drawn(tmp_path):
