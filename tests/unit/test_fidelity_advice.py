@@ -39,3 +39,14 @@ def test_a_job_that_cannot_keep_its_period_alone_is_named_with_its_times():
     advice = fidelity_advice(SOLO | solo, 50.0, 0.97, [], 0, {"y": 300.0})
     assert advice == ("alone, y could not keep their periods (y: 2766 ms per iteration for a 300-ms period); "
                       "give them a longer comm_ms or period, or look in raw/ for a burst that stalled")
+
+
+def test_the_first_solo_run_whose_rate_is_the_fidelity_figure_is_judged_for_the_host_too():
+    from scenarios.experiment import measurement_steal
+
+    solo = {"a": {"nominal_host_steal_pct": 12.3, "host_steal_pct": 1.2}, "b": {"host_steal_pct": 3.8}}
+    steal = measurement_steal(solo, {"gate": {"mean_pct": 3.8, "peak_pct": 9.0}})
+    assert steal == {"first solo a": 12.3, "solo a": 1.2, "solo b": 3.8, "gate": 3.8}
+    advice = fidelity_advice(SOLO, 50.0, 0.77, [], 0, disturbed={"first solo a": 12.3})
+    assert advice.startswith("this machine's host took more than 5 % of its CPU in all 3 attempts at first solo a")
+    assert "solo bursts reached only 77% of the 50 Mbit/s link" in advice
