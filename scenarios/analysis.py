@@ -276,6 +276,13 @@ def launch_to_end_ms(spans: pd.DataFrame) -> pd.Series:
     return spans["lead_ms"] + spans["data_ms"] + spans["after_ms"]
 
 
+def quiet_bursts(spans: pd.DataFrame, job: str) -> pd.DataFrame:
+    """``job``'s bursts in ``spans`` that met no other job's (``quiet``; none without that column)."""
+    if "quiet" not in spans or spans.empty:
+        return spans.iloc[:0]
+    return spans[spans["quiet"] & (spans["job"] == job)]
+
+
 DRIFT_MIN_BURSTS = 5  # fewer quiet bursts than this give no drift figure
 
 
@@ -289,10 +296,9 @@ def speed_drift_ms(solo_spans: dict[str, pd.DataFrame], spans: pd.DataFrame,
     the link: the machine's own speed, which drifted by up to 13 ms per burst
     within minutes here (docs/accuracy.md, fourteenth session).
     """
-    quiet = spans[spans["quiet"]] if "quiet" in spans else spans.iloc[:0]
     out: dict[str, float | None] = {}
     for job, mine in solo_spans.items():
-        theirs = quiet[quiet["job"] == job] if not quiet.empty else quiet
+        theirs = quiet_bursts(spans, job)
         enough = len(theirs) >= min_bursts and not mine.empty
         out[job] = float(launch_to_end_ms(theirs).median() - launch_to_end_ms(mine).median()) if enough else None
     return out

@@ -164,11 +164,10 @@ def pooled_solo(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame],
     end) differs from the solo run's: the compute phase is a fixed sleep.
     A job without solo bursts or quiet bursts keeps its solo figures.
     """
-    quiet = other_spans[other_spans["quiet"]] if "quiet" in other_spans else other_spans.iloc[:0]
     out = {}
     for job, figures in solo.items():
         mine = solo_spans.get(job)
-        theirs = quiet[quiet["job"] == job] if not quiet.empty else quiet
+        theirs = analysis.quiet_bursts(other_spans, job)
         if mine is None or mine.empty or theirs.empty:
             out[job] = {**figures, "quiet_bursts": 0}
             continue
