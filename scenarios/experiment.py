@@ -550,11 +550,11 @@ class Experiment:
         self._record_policy(policy, doc, epoch_s, rows, packets, labels, window)
 
     def _measure_again(self, measurement: str, attempt: int, run_dir: str, steal) -> None:
-        """Record a measurement the host disturbed (its folder stays in raw/) and pause before the next."""
+        """Record a measurement the host disturbed (its folder stays in raw/) and wait for a quiet host."""
         self.disturbed.append({"measurement": measurement, "attempt": attempt, "run": os.path.basename(run_dir),
                                **steal.as_dict()})
         log.warning("%s: measuring it again (attempt %d of %d)", measurement, attempt + 1, MEASURE_ATTEMPTS)
-        time.sleep(hoststeal.REMEASURE_PAUSE_S)
+        hoststeal.wait_until_quiet()
 
     def _drive_policy(self, fabric, policy, run_dir, epoch_s, enforced):
         """One measurement of ``policy``: what :meth:`_drive` returns, or None if a worker fault stopped it."""

@@ -1,6 +1,9 @@
 """Shared test set-up.
 
 - The ``root`` marker skips cleanly, with the reason, when not root.
+- A measurement the machine's host disturbed in every attempt (``apps.hoststeal.HostBusy``:
+  it took more than ``MAX_STEAL_PCT`` of the CPU each time) cannot judge shiftbed: the test
+  is reported as skipped, with the host's figures as the reason, not as passed or failed.
 - Hypothesis is derandomised and has no per-example deadline, so a property
   test gives the same verdict on every run and on a loaded 2-core CI machine.
 """
@@ -9,6 +12,8 @@ import os
 
 import pytest
 from hypothesis import settings
+
+from apps.hoststeal import HostBusy
 
 settings.register_profile("shiftbed", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile("shiftbed")
@@ -21,3 +26,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "root" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is not None and call.excinfo.errisinstance(HostBusy):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: inconclusive: {call.excinfo.value}")

@@ -31,19 +31,20 @@ def cross_leaf_pairs(wiring, count: int) -> list[tuple[str, str]]:
 
 
 def measure_flows(fabric, pairs, seconds: float = 4.0, omit_s: float = 1.0, base_port: int = BASE_PORT,
-                  attempts: int = 3) -> list[float]:
+                  attempts: int = 3, busy_raises: bool = False) -> list[float]:
     """Run one TCP flow per (src, dst) pair at the same time; return receiver Mbit/s per flow.
 
     The first ``omit_s`` seconds (slow start) are left out of the average. A
     measurement during which the machine's host took more than
     ``apps.hoststeal.MAX_STEAL_PCT`` of its CPU measures the host, not the
     fabric (35 % stolen: 43-45 of 50 Mbit/s; 1-3 %: 49.3-49.6): it is measured
-    again, up to ``attempts`` times in all, and the last one is returned.
+    again, up to ``attempts`` times in all, and the last one is returned (or, with
+    ``busy_raises``, ``apps.hoststeal.HostBusy`` raised if every one was disturbed).
     """
     from apps import hoststeal
 
     return hoststeal.undisturbed(lambda _attempt: _measure_once(fabric, pairs, seconds, omit_s, base_port),
-                                 f"flows {pairs}", attempts)
+                                 f"flows {pairs}", attempts, busy_raises)
 
 
 def _measure_once(fabric, pairs, seconds: float, omit_s: float, base_port: int) -> list[float]:

@@ -83,7 +83,7 @@ def run_jobs(fabric, specs, run_dir, policy=None, plans=None, capture=False):
     folder of its own (and from a new epoch), while the host took CPU during it (apps/hoststeal.py)."""
     return hoststeal.undisturbed(
         lambda attempt: _run_jobs_once(fabric, specs, os.path.join(run_dir, f"attempt{attempt}"), policy, plans,
-                                       capture), f"jobs under {policy}")
+                                       capture), f"jobs under {policy}", busy_raises=True)
 
 
 def _run_jobs_once(fabric, specs, run_dir, policy, plans, capture):
@@ -123,7 +123,7 @@ def solo(fabric, specs, tmp_path_factory):
     """Calibration: each job alone on the fabric (mean iteration and comm phase, ms)."""
     out = hoststeal.undisturbed(
         lambda _attempt: jobrun.calibrate(specs, str(tmp_path_factory.mktemp("solo")), iterations=10, fabric=fabric),
-        "solo calibration")
+        "solo calibration", busy_raises=True)
     print("solo", {k: {m: v[m] for m in ("iteration_ms", "comm_ms", "overhead_ms")} for k, v in out.items()})
     return out
 
@@ -250,7 +250,7 @@ def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, s
 def test_gate_edges_on_the_wire_within_3ms(fabric, tmp_path):
     """Two gated constant-rate UDP probes show every edge on the shared link (p95 <= 3 ms)."""
     summary, status = hoststeal.undisturbed(
-        lambda attempt: _gated_probe_edges(fabric, tmp_path / f"attempt{attempt}"), "gated probes")
+        lambda attempt: _gated_probe_edges(fabric, tmp_path / f"attempt{attempt}"), "gated probes", busy_raises=True)
     print("edge error", summary, "controller", status["send_lateness_ms"], status["barrier_lateness_ms"])
     assert summary["missed"] == 0 and summary["n"] >= 40
     assert summary["p95"] <= MAX_EDGE_P95_MS

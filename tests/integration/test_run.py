@@ -92,7 +92,9 @@ def test_fidelity_and_predictions_are_reported(run):
     summary = json.loads((folder / "summary.json").read_text())
     fidelity = summary["fidelity"]
     assert 0 < fidelity["solo_rate_ratio"] <= 1.05
-    assert doc["fidelity_ok"] == (fidelity["solo_rate_ratio"] >= 0.9 and fidelity["capture_drops"] == 0)
+    assert doc["fidelity_ok"] == (fidelity["solo_rate_ratio"] >= 0.9 and fidelity["capture_drops"] == 0
+                                  and not fidelity["unmeasured_jobs"] and not fidelity["overrun_jobs"]
+                                  and not fidelity["disturbed"])
     if not doc["fidelity_ok"]:
         assert "FIDELITY" in (folder / "report.md").read_text().upper()
     for entry in doc["policies"].values():
@@ -102,7 +104,10 @@ def test_fidelity_and_predictions_are_reported(run):
 
 
 def test_theory_and_measurement_agree(run):
-    doc, _, _ = run
+    doc, folder, _ = run
+    fidelity = json.loads((folder / "summary.json").read_text())["fidelity"]
+    if fidelity["disturbed"]:  # in both runs: what they measured is the host (tests/conftest.py)
+        pytest.skip(f"inconclusive, in both runs: {fidelity['advice']}")
     assert doc["fidelity_ok"] is True
     errors = {(policy, job): round(entry["error_pct"], 1)
               for policy, p in doc["policies"].items() for job, entry in p["jobs"].items()}

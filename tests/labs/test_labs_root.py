@@ -53,8 +53,9 @@ def _disturbed_runs(before: set[Path]) -> list[str]:
 
 
 def run_lab(name: str, timeout_s: float = 400, attempts: int = 2) -> None:
-    """Run a sheet and check its promises. A run that measured the machine's host rather than the
-    fabric is run once more, and then judged: the host took more than ``MAX_STEAL_PCT`` of the CPU
+    """Run a sheet and check its promises. A run that missed them and measured the machine's host
+    rather than the fabric is run once more (and if that one did too, the test is skipped with the
+    reason: inconclusive): the host took more than ``MAX_STEAL_PCT`` of the CPU
     during the whole lab (lab 1's iperf3 tests have no check of their own), or a ``shiftbed run``
     found it taking CPU in every attempt at a measurement (apps/hoststeal.py) or its jobs drifting
     off their calibrated periods."""
@@ -72,8 +73,11 @@ def run_lab(name: str, timeout_s: float = 400, attempts: int = 2) -> None:
         print("\n".join(f"  {k} = {v}" for k, v in values.items()))
         failures = run.failures(values)
         disturbed = _disturbed_runs(before) + ([f"the whole lab: {steal.mean_pct:.1f} %"] if steal.disturbed else [])
-        if not failures or not disturbed or attempt == attempts:
+        if not failures or not disturbed:
             break
+        if attempt == attempts:  # every run measured the host: the sheet's promises cannot be judged
+            pytest.skip(f"inconclusive: {name} missed its promises in all {attempts} runs, and the host "
+                        f"disturbed each ({'; '.join(disturbed)}): " + "; ".join(failures))
         print(f"{name}: the host disturbed {disturbed}; running the lab again")
     assert not failures, ("\n".join(failures) + f"\n(the host took {steal.mean_pct:.1f} % of the CPU, peak "
                           f"{steal.peak_pct:.0f} %)\n--- output (end) ---\n" + run.output[-3000:])

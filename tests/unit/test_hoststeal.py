@@ -5,7 +5,16 @@ import time
 import pytest
 
 from apps import hoststeal
-from apps.hoststeal import MAX_STEAL_PCT, Steal, StealMeter, cpu_ticks, steal_pct, undisturbed
+from apps.hoststeal import (
+    MAX_STEAL_PCT,
+    HostBusy,
+    Steal,
+    StealMeter,
+    cpu_ticks,
+    steal_pct,
+    undisturbed,
+    wait_until_quiet,
+)
 from scenarios.experiment import MEASURE_ATTEMPTS, fidelity_advice
 
 # a real /proc/stat head from this machine (2 vCPUs): user nice system idle iowait irq softirq steal guest guest_nice
@@ -73,8 +82,49 @@ def test_a_disturbed_measurement_is_taken_again_and_the_last_is_returned(monkeyp
         ticks[1] += 100
         return ticks[0]
 
+    waits = []
     monkeypatch.setattr(hoststeal, "read_ticks", lambda: tuple(ticks))
-    assert undisturbed(measure, "test", pause_s=0) == 61
-    assert seen == [1, 2, 3]
+    assert undisturbed(measure, "test", wait=lambda: waits.append(1)) == 61
+    assert seen == [1, 2, 3] and len(waits) == 2  # a wait before each new attempt
     stolen = iter([30, 30, 30])
-    assert undisturbed(measure, "test", attempts=2, pause_s=0) == 121  # still disturbed: the last result
+    assert undisturbed(measure, "test", attempts=2, wait=lambda: None) == 121  # still disturbed: the last result
+
+
+def test_a_test_gets_host_busy_when_every_attempt_was_disturbed(monkeypatch):
+    ticks, stolen = [0, 0], iter([30, 12])
+
+    def measure(_attempt):
+        ticks[0] += next(stolen)
+        ticks[1] += 100
+        return "result"
+
+    monkeypatch.setattr(hoststeal, "read_ticks", lambda: tuple(ticks))
+    with pytest.raises(HostBusy, match=r"took 30\.0, 12\.0 % of the CPU in the 2 attempts at flows") as busy:
+        undisturbed(measure, "flows", attempts=2, busy_raises=True, wait=lambda: None)
+    assert busy.value.steal_pcts == [30.0, 12.0]
+
+
+def _clock(stolen_per_sample):
+    """A fake /proc/stat reader and sleep: each sleep of a sample moves 100 ticks, ``stolen`` of them stolen."""
+    ticks, slept = [0, 0], []
+    stolen = iter(stolen_per_sample)
+
+    def sleep(seconds):
+        slept.append(seconds)
+        if seconds == 2.0:
+            ticks[0] += next(stolen)
+            ticks[1] += 100
+
+    return (lambda: tuple(ticks)), sleep, slept
+
+
+def test_waiting_for_a_quiet_host_ends_at_the_first_quiet_sample():
+    read, sleep, slept = _clock([20, 9, 3, 40])
+    assert wait_until_quiet(pause_s=5.0, max_wait_s=40.0, sample_s=2.0, read=read, sleep=sleep) == pytest.approx(3.0)
+    assert slept == [5.0, 2.0, 2.0, 2.0]
+
+
+def test_waiting_for_a_quiet_host_gives_up_after_its_limit():
+    read, sleep, slept = _clock([20] * 50)
+    assert wait_until_quiet(pause_s=5.0, max_wait_s=11.0, sample_s=2.0, read=read, sleep=sleep) == pytest.approx(20.0)
+    assert slept == [5.0, 2.0, 2.0, 2.0]  # 5 + 3 samples of 2 s reach the 11-s limit
