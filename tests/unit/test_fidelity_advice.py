@@ -2,6 +2,7 @@
 
 from scenarios.experiment import (
     FIDELITY_MIN_RATIO,
+    MEASURE_ATTEMPTS,
     SOLO_OVERRUN_SHARE,
     fidelity_advice,
     overrun_jobs,
@@ -48,5 +49,6 @@ def test_the_first_solo_run_whose_rate_is_the_fidelity_figure_is_judged_for_the_
     steal = measurement_steal(solo, {"gate": {"mean_pct": 3.8, "peak_pct": 9.0}})
     assert steal == {"first solo a": 12.3, "solo a": 1.2, "solo b": 3.8, "gate": 3.8}
     advice = fidelity_advice(SOLO, 50.0, 0.77, [], 0, disturbed={"first solo a": 12.3})
-    assert advice.startswith("this machine's host took more than 5 % of its CPU in all 3 attempts at first solo a")
+    assert advice.startswith("this machine's host took more than 5 % of its CPU in all "
+                             f"{MEASURE_ATTEMPTS} attempts at first solo a")
     assert "solo bursts reached only 77% of the 50 Mbit/s link" in advice
