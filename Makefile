@@ -59,7 +59,7 @@ demo: install
 
 test: install apt-test
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -rs
+	$(PY) -m pytest -q -rfEs
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not root"
