@@ -252,6 +252,27 @@ def shared_link(scenario, wiring) -> SharedLink:
     return SharedLink(leaf, spine, wiring.params.hosts_per_leaf)
 
 
+def fabric_params(scenario):
+    """The scenario's fabric as :class:`topo.wiring.FabricParams`."""
+    from topo.wiring import FabricParams
+
+    f = scenario.fabric
+    return FabricParams(spines=f.spines, leaves=f.leaves, hosts_per_leaf=f.hosts_per_leaf,
+                        host_link_mbps=f.host_link_mbps, fabric_link_mbps=f.fabric_link_mbps)
+
+
+def jobs_off_link(scenario, wiring, link: SharedLink) -> list[str]:
+    """Jobs whose bursts do not cross ``link``: workers all on one leaf, none on the link's
+    leaf, or another spine. The model has every job's bursts share one link, and that link
+    is the one captured, so such a job could be neither predicted nor measured."""
+    off = []
+    for job in scenario.jobs:
+        leaves = {wiring.host(w).leaf for w in job.workers}
+        if len(leaves) < 2 or link.leaf not in leaves or (job.pin_spine or 1) != link.spine:
+            off.append(job.name)
+    return off
+
+
 def environment_record(fabric) -> dict:
     """Versions and settings a reader needs to reproduce the run."""
 
@@ -359,12 +380,10 @@ class Experiment:
         """Run everything; returns the final results folder (also on interruption, then re-raises)."""
         from controller.forwarding import Pin
         from topo.fabric import Fabric
-        from topo.wiring import FabricParams
 
         sc = self.scenario
         f = sc.fabric
-        params = FabricParams(spines=f.spines, leaves=f.leaves, hosts_per_leaf=f.hosts_per_leaf,
-                              host_link_mbps=f.host_link_mbps, fabric_link_mbps=f.fabric_link_mbps)
+        params = fabric_params(sc)
         pins = self._pins(Pin)
         self.writer = ResultsWriter(self.options.out_root, sc.name)
         complete, reason = False, None

@@ -66,8 +66,8 @@ def read_pcap(path: str) -> pd.DataFrame:
         "time_s": np.asarray(times, dtype=float),
         "wire_bytes": np.asarray(wire, dtype=np.int64),
         "payload_bytes": np.asarray(payload, dtype=np.int64),
-        "src_ip": [socket.inet_ntoa(a) for a in src],
-        "dst_ip": [socket.inet_ntoa(a) for a in dst],
+        "src_ip": pd.Series([socket.inet_ntoa(a) for a in src], dtype=object),  # str even when empty
+        "dst_ip": pd.Series([socket.inet_ntoa(a) for a in dst], dtype=object),
         "proto": np.asarray(proto, dtype=np.int16),
         "sport": np.asarray(sport, dtype=np.int32),
         "dport": np.asarray(dport, dtype=np.int32),

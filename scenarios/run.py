@@ -89,6 +89,21 @@ def emulation_load_mbps(scenario) -> float:
     return sum(len(job.workers) for job in scenario.jobs) * link
 
 
+def require_one_shared_link(scenario, path: str) -> None:
+    """Every job's bursts must cross the one link the model shares and the run captures."""
+    from scenarios.experiment import fabric_params, jobs_off_link, shared_link
+    from topo.wiring import fabric_wiring
+
+    wiring = fabric_wiring(fabric_params(scenario))
+    link = shared_link(scenario, wiring)
+    off = jobs_off_link(scenario, wiring, link)
+    if off:
+        where = ", ".join(f"jobs[{i}] ({job.name})" for i, job in enumerate(scenario.jobs) if job.name in off)
+        raise InputError(f"{path}: {where}: {'its' if len(off) == 1 else 'their'} bursts do not cross {link.name}, "
+                         "the link the other jobs share (the one the model predicts and the run captures); give "
+                         f"each job a worker on leaf{link.leaf} and pin_spine {link.spine}")
+
+
 # Measured here (docs/fabric.md): the userspace datapath keeps >= 90 % fidelity
 # up to about this many Mbit/s of concurrent traffic on 2 cores with MTU 9000.
 MAX_FAITHFUL_MBPS = 400.0
@@ -103,6 +118,7 @@ def run(args) -> int:
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
+    require_one_shared_link(scenario, args.scenario)
     load = emulation_load_mbps(scenario)
     if load > MAX_FAITHFUL_MBPS and not args.force:
         raise InputError(f"{args.scenario}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "

@@ -26,3 +26,13 @@ def test_read_pcap_matches_scapy(tmp_path):
     assert list(df["sport"][:5]) == [5701] * 5 and df["proto"].iloc[5] == 17
     jobs = label_flows(df, {"a": [("10.0.0.1", "10.0.0.3", 5701, 5201)]})
     assert list(jobs) == ["a"] * 5 + [""]
+
+
+def test_an_empty_capture_reads_and_labels_as_no_packets(tmp_path):
+    """A capture with no packet of interest (a link no job crossed) is an empty table, not an error."""
+    path = tmp_path / "empty.pcap"
+    wrpcap(str(path), [Ether() / b"not ip"])
+    packets = read_pcap(str(path))
+    assert len(packets) == 0
+    labels = label_flows(packets, {"a": [("10.0.0.1", "10.0.0.3", 5201, 6201)]})
+    assert len(labels) == 0

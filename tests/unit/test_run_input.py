@@ -29,6 +29,14 @@ jobs:
   - {name: a, period_ms: 300, comm_ms: 100, workers: [h1, h3]}
   - {name: b, period_ms: 600, comm_ms: 150, workers: [h2, h4]}
 """
+THREE_LEAVES = """\
+name: three
+fabric: {spines: 2, leaves: 3, hosts_per_leaf: 2, host_link_mbps: 40, fabric_link_mbps: 40}
+jobs:
+  - {name: a, period_ms: 250, comm_ms: 60, workers: [h1, h3]}
+  - {name: b, period_ms: 500, comm_ms: 130, workers: [h2, h5]}
+  - {name: c, period_ms: 1000, comm_ms: 50, workers: [h4, h6]}
+"""
 RUN_DIR = Path(os.environ.get("SHIFTBED_RUN_DIR", "/run/shiftbed"))
 
 
@@ -99,6 +107,10 @@ def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
                   ""), "fabric", "required to run"),
     (GOOD.replace("spines: 1", "spines: 0"), "fabric.spines", "must be >= 1"),
     (GOOD.replace("host_link_mbps: 50", "host_link_mbps: .nan"), "fabric.host_link_mbps", "finite"),
+    # the model shares one link between all jobs, and the run captures that link
+    (THREE_LEAVES, "jobs[2] (c)", "its bursts do not cross leaf1->spine1"),
+    (GOOD.replace("spines: 1", "spines: 2").replace("[h2, h4]}", "[h2, h4], pin_spine: 2}"), "jobs[1] (b)",
+     "do not cross leaf1->spine1, the link the other jobs share"),
 ])
 def test_bad_scenario_files_through_run(tmp_path, text, field, words):
     (line,) = refused(tmp_path, text)
