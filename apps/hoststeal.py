@@ -119,7 +119,7 @@ def wait_until_quiet(pause_s: float = REMEASURE_PAUSE_S, max_wait_s: float = QUI
     (at most ``max_wait_s`` in all); returns the last sample's stolen share (%)."""
     read = read or read_ticks
     sleep(pause_s)
-    waited_s, pct = pause_s, 0.0
+    waited_s = pause_s
     while True:
         before = read()
         sleep(sample_s)

@@ -50,6 +50,7 @@ from scenarios.prediction import (
     pooled_solo,
 )
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
+from scenarios.sharedlink import fabric_params, shared_link
 
 log = logging.getLogger(__name__)
 
@@ -212,65 +213,6 @@ class RunOptions:
     seed: int = 0
     fill: float = 0.8  # share of comm_ms a solo burst's data takes (apps/dltjob.py)
     datapath: str | None = None
-
-
-@dataclass(frozen=True)
-class SharedLink:
-    """The captured link: a leaf's uplink to a spine (one direction: leaf → spine)."""
-
-    leaf: int
-    spine: int
-    hosts_per_leaf: int
-
-    @property
-    def name(self) -> str:
-        return f"leaf{self.leaf}->spine{self.spine}"
-
-    @property
-    def interface(self) -> str:
-        return f"leaf{self.leaf}-eth{self.hosts_per_leaf + self.spine}"
-
-    @property
-    def port(self) -> int:
-        return self.hosts_per_leaf + self.spine
-
-
-def shared_link(scenario, wiring) -> SharedLink:
-    """The leaf uplink crossed by the most jobs' flows (ties: lowest leaf)."""
-    counts: dict[tuple[int, int], set[str]] = {}
-    for job in scenario.jobs:
-        spine = job.pin_spine or 1
-        leaves = {wiring.host(w).leaf for w in job.workers}
-        if len(leaves) < 2:
-            continue
-        for leaf in leaves:
-            counts.setdefault((leaf, spine), set()).add(job.name)
-    if not counts:
-        leaf = wiring.host(scenario.jobs[0].workers[0]).leaf
-        return SharedLink(leaf, scenario.jobs[0].pin_spine or 1, wiring.params.hosts_per_leaf)
-    (leaf, spine), _ = max(sorted(counts.items()), key=lambda kv: len(kv[1]))
-    return SharedLink(leaf, spine, wiring.params.hosts_per_leaf)
-
-
-def fabric_params(scenario):
-    """The scenario's fabric as :class:`topo.wiring.FabricParams`."""
-    from topo.wiring import FabricParams
-
-    f = scenario.fabric
-    return FabricParams(spines=f.spines, leaves=f.leaves, hosts_per_leaf=f.hosts_per_leaf,
-                        host_link_mbps=f.host_link_mbps, fabric_link_mbps=f.fabric_link_mbps)
-
-
-def jobs_off_link(scenario, wiring, link: SharedLink) -> list[str]:
-    """Jobs whose bursts do not cross ``link``: workers all on one leaf, none on the link's
-    leaf, or another spine. The model has every job's bursts share one link, and that link
-    is the one captured, so such a job could be neither predicted nor measured."""
-    off = []
-    for job in scenario.jobs:
-        leaves = {wiring.host(w).leaf for w in job.workers}
-        if len(leaves) < 2 or link.leaf not in leaves or (job.pin_spine or 1) != link.spine:
-            off.append(job.name)
-    return off
 
 
 def environment_record(fabric) -> dict:

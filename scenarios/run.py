@@ -91,7 +91,7 @@ def emulation_load_mbps(scenario) -> float:
 
 def require_one_shared_link(scenario, path: str) -> None:
     """Every job's bursts must cross the one link the model shares and the run captures."""
-    from scenarios.experiment import fabric_params, jobs_off_link, shared_link
+    from scenarios.sharedlink import fabric_params, jobs_off_link, shared_link
     from topo.wiring import fabric_wiring
 
     wiring = fabric_wiring(fabric_params(scenario))
