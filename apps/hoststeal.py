@@ -39,8 +39,8 @@ QUIET_WAIT_S = 40.0
 class HostBusy(RuntimeError):
     """Every attempt at a measurement was disturbed: what it measured is the host, not shiftbed."""
 
-    def __init__(self, what: str, steal_pcts: list[float]):
-        self.what, self.steal_pcts = what, steal_pcts
+    def __init__(self, what: str, steal_pcts: list[float], result=None):
+        self.what, self.steal_pcts, self.result = what, steal_pcts, result  # result: the last attempt's
         shares = ", ".join(f"{pct:.1f}" for pct in steal_pcts)
         super().__init__(f"the host took {shares} % of the CPU in the {len(steal_pcts)} attempts at {what} "
                          f"(more than {MAX_STEAL_PCT:g} % in each): the measurement says more about the host")
@@ -147,7 +147,7 @@ def undisturbed(measure: Callable[[int], T], what: str, attempts: int = 3, busy_
             return result
         if attempt == attempts:
             if busy_raises:
-                raise HostBusy(what, steal_pcts)
+                raise HostBusy(what, steal_pcts, result)
             return result
         log.warning("%s: the host took %.1f %% of the CPU; measuring again (attempt %d of %d)",
                     what, steal.mean_pct, attempt + 1, attempts)

@@ -242,6 +242,8 @@ def test_bad_parameters_are_refused_before_anything_is_built(kwargs, field):
 def test_check_reports_fidelity():
     result = subprocess.run([*SHIFTBED, "check", "--json", "--seconds", "2"], cwd=REPO, capture_output=True, text=True)
     report = json.loads(result.stdout)
+    if report["host_busy"]:  # every attempt measured the machine's host (tests/conftest.py)
+        pytest.skip(f"inconclusive: {report['host_busy']}")
     assert result.returncode == 0, report["problems"]
     assert report["ok"] and report["realized_mbps"] / report["configured_mbps"] >= 0.90
     assert report["datapath"] in ("user", "kernel") and report["mtu"] == 9000

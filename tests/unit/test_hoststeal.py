@@ -101,7 +101,7 @@ def test_a_test_gets_host_busy_when_every_attempt_was_disturbed(monkeypatch):
     monkeypatch.setattr(hoststeal, "read_ticks", lambda: tuple(ticks))
     with pytest.raises(HostBusy, match=r"took 30\.0, 12\.0 % of the CPU in the 2 attempts at flows") as busy:
         undisturbed(measure, "flows", attempts=2, busy_raises=True, wait=lambda: None)
-    assert busy.value.steal_pcts == [30.0, 12.0]
+    assert busy.value.steal_pcts == [30.0, 12.0] and busy.value.result == "result"  # the last attempt's
 
 
 def _clock(stolen_per_sample):
