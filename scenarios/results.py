@@ -430,6 +430,7 @@ class JobResult:
     knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/prediction.py)
     iteration_se_ms: float | None = None  # the measured mean's standard error, batch means (older runs: None)
     busy_start_ms: float | None = None  # what the model took a busy start to cost (older runs: None, 5 ms)
+    median_iteration_ms: float | None = None  # what a gated job is held to (older runs: None)
 
 
 @dataclass(frozen=True)
@@ -536,6 +537,7 @@ def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
                 knife_edge=j.get("knife_edge") if isinstance(j.get("knife_edge"), bool) else None,
                 iteration_se_ms=_number(j.get("iteration_se_ms")),
                 busy_start_ms=_number(j.get("busy_start_ms")),
+                median_iteration_ms=_number(j.get("median_iteration_ms")),
             )
         policies[str(policy)] = PolicyResult(
             throughput_change_vs_none_pct=_number(entry.get("throughput_change_vs_none_pct")),

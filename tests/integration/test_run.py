@@ -28,6 +28,10 @@ MAX_BYTES_ERR_PCT = 2.0
 MAX_UTIL_ERR_PCT = 5.0
 MIN_GATE_BYTES_IN_WINDOW = 0.95
 MAX_PREDICTION_ERR_PCT = 15.0
+# A gated job's median iteration against its window period: 297.4-302.6 ms for alpha and
+# 597.7-602.3 for beta in 28 classroom runs here (docs/accuracy.md, sixteenth session).
+MAX_GATE_MEDIAN_ERR = 0.02
+GATE_LAUNCH_LEAD_S = 0.015  # a burst launches its solo lead (launch -> first data; 6-12 ms) early
 
 
 @pytest.fixture(scope="module")
@@ -109,11 +113,27 @@ def test_theory_and_measurement_agree(run):
 
 
 def test_gate_holds_each_job_to_its_period(run):
-    doc, _, _ = run
-    gate = doc["policies"]["gate"]["jobs"]
-    # the classroom periods: a gated job iterates once per window period
-    assert gate["alpha"]["mean_iteration_ms"] == pytest.approx(300, rel=0.1)
-    assert gate["beta"]["mean_iteration_ms"] == pytest.approx(600, rel=0.1)
+    """The gate's contract: every burst launches inside one of its job's windows, and a job iterates
+    once per window period. Its mean adds the windows a job missed when a burst ran long (4 of 38 in
+    one CI run: alpha 332 ms, median 301.9; alone its bursts never ran long); the model judges the
+    mean (test_theory_and_measurement_agree)."""
+    doc, folder, _ = run
+    import pandas as pd
+
+    epoch_s = doc["policies"]["gate"]["epoch_s"]
+    iterations = pd.read_csv(folder / "iterations.csv")
+    windows = pd.read_csv(folder / "windows.csv")
+    for job, period_ms in (("alpha", 300), ("beta", 600)):  # the classroom periods
+        entry = doc["policies"]["gate"]["jobs"][job]
+        assert entry["median_iteration_ms"] == pytest.approx(period_ms, rel=MAX_GATE_MEDIAN_ERR), entry
+        mine = windows[(windows["policy"] == "gate") & (windows["job"] == job)]
+        launches_s = (iterations[(iterations["policy"] == "gate") & (iterations["job"] == job)]
+                      .groupby("iteration")["comm_start"].min() - epoch_s)
+        launches_s = launches_s[launches_s < mine["close_s"].max()]  # the table lists the run's windows only
+        opens_s, closes_s = mine["open_s"].to_numpy(), mine["close_s"].to_numpy()
+        outside = [round(1000 * t) for t in launches_s
+                   if not ((opens_s - GATE_LAUNCH_LEAD_S <= t) & (t < closes_s)).any()]
+        assert len(launches_s) >= 5 and not outside, (job, "launched outside its windows at (ms)", outside)
 
 
 def test_plots_exist_and_redraw_identically(run, tmp_path):

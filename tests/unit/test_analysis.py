@@ -42,10 +42,21 @@ def test_the_standard_error_of_a_mean_comes_from_batch_means():
     assert means["j"]["iterations"] == 11 and means["j"]["iteration_se_ms"] == pytest.approx(0.0, abs=1e-9)
 
 
+def test_one_missed_window_moves_the_mean_not_the_median():
+    ends = [0.3 * k for k in range(1, 8)] + [0.3 * k + 0.3 for k in range(8, 12)]  # iteration 7 took 600 ms
+    starts = [0.0] + ends[:-1]
+    rows = pd.DataFrame({"policy": "gate", "job": "j", "worker": "h1", "iteration": range(11), "start": starts,
+                         "comm_start": starts, "comm_end": ends, "end": ends, "bytes": 1})
+    means = analysis.job_means(analysis.iteration_table(rows))["j"]
+    assert means["median_iteration_ms"] == pytest.approx(300.0)
+    assert means["mean_iteration_ms"] == pytest.approx(330.0)  # 10 iterations after the warm-up, one of 600
+
+
 def test_job_means_skip_the_warmup_iteration():
     means = analysis.job_means(analysis.iteration_table(worker_rows()))
     assert means["j"]["iterations"] == 1
     assert means["j"]["mean_iteration_ms"] == pytest.approx(300.0)
+    assert means["j"]["median_iteration_ms"] == pytest.approx(300.0)
     # a job with only its warm-up iteration still gets a figure
     assert means["k"]["iterations"] == 1 and means["k"]["mean_iteration_ms"] == pytest.approx(700.0)
 
