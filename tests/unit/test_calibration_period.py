@@ -4,7 +4,13 @@ iteration lands on (1 − PERIOD_MARGIN) of its period, with the bytes of its bu
 import pytest
 
 from apps.dltjob import JobSpec, Worker, burst_bytes
-from scenarios.experiment import PERIOD_MARGIN, PERIOD_TOLERANCE, period_correction, with_phase
+from scenarios.experiment import (
+    PERIOD_MARGIN,
+    PERIOD_TOLERANCE,
+    period_correction,
+    trimmed_to_target,
+    with_phase,
+)
 
 WORKERS = (Worker("h1", "10.0.0.1"), Worker("h3", "10.0.0.3"))
 # classroom alpha after sizing and a first re-phase: 76.8-ms phase, 36.5 ms of data
@@ -36,3 +42,24 @@ def test_no_job_is_made_that_cannot_exist():
     assert with_phase(ALPHA, 0.0) is None
     assert with_phase(ALPHA, 0.4 * 76.8) is None  # the same bytes would need more than the link
     assert period_correction(ALPHA, 600.0) is None  # 312 ms too slow: more phase than period
+
+
+def test_what_is_left_of_the_error_is_trimmed_off_the_compute_phase():
+    solo = {"iteration_ms": 282.5, "comm_ms": 66.0}  # within the tolerance of 288, so not measured again
+    spec, trimmed = trimmed_to_target(ALPHA, solo)
+    assert spec.compute_ms == pytest.approx(ALPHA.compute_ms + 5.5) and spec.period_ms == ALPHA.period_ms
+    assert trimmed["iteration_ms"] == pytest.approx(288.0) and trimmed["measured_iteration_ms"] == 282.5
+    assert trimmed["compute_trim_ms"] == pytest.approx(5.5) and trimmed["comm_ms"] == 66.0  # the bursts stay
+    assert abs(burst_bytes(spec.comm_ms, 50.0, spec.fill) - burst_bytes(ALPHA.comm_ms, 50.0, ALPHA.fill)) <= 1
+
+
+def test_commensurate_jobs_end_up_commensurate():
+    beta = JobSpec("beta", 600.0, 130.0, WORKERS, link_mbps=50.0, fill=0.5)
+    _, alpha_solo = trimmed_to_target(ALPHA, {"iteration_ms": 285.0})
+    _, beta_solo = trimmed_to_target(beta, {"iteration_ms": 583.0})  # each within 2 % of its own target
+    assert 2 * alpha_solo["iteration_ms"] == pytest.approx(beta_solo["iteration_ms"])
+
+
+def test_a_job_whose_compute_cannot_move_is_left_as_it_is():
+    solo = {"iteration_ms": 600.0}
+    assert trimmed_to_target(ALPHA, solo) == (ALPHA, solo)
