@@ -165,13 +165,15 @@ def overrun_jobs(solo: dict[str, dict], period_ms: dict[str, float]) -> list[str
     return sorted(n for n, s in solo.items() if s["iteration_ms"] > (1 + SOLO_OVERRUN_SHARE) * period_ms[n])
 
 
-def measurement_steal(solo: dict[str, dict], policy_steal: dict[str, dict]) -> dict[str, float]:
+def measurement_steal(solo: dict[str, dict], policy_steal: dict[str, dict], peak: bool = False) -> dict[str, float]:
     """The host's stolen CPU (%) during each kept measurement fidelity rests on: each job's first
     solo run (its rate is the fidelity figure: in one h7-triple run job a's came at 38.5 of 50 Mbit/s
-    with 12.3 % stolen in all three attempts), the solo run the model draws from, each policy."""
-    steal = {f"first solo {n}": s["nominal_host_steal_pct"] for n, s in solo.items() if "nominal_host_steal_pct" in s}
-    steal.update({f"solo {n}": s["host_steal_pct"] for n, s in solo.items() if "host_steal_pct" in s})
-    steal.update({p: st["mean_pct"] for p, st in policy_steal.items()})
+    with 12.3 % stolen in all three attempts), the solo run the model draws from, each policy.
+    With ``peak``, the worst second of each (what a mean over a whole run hides)."""
+    key = "host_steal_peak_pct" if peak else "host_steal_pct"
+    steal = {f"first solo {n}": s[f"nominal_{key}"] for n, s in solo.items() if f"nominal_{key}" in s}
+    steal.update({f"solo {n}": s[key] for n, s in solo.items() if key in s})
+    steal.update({p: st["peak_pct" if peak else "mean_pct"] for p, st in policy_steal.items()})
     return steal
 
 
@@ -437,11 +439,12 @@ class Experiment:
 
         sized = []
         for spec in self.specs:
-            nominal_mbps = nominal_steal = None
+            nominal_mbps = nominal_steal = nominal_peak = None
             for _ in range(SIZING_ROUNDS):
                 solo = self._solo(fabric, spec)
                 if nominal_mbps is None:  # the scenario's own burst size, before any re-sizing
                     nominal_mbps, nominal_steal = solo["sustained_mbps"], solo["host_steal_pct"]
+                    nominal_peak = solo["host_steal_peak_pct"]
                 if abs(solo["comm_ms"] / spec.comm_ms - BURST_TARGET) <= BURST_TOLERANCE:
                     break
                 data_target_ms = max(BURST_TARGET * spec.comm_ms - solo["startup_ms"], 0.2 * spec.comm_ms)
@@ -468,7 +471,7 @@ class Experiment:
                 spec, solo = trimmed_to_target(spec, solo)
             sized.append(spec)
             self.solo[spec.name] = {**solo, "fill": spec.fill, "nominal_sustained_mbps": nominal_mbps,
-                                    "nominal_host_steal_pct": nominal_steal}
+                                    "nominal_host_steal_pct": nominal_steal, "nominal_host_steal_peak_pct": nominal_peak}
             log.info("solo %s: %s", spec.name, {k: round(v, 2) for k, v in self.solo[spec.name].items()
                                                 if isinstance(v, float)})
         self.specs = sized
@@ -508,7 +511,7 @@ class Experiment:
                 "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0,
                 "link_samples_ms": analysis.link_time_samples_ms(spans),
                 "after_samples_ms": analysis.after_time_samples_ms(spans),
-                "host_steal_pct": round(steal.mean_pct, 2),
+                "host_steal_pct": round(steal.mean_pct, 2), "host_steal_peak_pct": round(steal.peak_pct, 2),
                 **analysis.burst_medians_ms(spans).get(spec.name, {})}
 
     def _run_policy(self, fabric, policy: str) -> None:
@@ -860,6 +863,7 @@ class Experiment:
             "fidelity": {"solo_rate_ratio": ratio, "unmeasured_jobs": unmeasured, "overrun_jobs": overrun,
                          "capture_drops": drops, "advice": advice,
                          "host_steal_pct": steal, "host_steal_max_pct": hoststeal.MAX_STEAL_PCT,
+                         "host_steal_peak_pct": measurement_steal(self.solo, self.policy_steal, peak=True),
                          "disturbed": sorted(disturbed), "measured_again": self.disturbed,
                          "speed_drift_pct_of_period": drift_pct, "drifted": drifted,
                          "drift_max_pct": 100 * PERIOD_TOLERANCE,

@@ -344,10 +344,12 @@ def _fidelity_section(results: Results) -> tuple[str, list[str]]:
              f"of the configured link rate (needs at least {SOLO_RATE_MIN * 100:.0f} %).",
              f"- Packets dropped by the capture: {fidelity.get('capture_drops', 'n/a')}."]
     steal = fidelity.get("host_steal_pct")
+    peaks = fidelity.get("host_steal_peak_pct") or {}  # runs before the sixteenth session: none
     if steal:  # runs before the twelfth session did not measure it
         lines.append(f"- CPU taken by the machine's host (steal; a measurement above "
-                     f"{fidelity.get('host_steal_max_pct', 0):g} % is measured again): "
-                     + ", ".join(f"{what} {pct:.1f} %" for what, pct in steal.items()) + ".")
+                     f"{fidelity.get('host_steal_max_pct', 0):g} % is measured again; its worst second): "
+                     + ", ".join(f"{what} {pct:.1f} %" + (f" ({peaks[what]:.0f} %)" if what in peaks else "")
+                                 for what, pct in steal.items()) + ".")
     drift = {job: pct for job, pct in (fidelity.get("speed_drift_pct_of_period") or {}).items() if pct is not None}
     if drift:  # runs before the fourteenth session did not measure it
         line = ("- The machine's speed during the policies: how much longer each job's bursts that met no "
