@@ -29,7 +29,7 @@ MAX_UTIL_ERR_PCT = 5.0
 MIN_GATE_BYTES_IN_WINDOW = 0.95
 MAX_PREDICTION_ERR_PCT = 15.0
 # A gated job's median iteration against its window period: 297.4-302.6 ms for alpha and
-# 597.7-602.3 for beta in 28 classroom runs here (docs/accuracy.md, sixteenth session).
+# 597.7-602.3 for beta in 26 classroom runs here (docs/accuracy.md, sixteenth session).
 MAX_GATE_MEDIAN_ERR = 0.02
 GATE_LAUNCH_LEAD_S = 0.015  # a burst launches its solo lead (launch -> first data; 6-12 ms) early
 
