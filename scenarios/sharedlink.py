@@ -23,7 +23,7 @@ class SharedLink:
 
     @property
     def interface(self) -> str:
-        return f"leaf{self.leaf}-eth{self.hosts_per_leaf + self.spine}"
+        return f"leaf{self.leaf}-eth{self.port}"
 
     @property
     def port(self) -> int:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.root
@@ -118,8 +119,6 @@ def test_gate_holds_each_job_to_its_period(run):
     one CI run: alpha 332 ms, median 301.9; alone its bursts never ran long); the model judges the
     mean (test_theory_and_measurement_agree)."""
     doc, folder, _ = run
-    import pandas as pd
-
     epoch_s = doc["policies"]["gate"]["epoch_s"]
     iterations = pd.read_csv(folder / "iterations.csv")
     windows = pd.read_csv(folder / "windows.csv")
