@@ -46,11 +46,12 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PY) -m controller.ryu_hook --install-pth   # Ryu 4.34's eventlet shim for the stock ryu-manager too
 	@touch $@
 
-# Start Open vSwitch if it is not answering (no systemd needed).
+# Start Open vSwitch if it is not answering (no systemd needed), with the malloc
+# setting that keeps a fresh ovs-vswitchd out of page-fault churn (topo/ovs_heap.py).
 ovs:
 	@if ! ovs-vsctl --timeout=2 show >/dev/null 2>&1; then \
 	    if [ "$$(id -u)" != 0 ]; then echo "make install: Open vSwitch is not running; start it as root" >&2; exit 1; fi; \
-	    /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/dev/null 2>&1 || true; \
+	    GLIBC_TUNABLES="$$($(PY) -m topo.ovs_heap)" /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random >/dev/null 2>&1 || true; \
 	    ovs-vsctl --timeout=5 show >/dev/null || { echo "Open vSwitch failed to start" >&2; exit 1; }; \
 	fi
 

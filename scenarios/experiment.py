@@ -261,6 +261,7 @@ def environment_record(fabric) -> dict:
         "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),
         "fabric_startup_s": fabric.startup_s,
         "ovs_tx_sndbuf_bytes": fabric.ovs_tx_sndbuf_bytes,
+        "ovs_heap": fabric.ovs_heap,  # topo/ovs_heap.py: tuned, warmed or shared (userspace datapath)
         "burst_tcp": {"congestion_control": iperf_app.CONGESTION, "nodelay": True},
     }
 
