@@ -48,6 +48,7 @@ from scenarios.prediction import (
     knife_edge,
     late_launch_bursts_ms,
     pooled_solo,
+    typical_lead_ms,
 )
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
 from scenarios.sharedlink import fabric_params, shared_link
@@ -101,9 +102,10 @@ GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of t
 # that meets a closed gate (in floor mode, a token bucket of 31 KB at 2 % of the
 # link) loses its 8 948-byte segments while smaller ones pass; now and then TCP
 # then waits for retransmission timeouts past the window's end (600 ms). Each job
-# launches its own solo lead (launch -> first data packet) minus this guard
-# early; with one lead for all jobs (their mean), the job with the shorter lead
-# sent ~2 ms before its window (docs/accuracy.md, sixth session).
+# launches its own solo lead (launch -> first data packet; the median,
+# prediction.typical_lead_ms) minus this guard early; with one lead for all
+# jobs (their mean), the job with the shorter lead sent ~2 ms before its window
+# (docs/accuracy.md, sixth session).
 LAUNCH_GUARD_MS = 3.0
 PORT_STRIDE = 10  # job i's iperf3 servers use ports base + PORT_STRIDE*i + k (apps/iperf.receiver_port: clients')
 BASE_PORT = 5201
@@ -476,7 +478,7 @@ class Experiment:
             log.info("solo %s: %s", spec.name, {k: round(v, 2) for k, v in self.solo[spec.name].items()
                                                 if isinstance(v, float)})
         self.specs = sized
-        self.launch_lead_ms = {name: max(0.0, s["lead_ms"] - LAUNCH_GUARD_MS) for name, s in self.solo.items()}
+        self.launch_lead_ms = {name: max(0.0, typical_lead_ms(s) - LAUNCH_GUARD_MS) for name, s in self.solo.items()}
 
     def _solo(self, fabric, spec, iterations: int = CALIBRATION_ITERATIONS) -> dict:
         """One job alone for ``iterations`` iterations: its solo figures (ms) and burst rate (Mbit/s)."""

@@ -12,6 +12,7 @@ from scenarios.prediction import (
     knife_edge,
     late_launch_bursts_ms,
     pooled_solo,
+    typical_lead_ms,
 )
 
 
@@ -122,6 +123,7 @@ def test_solo_figures_are_pooled_with_the_other_policies_quiet_bursts():
     a = pooled["a"]
     assert a["quiet_bursts"] == 3
     assert a["lead_ms"] == pytest.approx(12.0) and a["data_ms"] == pytest.approx(50.0)
+    assert a["burst_lead_ms"] == pytest.approx(12.0)  # the pool's median: 10, 10, 10, 14, 14, 14
     # the compute phase is a fixed sleep: the iteration moves by the median burst's change, (70 + 76) / 2 - 70
     assert a["iteration_ms"] == pytest.approx(293.0)
     assert a["link_samples_ms"] == pytest.approx([48.0] * 3 + [52.0] * 3)  # late starts against the pool's lead
@@ -129,3 +131,18 @@ def test_solo_figures_are_pooled_with_the_other_policies_quiet_bursts():
     assert pooled["b"] == {**solo["b"], "quiet_bursts": 0}  # no quiet burst of b elsewhere: its solo figures
     assert pooled_solo(solo, solo_spans, pd.DataFrame())["a"] == {**solo["a"], "quiet_bursts": 0}
     assert pooled_solo(solo, {}, others)["a"] == {**solo["a"], "quiet_bursts": 0}  # no solo bursts kept
+
+
+def test_the_typical_lead_is_the_median_where_known():
+    """Leads have a long tail of slow process starts: launching the mean early sent data before
+    the window opened in 10 of 15 gated bursts (h10's b, seventeenth session)."""
+    assert typical_lead_ms({"lead_ms": 12.6, "burst_lead_ms": 11.0}) == 11.0
+    assert typical_lead_ms({"lead_ms": 12.6}) == 12.6
+
+
+def test_a_gated_job_is_predicted_late_by_its_median_lead_less_its_launch_lead():
+    schedule = compute_schedule([JobTiming("a", 300, 100)], 1)
+    solo = {"a": {**_solo(288.0, 50.0, lead_ms=12.6), "burst_lead_ms": 11.0}}
+    model = RunModel(schedule, solo, {"a": 8.0}, link_mbps=50.0, queue_ms=0.0)
+    _jobs, offsets, _ = model.simulation("gate", {"a": 0.0}, 5)
+    assert offsets["a"] == pytest.approx(3.0)  # data reaches the open gate 11 - 8 ms late
