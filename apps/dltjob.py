@@ -128,21 +128,28 @@ def gradient_bytes(spec: JobSpec) -> int:
     return burst_bytes(spec.comm_ms / 2, spec.link_mbps, spec.fill) // (n - 1)
 
 
+def phase_pairs(workers: tuple, pattern: str) -> list[list[tuple]]:
+    """Who sends to whom: the (src, dst) pairs of each phase of a collective over ``workers``.
+
+    Ring: one phase, each worker to its successor. Parameter server (``workers[0]``):
+    the others push to it, then it sends to each of them.
+    """
+    n = len(workers)
+    if pattern == "ring":
+        return [[(workers[i], workers[(i + 1) % n]) for i in range(n)]]
+    ps, others = workers[0], workers[1:]
+    return [[(o, ps) for o in others], [(ps, o) for o in others]]
+
+
 def collective(spec: JobSpec) -> list[list[Transfer]]:
     """The phases of one collective; flows in a phase run together, phases one after another."""
-    w = spec.workers
-    n = len(w)
+    n = len(spec.workers)
     grad = gradient_bytes(spec)
-    if spec.pattern == "ring":
-        pairs = [[(w[i], w[(i + 1) % n], int(2 * (n - 1) / n * grad))] for i in range(n)]
-        phases = [[p[0] for p in pairs]]
-    else:
-        ps, others = w[0], w[1:]
-        phases = [[(o, ps, grad) for o in others], [(ps, o, grad) for o in others]]
+    nbytes = int(2 * (n - 1) / n * grad) if spec.pattern == "ring" else grad
     out, port = [], spec.base_port
-    for phase in phases:
+    for phase in phase_pairs(spec.workers, spec.pattern):
         row = []
-        for src, dst, nbytes in phase:
+        for src, dst in phase:
             row.append(Transfer(src, dst, port, receiver_port(port), nbytes))
             port += 1
         out.append(row)

@@ -51,12 +51,12 @@ from scenarios.prediction import (
     typical_lead_ms,
 )
 from scenarios.results import ResultsWriter, schedule_record, throughput_change_pct
-from scenarios.sharedlink import fabric_params, shared_link
+from scenarios.sharedlink import fabric_params, planned_solo_mbps, shared_link
 
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[1]
-FIDELITY_MIN_RATIO = 0.90  # realised solo burst rate / configured link rate
+FIDELITY_MIN_RATIO = 0.90  # realised solo burst rate / the rate the configured links give it
 # Calibration makes each job's solo iteration ~4 % shorter than its period
 # (PERIOD_MARGIN; a parameter server measured up to 3.8 % over it). A job this far
 # over its period alone is a calibration gone wrong or a job this emulator cannot
@@ -204,8 +204,8 @@ def fidelity_advice(solo: dict[str, dict], link_mbps: float, ratio: float | None
         parts.append(f"the solo bursts of {', '.join(unmeasured)} were too short to measure a rate ({why}); "
                      "give those jobs a longer comm_ms")
     if ratio is not None and ratio < FIDELITY_MIN_RATIO:
-        parts.append(f"solo bursts reached only {ratio:.0%} of the {link_mbps:.0f} Mbit/s link; lower the link "
-                     "rates, keep jumbo frames, or use fewer concurrent flows")
+        parts.append(f"solo bursts reached only {ratio:.0%} of the rate the {link_mbps:g}-Mbit/s links give them; "
+                     "lower the link rates, keep jumbo frames, or use fewer concurrent flows")
     if drops:
         parts.append(f"tcpdump dropped {drops} packets; capture fewer links or lower the link rates")
     return "; ".join(parts) or "fidelity was not confirmed"
@@ -260,7 +260,8 @@ def environment_record(fabric) -> dict:
         "mtu": fabric.mtu,
         "queue_ms": fabric.queue_ms,
         "cores": os.cpu_count(),
-        "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),
+        "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),  # a flow's rate
+        "shared_link_mbps": fabric.params.fabric_link_mbps,  # what the jobs' bursts share (a leaf uplink)
         "fabric_startup_s": fabric.startup_s,
         "ovs_tx_sndbuf_bytes": fabric.ovs_tx_sndbuf_bytes,
         "ovs_heap": fabric.ovs_heap,  # topo/ovs_heap.py: tuned, warmed or shared (userspace datapath)
@@ -336,6 +337,7 @@ class Experiment:
         self.link_checks: dict[str, dict] = {}
         self.gaps: list[dict] = []  # policies whose measurement a worker fault cut short
         self.link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
+        self.expected_solo_mbps: dict[str, float] = {}  # per job: its solo rate on the shared link, as planned
         self.launch_lead_ms: dict[str, float] = {}  # per job: launch this early so its data meets its offset
         self.solo_runs: dict[str, int] = {}  # per job: solo runs so far (each has its own raw folder)
         self.policy_steal: dict[str, dict] = {}  # the kept measurement of each policy: the CPU its host took
@@ -364,6 +366,7 @@ class Experiment:
                 fabric.record.notes["results_partial_dir"] = str(self.writer.partial_dir)  # for `shiftbed clean`
                 fabric.record.save()
                 self.link = shared_link(sc, fabric.wiring)
+                self.expected_solo_mbps = planned_solo_mbps(sc, fabric.wiring, self.link)
                 self.link_mbps = min(f.host_link_mbps, f.fabric_link_mbps)
                 self.writer.write_json("environment.json", environment_record(fabric))
                 try:
@@ -580,7 +583,7 @@ class Experiment:
                       log_path=os.path.join(run_dir, "tcpdump.err"))
         progress = None
         if self.progress_stream is not None:
-            progress = Progress(self.progress_stream, self.link.interface, self.link_mbps)
+            progress = Progress(self.progress_stream, self.link.interface, self.link.mbps)
             total = (until_s - time.time()) if until_s else sum(s.period_ms for s in specs) / 1000 * (iterations or 1)
             progress.start(label, total, {s.name: (os.path.join(run_dir, f"{s.name}.csv"), len(s.workers))
                                           for s in specs})
@@ -763,7 +766,7 @@ class Experiment:
         that skips only the first (launch to first burst's end,
         analysis.job_means) and counts from the first burst's end on.
         """
-        model = RunModel(self.schedule, figures, self.launch_lead_ms, self.link_mbps, self.fabric.queue_ms)
+        model = RunModel(self.schedule, figures, self.launch_lead_ms, self.link.mbps, self.fabric.queue_ms)
         iterations = max(m["iterations"] for m in self.measured[policy].values()) + 1
         return model.predict_with_range(policy, self.offsets[policy], iterations, busy_start_ms,
                                         busy_start_samples_ms)
@@ -842,7 +845,11 @@ class Experiment:
         # too few packets for a rate (analysis.burst_rates_mbps) is unmeasured, not "0 %".
         rates = {name: s["nominal_sustained_mbps"] for name, s in self.solo.items()}
         unmeasured = sorted(name for name, mbps in rates.items() if not mbps)
-        ratio = min((mbps / self.link_mbps for mbps in rates.values() if mbps), default=None)
+        # against what the configured links give the job's flows on the shared link (a parameter
+        # server's flows share its link, so each gets a part of the rate)
+        expected = self.expected_solo_mbps
+        ratio = min((mbps / (expected.get(name) or self.link_mbps) for name, mbps in rates.items() if mbps),
+                    default=None)
         drops = self.link_checks.get("capture_drops", 0)
         periods = {j.name: j.period_ms for j in self.scenario.jobs}
         overrun = overrun_jobs(self.solo, periods)
@@ -863,7 +870,7 @@ class Experiment:
             "complete": complete,
             "incomplete_reason": reason,
             "fidelity_ok": fidelity_ok,
-            "fidelity": {"solo_rate_ratio": ratio, "unmeasured_jobs": unmeasured, "overrun_jobs": overrun,
+            "fidelity": {"solo_rate_ratio": ratio, "expected_solo_mbps": expected, "unmeasured_jobs": unmeasured, "overrun_jobs": overrun,
                          "capture_drops": drops, "advice": advice,
                          "host_steal_pct": steal, "host_steal_max_pct": hoststeal.MAX_STEAL_PCT,
                          "host_steal_peak_pct": measurement_steal(self.solo, self.policy_steal, peak=True),

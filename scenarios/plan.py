@@ -2,7 +2,9 @@
 
 The schedule comes from ``controller.schedule`` (exact; ``--heuristic`` when
 the instance is beyond it); predictions come from the fluid model
-(``scenarios.fluid``) run on the on-grid timings for every policy.
+(``scenarios.fluid``) run on the on-grid timings for every policy, on the
+link the jobs share: a fabric faster than its host links carries more than
+one burst at full rate (``sharedlink.planned_headroom``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     except BeyondExactMethod as exc:
         raise InputError(f"{scenario.path}: jobs: {exc}") from None
     policies = policies or scenario.policies
-    results = fluid.compare_policies(schedule, tuple(dict.fromkeys(("none", *policies))), seed=seed,
+    jobs = planned_jobs(scenario, schedule)
+    headroom = {j.name: j.link_headroom for j in jobs or ()}
+    results = fluid.compare_policies(schedule, tuple(dict.fromkeys(("none", *policies))), jobs, seed=seed,
                                      iterations=iterations)
     pairs = []
     for a, b in itertools.combinations(timings, 2):
@@ -69,7 +73,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         "gap": schedule.gap,
         "jobs": [{"name": t.name, "period_ms": _num(t.period_ms), "comm_ms": _num(t.comm_ms),
                   "shift_ms": _num(schedule.shifts_ms[t.name]), "solo_period_ms": j.period_ms,
-                  "solo_comm_ms": j.comm_ms} for t, j in zip(timings, scenario.jobs, strict=True)],
+                  "solo_comm_ms": j.comm_ms, "link_headroom": round(headroom.get(t.name, 1.0), 3)}
+                 for t, j in zip(timings, scenario.jobs, strict=True)],
         "pairs": pairs,
         "policies": {
             p: {name: {"predicted_iteration_ms": round(r.mean_iteration_ms, 3),
@@ -81,6 +86,19 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         },
         "normalised_throughput": {p: round(results[p].normalised_throughput, 4) for p in policies},
     }
+
+
+def planned_jobs(scenario: spec.Scenario, schedule) -> list[fluid.FluidJob] | None:
+    """The schedule's jobs with the shared link's headroom over each (None: no fabric or
+    workers to place them, so every burst alone fills the link)."""
+    if scenario.fabric is None or any(len(job.workers) < 2 for job in scenario.jobs):
+        return None
+    from scenarios.sharedlink import fabric_params, planned_headroom, shared_link
+    from topo.wiring import fabric_wiring
+
+    wiring = fabric_wiring(fabric_params(scenario))
+    headroom = planned_headroom(scenario, wiring, shared_link(scenario, wiring))
+    return [fluid.FluidJob(j.name, j.period_ms, j.comm_ms, headroom[j.name]) for j in schedule.jobs]
 
 
 def _num(x: float) -> int | float:
@@ -133,6 +151,10 @@ def render(plan: dict) -> str:
         sep = (f"separable, relative shift in [{p['separating_shift_ms'][0]:g}, {p['separating_shift_ms'][1]:g}] "
                f"mod {p['gcd_ms']:g} ms") if p["separable"] else "not separable"
         lines.append(f"pair {p['jobs'][0]}/{p['jobs'][1]}: gcd {p['gcd_ms']:g} ms, lcm {p['lcm_ms']:g} ms, {sep}")
+    roomy = [f"{j['name']} ({j['link_headroom']:g}x)" for j in plan["jobs"] if j["link_headroom"] > 1]
+    if roomy:
+        lines.append("the shared link is faster than these jobs' bursts alone (link rate / burst rate): "
+                     f"{', '.join(roomy)}; bursts that meet share its spare rate before they stretch")
     lines.append("")
     names = [j["name"] for j in plan["jobs"]]
     lines.append("predicted iteration time, ms (change in throughput vs none)")

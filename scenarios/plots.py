@@ -73,7 +73,7 @@ def _solo_ms(results: Results, job: str) -> float | None:
 
 def link_rate_mbps(results: Results) -> float | None:
     """The configured shared-link rate: environment.json, else the scenario's fabric links."""
-    rate = results.environment.get("link_mbps")
+    rate = results.environment.get("shared_link_mbps", results.environment.get("link_mbps"))
     if rate is None:
         fabric = results.scenario.get("fabric")
         rate = fabric.get("fabric_link_mbps") if isinstance(fabric, dict) else None

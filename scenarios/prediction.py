@@ -85,7 +85,7 @@ class RunModel:
     schedule: Schedule
     solo: dict[str, dict]
     launch_lead_ms: dict[str, float]
-    link_mbps: float
+    link_mbps: float  # the shared link's rate; a fabric faster than the host links has room for more
     queue_ms: float
 
     def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,

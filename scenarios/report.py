@@ -109,7 +109,7 @@ def _banners(results: Results) -> list[str]:
         facts = []
         ratio = fidelity.get("solo_rate_ratio")
         if ratio is not None:
-            facts.append(f"solo bursts at the scenario's size reached {ratio * 100:.0f} % of the configured link rate "
+            facts.append(f"solo bursts at the scenario's size reached {ratio * 100:.0f} % of the rate the configured links give them "
                          f"(needs at least {SOLO_RATE_MIN * 100:.0f} %)")
         if fidelity.get("unmeasured_jobs"):
             facts.append(f"the solo bursts of {', '.join(fidelity['unmeasured_jobs'])} were too short to "
@@ -341,7 +341,7 @@ def _fidelity_section(results: Results) -> tuple[str, list[str]]:
     ratio = fidelity.get("solo_rate_ratio")
     lines = [f"- Fidelity: {verdict}.",
              f"- Solo bursts at the scenario's size reached {'n/a' if ratio is None else f'{ratio * 100:.1f} %'} "
-             f"of the configured link rate (needs at least {SOLO_RATE_MIN * 100:.0f} %).",
+             f"of the rate the configured links give them (needs at least {SOLO_RATE_MIN * 100:.0f} %).",
              f"- Packets dropped by the capture: {fidelity.get('capture_drops', 'n/a')}."]
     steal = fidelity.get("host_steal_pct")
     peaks = fidelity.get("host_steal_peak_pct") or {}  # runs before the sixteenth session: none

@@ -10,7 +10,9 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
     results/<scenario>/<UTC timestamp>/      e.g. results/two-jobs/20261130T022550Z/
         scenario.yaml       the scenario as run
         environment.json    shiftbed commit, OVS/Ryu/iperf3/kernel versions, datapath,
-                            mtu, machine cores, link_mbps (configured shared-link rate)
+                            mtu, machine cores, link_mbps (a flow's configured rate: the
+                            slower of host and fabric links), shared_link_mbps (the
+                            shared leaf uplink's, the fabric links' rate)
         schedule.json       {quantum_ms, hyperperiod_ms, feasible, overlap_ms, method,
                              jobs: [{name, period_ms, comm_ms, shift_ms,
                                      solo_period_ms?, solo_comm_ms?}],

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SharedLink:
-    """The captured link: a leaf's uplink to a spine (one direction: leaf → spine)."""
+    """The captured link: a leaf's uplink to a spine (one direction: leaf → spine), at the
+    fabric links' rate ``mbps``: what the jobs' bursts share (a host link may be slower)."""
 
     leaf: int
     spine: int
     hosts_per_leaf: int
+    mbps: float
 
     @property
     def name(self) -> str:
@@ -53,10 +55,10 @@ def shared_link(scenario, wiring) -> SharedLink:
         for uplink in job_uplinks(job, wiring):
             counts.setdefault(uplink, set()).add(job.name)
     if not counts:
-        leaf = wiring.host(scenario.jobs[0].workers[0]).leaf
-        return SharedLink(leaf, scenario.jobs[0].pin_spine or 1, wiring.params.hosts_per_leaf)
-    (leaf, spine), _ = max(sorted(counts.items()), key=lambda kv: len(kv[1]))
-    return SharedLink(leaf, spine, wiring.params.hosts_per_leaf)
+        leaf, spine = wiring.host(scenario.jobs[0].workers[0]).leaf, scenario.jobs[0].pin_spine or 1
+    else:
+        (leaf, spine), _ = max(sorted(counts.items()), key=lambda kv: len(kv[1]))
+    return SharedLink(leaf, spine, wiring.params.hosts_per_leaf, wiring.params.fabric_link_mbps)
 
 
 def jobs_off_link(scenario, wiring, link: SharedLink) -> list[str]:
@@ -64,3 +66,66 @@ def jobs_off_link(scenario, wiring, link: SharedLink) -> list[str]:
     link, and that link is the one captured, so such a job could be neither predicted nor
     measured."""
     return [job.name for job in scenario.jobs if (link.leaf, link.spine) not in job_uplinks(job, wiring)]
+
+
+
+def max_min_rates(paths: dict, capacity_mbps: dict) -> dict:
+    """Max-min fair rates (progressive filling) of flows, each given as the links it crosses.
+
+    ``paths``: flow -> its links; ``capacity_mbps``: link -> rate. Every flow's rate
+    rises together until a link fills; its flows stop there and the rest go on.
+    """
+    rate = dict.fromkeys(paths, 0.0)
+    active = {f for f, links in paths.items() if links}
+    while active:
+        load = {}
+        for f in active:
+            for link in paths[f]:
+                load[link] = load.get(link, 0) + 1
+        spare = {link: capacity_mbps[link] - sum(rate[f] for f in paths if link in paths[f]) for link in load}
+        step = min(spare[link] / n for link, n in load.items())
+        for f in active:
+            rate[f] += step
+        full = {link for link in load if spare[link] - step * load[link] <= 1e-9}
+        active = {f for f in active if not full.intersection(paths[f])}
+    return rate
+
+
+def flow_links(wiring, src: str, dst: str, spine: int) -> list[tuple]:
+    """The directed links a flow from host ``src`` to host ``dst`` crosses (through ``spine``)."""
+    a, b = wiring.host(src).leaf, wiring.host(dst).leaf
+    fabric = [("up", a, spine), ("down", spine, b)] if a != b else []
+    return [("host-up", src), *fabric, ("host-down", dst)]
+
+
+def planned_solo_mbps(scenario, wiring, link: SharedLink) -> dict[str, float]:
+    """Per job, the rate its burst alone puts on ``link`` as planned (Mbit/s): each phase's flows
+    share the fabric max-min fairly (a parameter server's link carries all its flows), and the
+    busiest phase on ``link`` counts. 0 for a job that does not cross it.
+    """
+    from apps.dltjob import phase_pairs
+
+    p = wiring.params
+    out = {}
+    for job in scenario.jobs:
+        spine = job.pin_spine or 1
+        best = 0.0
+        for phase in phase_pairs(job.workers, job.pattern):
+            paths = {i: flow_links(wiring, s, d, spine) for i, (s, d) in enumerate(phase)}
+            capacity = {lk: p.host_link_mbps if lk[0].startswith("host") else p.fabric_link_mbps
+                        for links in paths.values() for lk in links}
+            rates = max_min_rates(paths, capacity)
+            best = max(best, sum(r for i, r in rates.items() if ("up", link.leaf, link.spine) in paths[i]))
+        out[job.name] = best
+    return out
+
+
+
+def planned_headroom(scenario, wiring, link: SharedLink) -> dict[str, float]:
+    """Per job, the shared link's rate over the rate its burst alone puts on it (>= 1), as planned.
+
+    A fabric faster than its host links carries several jobs' bursts at full rate
+    (``fluid.FluidJob.link_headroom``); a run measures the same from the solo bursts.
+    """
+    solo = planned_solo_mbps(scenario, wiring, link)
+    return {name: max(1.0, link.mbps / mbps) if mbps > 0 else 1.0 for name, mbps in solo.items()}

@@ -13,7 +13,7 @@ SOLO = {"x": {"data_ms": 36.0, "startup_ms": 13.0}, "y": {"data_ms": 8.0, "start
 
 def test_a_slow_link_is_advised_with_its_measured_share():
     advice = fidelity_advice(SOLO, 100.0, 0.84, [], 0)
-    assert advice.startswith("solo bursts reached only 84% of the 100 Mbit/s link")
+    assert advice.startswith("solo bursts reached only 84% of the rate the 100-Mbit/s links give them")
     assert "too short" not in advice and "tcpdump" not in advice
 
 
@@ -53,4 +53,4 @@ def test_the_first_solo_run_whose_rate_is_the_fidelity_figure_is_judged_for_the_
     advice = fidelity_advice(SOLO, 50.0, 0.77, [], 0, disturbed={"first solo a": 12.3})
     assert advice.startswith("this machine's host took more than 5 % of its CPU in all "
                              f"{MEASURE_ATTEMPTS} attempts at first solo a")
-    assert "solo bursts reached only 77% of the 50 Mbit/s link" in advice
+    assert "solo bursts reached only 77% of the rate the 50-Mbit/s links give them" in advice

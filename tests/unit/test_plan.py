@@ -56,3 +56,23 @@ def test_plan_is_exact_on_random_small_scenarios():
                 brute = min(brute, collisions(trial, q))
         assert doc["feasible"] == (brute == 0)
         assert collisions(doc["jobs"], q) == brute == doc["overlap_ms"] / q
+
+
+FAT_FABRIC = """\
+name: fat
+fabric: {spines: 1, leaves: 2, hosts_per_leaf: 2, host_link_mbps: 40, fabric_link_mbps: 80}
+jobs:
+  - {name: a, period_ms: 300, comm_ms: 100, workers: [h1, h3]}
+  - {name: b, period_ms: 450, comm_ms: 150, workers: [h2, h4]}
+"""
+
+
+def test_a_fabric_twice_the_hosts_rate_carries_two_bursts_without_stretching_them():
+    fat = plan.build_plan(spec.parse(FAT_FABRIC, "fat.yaml"))
+    assert not fat["feasible"]  # the schedule still asks for exclusive use of the link
+    assert [j["link_headroom"] for j in fat["jobs"]] == [2.0, 2.0]
+    assert {p: {j: v["predicted_iteration_ms"] for j, v in jobs.items()} for p, jobs in fat["policies"].items()} == {
+        p: {"a": 300.0, "b": 450.0} for p in fat["policies"]}
+    slow = plan.build_plan(spec.parse(FAT_FABRIC.replace("fabric_link_mbps: 80", "fabric_link_mbps: 40"), "s.yaml"))
+    assert [j["link_headroom"] for j in slow["jobs"]] == [1.0, 1.0]
+    assert slow["policies"]["none"]["a"]["predicted_iteration_ms"] > 310  # they meet and stretch

@@ -1,7 +1,15 @@
 """The link a run's jobs share (scenarios.sharedlink): which uplink, and which jobs miss it."""
 
 from scenarios import spec
-from scenarios.sharedlink import fabric_params, job_uplinks, jobs_off_link, shared_link
+from scenarios.sharedlink import (
+    fabric_params,
+    job_uplinks,
+    jobs_off_link,
+    max_min_rates,
+    planned_headroom,
+    planned_solo_mbps,
+    shared_link,
+)
 from topo.wiring import fabric_wiring
 
 THREE_LEAVES = """\
@@ -37,3 +45,42 @@ def test_a_job_on_one_leaf_crosses_no_uplink():
     scenario, wiring = _load(THREE_LEAVES.replace("[h5, h8]", "[h5, h6]").replace("[h3, h6]", "[h3, h9]"))
     assert job_uplinks(scenario.jobs[2], wiring) == set()
     assert "c" in jobs_off_link(scenario, wiring, shared_link(scenario, wiring))
+
+
+def test_max_min_rates_fill_the_tightest_link_first():
+    # f1 and f2 share x (30); f2 and f3 share y (100): f1 = f2 = 15, f3 takes the rest of y
+    rates = max_min_rates({"f1": ["x"], "f2": ["x", "y"], "f3": ["y"]}, {"x": 30.0, "y": 100.0})
+    assert rates == {"f1": 15.0, "f2": 15.0, "f3": 85.0}
+
+
+PS_AND_RING = """\
+name: ps
+fabric: {spines: 1, leaves: 3, hosts_per_leaf: 2, host_link_mbps: 40, fabric_link_mbps: 40}
+jobs:
+  - {name: ps, period_ms: 500, comm_ms: 160, pattern: ps, workers: [h3, h1, h5]}
+  - {name: ring, period_ms: 250, comm_ms: 80, workers: [h2, h4]}
+"""
+
+
+def test_a_parameter_servers_flows_share_its_link_so_each_puts_half_on_the_uplink():
+    scenario, wiring = _load(PS_AND_RING)
+    link = shared_link(scenario, wiring)
+    assert link.name == "leaf1->spine1" and link.mbps == 40
+    # h1 -> h3 crosses leaf1's uplink, but h3's link also carries h5 -> h3: 20 of 40 Mbit/s
+    assert planned_solo_mbps(scenario, wiring, link) == {"ps": 20.0, "ring": 40.0}
+    assert planned_headroom(scenario, wiring, link) == {"ps": 2.0, "ring": 1.0}
+
+
+def test_a_fabric_twice_as_fast_as_the_hosts_has_room_for_two_bursts():
+    scenario, wiring = _load(PS_AND_RING.replace("fabric_link_mbps: 40", "fabric_link_mbps: 80"))
+    link = shared_link(scenario, wiring)
+    assert link.mbps == 80
+    assert planned_headroom(scenario, wiring, link) == {"ps": 4.0, "ring": 2.0}
+
+
+def test_a_fabric_slower_than_the_hosts_bounds_each_burst_at_its_own_links():
+    scenario, wiring = _load(PS_AND_RING.replace("host_link_mbps: 40", "host_link_mbps: 100"))
+    link = shared_link(scenario, wiring)
+    # the ring fills the uplink alone; the server's two pushes share spine1 -> leaf2 (40)
+    assert planned_solo_mbps(scenario, wiring, link) == {"ps": 20.0, "ring": 40.0}
+    assert planned_headroom(scenario, wiring, link) == {"ps": 2.0, "ring": 1.0}
