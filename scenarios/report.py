@@ -109,8 +109,8 @@ def _banners(results: Results) -> list[str]:
         facts = []
         ratio = fidelity.get("solo_rate_ratio")
         if ratio is not None:
-            facts.append(f"solo bursts at the scenario's size reached {ratio * 100:.0f} % of the rate the configured links give them "
-                         f"(needs at least {SOLO_RATE_MIN * 100:.0f} %)")
+            facts.append(f"solo bursts at the scenario's size reached {ratio * 100:.0f} % of the rate the "
+                         f"configured links give them (needs at least {SOLO_RATE_MIN * 100:.0f} %)")
         if fidelity.get("unmeasured_jobs"):
             facts.append(f"the solo bursts of {', '.join(fidelity['unmeasured_jobs'])} were too short to "
                          "measure a rate")

@@ -26,7 +26,8 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
         port_stats.csv      time, dpid, port, rx_bytes, tx_bytes, rx_packets, tx_packets,
                             rx_dropped, tx_dropped     (absolute unix time)
         summary.json        {format, scenario, results_dir, complete, incomplete_reason,
-                             fidelity_ok, fidelity: {solo_rate_ratio, unmeasured_jobs, capture_drops, advice},
+                             fidelity_ok, fidelity: {solo_rate_ratio, expected_solo_mbps, unmeasured_jobs,
+                                                     capture_drops, advice},
                              crosschecks: {capture_vs_iperf_bytes_err_pct,
                                            capture_vs_portstats_util_err_pct, ...},
                              policies: {<policy>: {throughput_change_vs_none_pct, epoch_s?,
