@@ -84,9 +84,12 @@ def check_out_root(text: str) -> Path:
 
 
 def emulation_load_mbps(scenario) -> float:
-    """Peak traffic the fabric must forward: every job's flows at link rate at once (Mbit/s)."""
-    link = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
-    return sum(len(job.workers) for job in scenario.jobs) * link
+    """Peak traffic the fabric must forward: every job bursting at once, its flows sharing the
+    links max-min fairly (Mbit/s; ``sharedlink.peak_load_mbps``)."""
+    from scenarios.sharedlink import fabric_params, peak_load_mbps
+    from topo.wiring import fabric_wiring
+
+    return peak_load_mbps(scenario, fabric_wiring(fabric_params(scenario)))
 
 
 def require_one_shared_link(scenario, path: str) -> None:

@@ -98,6 +98,29 @@ def flow_links(wiring, src: str, dst: str, spine: int) -> list[tuple]:
     return [("host-up", src), *fabric, ("host-down", dst)]
 
 
+
+def _link_capacity_mbps(wiring, paths: dict) -> dict:
+    """Every link the flows in ``paths`` cross, at its configured rate."""
+    p = wiring.params
+    return {lk: p.host_link_mbps if lk[0].startswith("host") else p.fabric_link_mbps
+            for links in paths.values() for lk in links}
+
+
+def peak_load_mbps(scenario, wiring) -> float:
+    """What the fabric forwards when every job bursts at once (Mbit/s): each job's largest
+    phase, all their flows sharing the links max-min fairly. Flows that share a link
+    split it, so jobs on one shared link load the machine far less than their flows'
+    rates added up."""
+    from apps.dltjob import phase_pairs
+
+    paths = {}
+    for job in scenario.jobs:
+        phase = max(phase_pairs(job.workers, job.pattern), key=len)
+        for i, (src, dst) in enumerate(phase):
+            paths[(job.name, i)] = flow_links(wiring, src, dst, job.pin_spine or 1)
+    return sum(max_min_rates(paths, _link_capacity_mbps(wiring, paths)).values())
+
+
 def planned_solo_mbps(scenario, wiring, link: SharedLink) -> dict[str, float]:
     """Per job, the rate its burst alone puts on ``link`` as planned (Mbit/s): each phase's flows
     share the fabric max-min fairly (a parameter server's link carries all its flows), and the
@@ -105,16 +128,13 @@ def planned_solo_mbps(scenario, wiring, link: SharedLink) -> dict[str, float]:
     """
     from apps.dltjob import phase_pairs
 
-    p = wiring.params
     out = {}
     for job in scenario.jobs:
         spine = job.pin_spine or 1
         best = 0.0
         for phase in phase_pairs(job.workers, job.pattern):
             paths = {i: flow_links(wiring, s, d, spine) for i, (s, d) in enumerate(phase)}
-            capacity = {lk: p.host_link_mbps if lk[0].startswith("host") else p.fabric_link_mbps
-                        for links in paths.values() for lk in links}
-            rates = max_min_rates(paths, capacity)
+            rates = max_min_rates(paths, _link_capacity_mbps(wiring, paths))
             best = max(best, sum(r for i, r in rates.items() if ("up", link.leaf, link.spine) in paths[i]))
         out[job.name] = best
     return out

@@ -159,10 +159,11 @@ def test_results_root_that_is_not_a_directory(tmp_path, where):
 
 
 def test_more_fabric_than_the_machine_emulates_faithfully_asks_for_force(tmp_path):
-    wide = GOOD.replace("host_link_mbps: 50, fabric_link_mbps: 50", "host_link_mbps: 200, fabric_link_mbps: 200")
+    wide = GOOD.replace("host_link_mbps: 50, fabric_link_mbps: 50", "host_link_mbps: 300, fabric_link_mbps: 300")
     (line,) = refused(tmp_path, wide)
-    # 4 workers at 200 Mbit/s: the estimate is in the message, with the way out
-    assert "fabric" in line and "~800 Mbit/s" in line and "--force" in line, line
+    # both jobs' flows share leaf1's and leaf2's uplinks at 300 Mbit/s: the estimate is in the
+    # message, with the way out
+    assert "fabric" in line and "~600 Mbit/s" in line and "--force" in line, line
 
 
 def test_the_duration_default_comes_from_the_scenario_and_is_checked_there(tmp_path):

@@ -1,11 +1,14 @@
 """The link a run's jobs share (scenarios.sharedlink): which uplink, and which jobs miss it."""
 
+import pytest
+
 from scenarios import spec
 from scenarios.sharedlink import (
     fabric_params,
     job_uplinks,
     jobs_off_link,
     max_min_rates,
+    peak_load_mbps,
     planned_headroom,
     planned_solo_mbps,
     shared_link,
@@ -84,3 +87,12 @@ def test_a_fabric_slower_than_the_hosts_bounds_each_burst_at_its_own_links():
     # the ring fills the uplink alone; the server's two pushes share spine1 -> leaf2 (40)
     assert planned_solo_mbps(scenario, wiring, link) == {"ps": 20.0, "ring": 40.0}
     assert planned_headroom(scenario, wiring, link) == {"ps": 2.0, "ring": 1.0}
+
+
+def test_the_peak_load_counts_flows_that_share_a_link_once():
+    scenario, wiring = _load(PS_AND_RING)
+    # spine1 -> leaf2 carries both pushes and h2 -> h4 (a third of 40 each); h4 -> h2 has 40
+    assert peak_load_mbps(scenario, wiring) == pytest.approx(3 * 40 / 3 + 40)
+    # THREE_LEAVES: every spine-1 link carries two of a, b, c's six flows (20 each); d's two
+    # flows go through spine 2 alone (40 each)
+    assert peak_load_mbps(*_load(THREE_LEAVES)) == pytest.approx(6 * 20 + 2 * 40)
