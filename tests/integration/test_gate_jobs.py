@@ -152,6 +152,24 @@ def overlap_ms(it, job, other):
                              0, None).sum() * 1000 for r in mine.itertuples()])
 
 
+def data_phases_s(packets, labels, it, job):
+    """Per burst of ``job``: (first, last) data packet of its on the captured link (s)."""
+    data = packets[(packets["payload_bytes"] > 0) & (labels == job)]["time_s"].to_numpy()
+    out = []
+    for r in it[it.job == job].itertuples():
+        times = data[(data >= r.comm_start) & (data <= r.comm_end)]
+        if len(times):
+            out.append((times.min(), times.max()))
+    return np.array(out).reshape(-1, 2)
+
+
+def wire_overlap_ms(packets, labels, it, job, other):
+    """For each burst of ``job``: how long its data phase on the link overlapped ``other``'s (ms)."""
+    theirs = data_phases_s(packets, labels, it, other)
+    return np.array([np.clip(np.minimum(theirs[:, 1], last) - np.maximum(theirs[:, 0], first), 0, None).sum() * 1000
+                     for first, last in data_phases_s(packets, labels, it, job)])
+
+
 def test_solo_burst_fits_its_comm_time(solo):
     for name, j in JOBS.items():
         assert solo[name]["comm_ms"] < j["comm_ms"], solo
@@ -233,7 +251,8 @@ def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, s
     packets = read_pcap(os.path.join(run_dir, "shared.pcap"))
     flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
              for s in specs}
-    shares = gatecheck.bytes_in_windows(packets, label_flows(packets, flows), schedule)
+    labels = label_flows(packets, flows)
+    shares = gatecheck.bytes_in_windows(packets, labels, schedule)
     print("bytes in windows", shares)
     it = jobrun.per_iteration(rows)
     for spec in specs:
@@ -245,8 +264,14 @@ def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, s
         bound_ms = max(spec.period_ms, solo[spec.name]["iteration_ms"]) * (1 + NEAR_SOLO_SLACK)
         print(spec.name, "gated iteration", gated_ms, "solo", solo[spec.name]["iteration_ms"])
         assert gated_ms <= bound_ms
-    # and no two jobs' comm phases overlapped
-    assert not overlap_ms(it, "a", "b").any()
+    # and no two jobs' bursts met on the link, to within the gate's edge precision. On the wire, not
+    # in the drivers' comm phases: a gated job launches its solo lead before its window opens, so
+    # its processes may start while the previous window's job is still closing its connections
+    # (CI: a's first burst overlapped b's launch by 4.1 ms, 100 % of both jobs' bytes in windows)
+    print("comm phases overlapping (ms):", overlap_ms(it, "a", "b"))
+    met_ms = wire_overlap_ms(packets, labels, it, "a", "b")
+    print("data on the link overlapping (ms):", met_ms)
+    assert len(met_ms) and met_ms.max() <= MAX_EDGE_P95_MS, met_ms
 
 
 def test_gate_edges_on_the_wire_within_3ms(fabric, tmp_path):
