@@ -1,7 +1,9 @@
 """The one link a run's jobs share: the model predicts it and the run captures it.
 
-Pure scenario and wiring logic (no Mininet, no pandas), so that ``shiftbed run``
-can refuse a scenario whose jobs do not share a link before it builds anything.
+Also what the configured links let each job put on it (flows shared max-min
+fairly over host and fabric links), which the model's headroom, fidelity and
+the fabric-load guard use. Pure scenario and wiring logic (no Mininet, no
+pandas), so that ``shiftbed run`` can refuse a scenario before it builds anything.
 """
 
 from __future__ import annotations
@@ -68,7 +70,6 @@ def jobs_off_link(scenario, wiring, link: SharedLink) -> list[str]:
     return [job.name for job in scenario.jobs if (link.leaf, link.spine) not in job_uplinks(job, wiring)]
 
 
-
 def max_min_rates(paths: dict, capacity_mbps: dict) -> dict:
     """Max-min fair rates (progressive filling) of flows, each given as the links it crosses.
 
@@ -96,7 +97,6 @@ def flow_links(wiring, src: str, dst: str, spine: int) -> list[tuple]:
     a, b = wiring.host(src).leaf, wiring.host(dst).leaf
     fabric = [("up", a, spine), ("down", spine, b)] if a != b else []
     return [("host-up", src), *fabric, ("host-down", dst)]
-
 
 
 def _link_capacity_mbps(wiring, paths: dict) -> dict:
@@ -138,7 +138,6 @@ def planned_solo_mbps(scenario, wiring, link: SharedLink) -> dict[str, float]:
             best = max(best, sum(r for i, r in rates.items() if ("up", link.leaf, link.spine) in paths[i]))
         out[job.name] = best
     return out
-
 
 
 def planned_headroom(scenario, wiring, link: SharedLink) -> dict[str, float]:
