@@ -30,6 +30,11 @@ class SharedLink:
         return f"leaf{self.leaf}-eth{self.port}"
 
     @property
+    def uplink(self) -> tuple:
+        """This link as :func:`flow_links` names the links a flow crosses."""
+        return ("up", self.leaf, self.spine)
+
+    @property
     def port(self) -> int:
         return self.hosts_per_leaf + self.spine
 
@@ -135,7 +140,7 @@ def planned_solo_mbps(scenario, wiring, link: SharedLink) -> dict[str, float]:
         for phase in phase_pairs(job.workers, job.pattern):
             paths = {i: flow_links(wiring, s, d, spine) for i, (s, d) in enumerate(phase)}
             rates = max_min_rates(paths, _link_capacity_mbps(wiring, paths))
-            best = max(best, sum(r for i, r in rates.items() if ("up", link.leaf, link.spine) in paths[i]))
+            best = max(best, sum(r for i, r in rates.items() if link.uplink in paths[i]))
         out[job.name] = best
     return out
 

@@ -145,29 +145,34 @@ def robust_sd(samples) -> float:
     return float(1.4826 * np.median(np.abs(samples - np.median(samples))))
 
 
+def intervals_overlap_ms(mine, theirs):
+    """For each (start, end) in ``mine`` (s): how long it overlapped the intervals in ``theirs`` (ms)."""
+    theirs = np.asarray(theirs, dtype=float).reshape(-1, 2)
+    return np.array([np.clip(np.minimum(theirs[:, 1], end) - np.maximum(theirs[:, 0], start), 0, None).sum() * 1000
+                     for start, end in mine])
+
+
 def overlap_ms(it, job, other):
     """For each iteration of ``job``: how long its comm phase overlapped ``other``'s (ms)."""
-    mine, theirs = it[it.job == job], it[it.job == other]
-    return np.array([np.clip(np.minimum(theirs.comm_end, r.comm_end) - np.maximum(theirs.comm_start, r.comm_start),
-                             0, None).sum() * 1000 for r in mine.itertuples()])
+    def phases(name):
+        return it[it.job == name][["comm_start", "comm_end"]].to_numpy()
+    return intervals_overlap_ms(phases(job), phases(other))
 
 
 def data_phases_s(packets, labels, it, job):
-    """Per burst of ``job``: (first, last) data packet of its on the captured link (s)."""
+    """Per burst of ``job``: (first, last) data packet of it on the captured link (s)."""
     data = packets[(packets["payload_bytes"] > 0) & (labels == job)]["time_s"].to_numpy()
     out = []
     for r in it[it.job == job].itertuples():
         times = data[(data >= r.comm_start) & (data <= r.comm_end)]
         if len(times):
             out.append((times.min(), times.max()))
-    return np.array(out).reshape(-1, 2)
+    return out
 
 
 def wire_overlap_ms(packets, labels, it, job, other):
     """For each burst of ``job``: how long its data phase on the link overlapped ``other``'s (ms)."""
-    theirs = data_phases_s(packets, labels, it, other)
-    return np.array([np.clip(np.minimum(theirs[:, 1], last) - np.maximum(theirs[:, 0], first), 0, None).sum() * 1000
-                     for first, last in data_phases_s(packets, labels, it, job)])
+    return intervals_overlap_ms(data_phases_s(packets, labels, it, job), data_phases_s(packets, labels, it, other))
 
 
 def test_solo_burst_fits_its_comm_time(solo):
