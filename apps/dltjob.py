@@ -174,7 +174,7 @@ class JobPlan:
 
     def waits_for_window(self, iteration: int) -> bool:
         """Does this iteration's burst wait for the next window start? (The registered policy decides.)"""
-        from controller.policies import get_policy
+        from controller.theory.policies import get_policy
 
         return get_policy(self.policy).waits_for_window(iteration)
 
@@ -406,7 +406,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.config) as f:
         cfg = json.load(f)
-    from controller.policies import load_from_environment
+    from controller.theory.policies import load_from_environment
 
     load_from_environment()  # the run's --policy-file / policy_files: policies
     realtime = keep_time()

@@ -23,9 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from apps.probe import BASE_PORT, cross_leaf_pairs, measure_flows  # noqa: E402
 from controller.forwarding import Pin  # noqa: E402
+from controller.process import FabricController
 from topo.fabric import Fabric  # noqa: E402
-from topo.probe import BASE_PORT, cross_leaf_pairs, measure_flows  # noqa: E402
 from topo.wiring import FabricParams  # noqa: E402
 
 RATES_MBPS = (20, 50, 100, 200)
@@ -85,7 +86,7 @@ def main(argv=None) -> int:
     load_before = os.getloadavg()[0]
     for rate in [float(r) for r in args.rates.split(",")]:
         params = FabricParams(SPINES, LEAVES, HOSTS_PER_LEAF, rate, rate)
-        with Fabric(params, pins=bench_pins(), mtu=args.mtu) as fabric:
+        with Fabric(params, FabricController(pins=tuple(bench_pins())), mtu=args.mtu) as fabric:
             datapath = fabric.datapath
             startups[rate] = round(fabric.startup_s, 2)
             print(f"{rate:g} Mbit/s: fabric up in {fabric.startup_s:.1f} s", file=sys.stderr)

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from apps import iperf, jobrun  # noqa: E402
 from apps.capture import Capture  # noqa: E402
-from scenarios import gatecheck  # noqa: E402
-from scenarios.pcap import read_pcap  # noqa: E402
+from scenarios.analysis import gatecheck  # noqa: E402
+from scenarios.analysis.pcap import read_pcap  # noqa: E402
 
 LINK_MBPS = 50.0
 SHARED_IF = "leaf1-eth5"  # hosts_per_leaf=4: leaf port 4 + S faces spine S
@@ -152,6 +152,7 @@ def main(argv=None) -> int:
         print("bench/gate.py: needs root (builds a Mininet fabric)", file=sys.stderr)
         return 2
     from controller.forwarding import Pin
+    from controller.process import FabricController
     from topo.fabric import Fabric
     from topo.wiring import FabricParams
 
@@ -160,8 +161,8 @@ def main(argv=None) -> int:
     started = time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory(prefix="shiftbed-bench-gate-") as tmp, \
-            Fabric(params, pins=[Pin(spine=1), Pin(spine=1, proto="udp")],
-                   controller_apps=["controller.scheduler_app"]) as fabric:
+            Fabric(params, FabricController(apps=("controller.scheduler_app",),
+                                            pins=(Pin(spine=1), Pin(spine=1, proto="udp")))) as fabric:
         work = Path(tmp)
         configs = [(2, False, "modify", 0.0)] + [(n, load, "delete", 0.0) for load in (False, True)
                                                    for n in (1, 2, 4)]

@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from controller import milp  # noqa: E402
-from controller.schedule import JobTiming, comm_quanta, compute_schedule, period_quanta  # noqa: E402
-from scenarios.sweep import run_sweep  # noqa: E402
+from controller.theory import milp  # noqa: E402
+from controller.theory.schedule import JobTiming, comm_quanta, compute_schedule, period_quanta  # noqa: E402
+from controller.theory.sweep import run_sweep  # noqa: E402
 
 
 def instances(per_size: int, seed: int = 2026):

@@ -19,7 +19,7 @@ Forwarding (IPv4 and ARP, routed on the destination address; no flooding):
 Each path is host -> leaf -> spine -> leaf -> host or host -> leaf -> host,
 so there are no loops. Anything else is dropped by the table-miss rule.
 
-Table layout (the window scheduler, ``controller/windows.py``, relies on it):
+Table layout (the window scheduler, ``controller/gate.py``, relies on it):
 
 - **table 0**: the fabric's rules at priorities below
   :data:`SCHEDULER_MIN_PRIORITY` (10000). Priorities ``>= 10000`` in table 0

@@ -16,7 +16,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from controller.fabric_config import FabricConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,6 +84,14 @@ class ControllerProcess:
                 time.sleep(0.05)
         raise ControllerError(f"controller did not listen on port {self.ofp_port} within {timeout_s:.0f} s\n{self.log_tail()}")
 
+    def set_pins(self, pins) -> dict:
+        """Replace the fabric app's pins at run time (``PUT /fabric/pins``); returns its status."""
+        body = json.dumps([pin.as_dict() if hasattr(pin, "as_dict") else pin for pin in pins]).encode()
+        request = urllib.request.Request(f"{self.rest_url}/fabric/pins", data=body, method="PUT",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return json.load(reply)
+
     def status(self) -> dict:
         with urllib.request.urlopen(f"{self.rest_url}/fabric/status", timeout=2) as reply:
             return json.load(reply)
@@ -128,3 +139,32 @@ class ControllerProcess:
     def _raise_if_dead(self):
         if self.popen.poll() is not None:
             raise ControllerError(f"controller exited with status {self.popen.returncode}\n{self.log_tail()}")
+
+
+@dataclass(frozen=True)
+class FabricController:
+    """How to start the controller of one fabric: its extra apps, pins and port-stats output.
+
+    ``topo.fabric.Fabric`` calls :meth:`start` during bring-up, so the fabric never
+    imports the controller. Args mirror :class:`ControllerProcess` and
+    :class:`controller.fabric_config.FabricConfig`.
+    """
+
+    apps: tuple[str, ...] = ()
+    pins: tuple = ()
+    stats_csv: str | None = None
+    stats_hz: float = 10.0
+    ofp_port: int | None = None
+    wsapi_port: int | None = None
+    env: dict = field(default_factory=dict)
+
+    def start(self, params, workdir) -> ControllerProcess:
+        """Write the fabric config into ``workdir`` and start the controller on it."""
+        config_path = Path(workdir) / "fabric_config.json"
+        stats_csv = str(self.stats_csv) if self.stats_csv else None
+        FabricConfig(params, tuple(self.pins), stats_csv, self.stats_hz).write(str(config_path))
+        process = ControllerProcess(config_path, apps=self.apps, ofp_port=self.ofp_port,
+                                    wsapi_port=self.wsapi_port, log_path=Path(workdir) / "controller.log",
+                                    env=self.env)
+        process.start()
+        return process

@@ -2,8 +2,8 @@
 
 Run next to the fabric app: ``python -m controller controller.scheduler_app``.
 Requests are validated and the state is kept by
-:class:`controller.scheduler_api.SchedulerCore` (plain, unit-tested);
-:class:`controller.windows.WindowGate` decides which flow-mods each edge needs.
+:class:`controller.scheduler.SchedulerCore` (plain, unit-tested);
+:class:`controller.gate.WindowGate` decides which flow-mods each edge needs.
 This app only (1) answers REST on the fabric app's WSGI server (127.0.0.1 by
 default), (2) fires the gate's edges from a ``hub`` green thread on the
 controller's wall clock — sleep in the hub until ~2 ms before the edge, then
@@ -36,9 +36,9 @@ from ryu.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
 from ryu.lib import hub
 from ryu.ofproto import ofproto_v1_3
 
-from controller.policies import load_from_environment
-from controller.scheduler_api import ApiError, SchedulerCore, parse_body
-from controller.windows import GOTO_TABLE_AFTER_GATE, GateFlowMod, JobWindow, MeterMod, WindowGate
+from controller.theory.policies import load_from_environment
+from controller.scheduler import ApiError, SchedulerCore, parse_body
+from controller.gate import GOTO_TABLE_AFTER_GATE, GateFlowMod, JobWindow, MeterMod, WindowGate
 
 GATE_COOKIE = 0x5B0F_6A7E_0000_0000
 APP_KEY = "scheduler_app"

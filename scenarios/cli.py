@@ -14,13 +14,13 @@ import sys
 from scenarios.errors import EnvironmentProblem, InputError
 
 SUBCOMMANDS = {
-    "check": ("scenarios.check", "environment doctor: OVS, datapath, Ryu, iperf3, a tiny fabric"),
-    "plan": ("scenarios.plan", "theory only: LCM, gcd feasibility, shifts, predicted iteration times"),
-    "sweep": ("scenarios.sweep", "theory over many job combinations: how often does `shift` help?"),
-    "run": ("scenarios.run", "full emulation of one scenario under one or more policies"),
-    "report": ("scenarios.report", "redraw plots and report.md from a results folder"),
-    "clean": ("scenarios.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
-    "demo": ("scenarios.demo", "run the demo scenarios and print where the reports are"),
+    "check": ("scenarios.commands.check", "environment doctor: OVS, datapath, Ryu, iperf3, a tiny fabric"),
+    "plan": ("scenarios.commands.plan", "theory only: LCM, gcd feasibility, shifts, predicted iteration times"),
+    "sweep": ("scenarios.commands.sweep", "theory over many job combinations: how often does `shift` help?"),
+    "run": ("scenarios.commands.run", "full emulation of one scenario under one or more policies"),
+    "report": ("scenarios.commands.report", "redraw plots and report.md from a results folder"),
+    "clean": ("scenarios.commands.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
+    "demo": ("scenarios.commands.demo", "run the demo scenarios and print where the reports are"),
 }
 
 

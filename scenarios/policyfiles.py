@@ -1,6 +1,6 @@
 """``--policy-file FILE.py`` for ``plan``, ``sweep`` and ``run``: load a user's policy by path.
 
-The file is imported so that its ``@register`` runs (``controller.policies``);
+The file is imported so that its ``@register`` runs (``controller.theory.policies``);
 its policies are then known by name, exactly like the built-ins. The loaded
 files are exported in ``SHIFTBED_POLICY_FILES`` so that the controller and the
 job drivers a run starts load them too. A missing file, one that fails to
@@ -10,7 +10,7 @@ built.
 
 from __future__ import annotations
 
-from controller.policies import PolicyFileError, export_policy_files, load_policy_file
+from controller.theory.policies import PolicyFileError, export_policy_files, load_policy_file
 from scenarios.errors import InputError
 
 

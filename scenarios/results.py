@@ -341,7 +341,7 @@ def throughput_change_pct(mean_iteration_ms: Mapping[str, float],
 
 
 def schedule_record(schedule: Any, solo: Mapping[str, tuple[float, float]] | None = None) -> dict:
-    """The ``schedule.json`` record of a ``controller.schedule.Schedule``.
+    """The ``schedule.json`` record of a ``controller.theory.schedule.Schedule``.
 
     ``solo`` maps a job to its measured ``(solo_period_ms, solo_comm_ms)``.
     Pair facts use the schedule's quantum, so they say exactly why it is
@@ -430,7 +430,7 @@ class JobResult:
     burst_all_flows_ms: float | None = None  # median launch -> first data packet of the last flow to start
     burst_data_ms: float | None = None  # median first -> last data packet
     predicted_range_ms: tuple[float, float] | None = None  # the model with busy starts costing 0-10 ms (older runs: None)
-    knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/prediction.py)
+    knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/experiment/prediction.py)
     iteration_se_ms: float | None = None  # the measured mean's standard error, batch means (older runs: None)
     busy_start_ms: float | None = None  # what the model took a busy start to cost (older runs: None, 5 ms)
     median_iteration_ms: float | None = None  # what a gated job is held to (older runs: None)

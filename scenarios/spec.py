@@ -14,7 +14,7 @@ Keys (``*`` = required)::
              model_workers  model_link_mbps (default 10000)  time_scale (default 1)
 
 A job given by ``model`` gets its period and burst from the zoo
-(``scenarios/zoo.py``) at ``model_link_mbps`` with ``len(workers)`` (or
+(``controller/theory/zoo.py``) at ``model_link_mbps`` with ``len(workers)`` (or
 ``model_workers``) workers; times are kept and bytes scaled to the fabric.
 """
 
@@ -28,9 +28,14 @@ from typing import Any
 
 import yaml
 
-from controller.policies import POLICIES, PolicyFileError, export_policy_files, load_policy_file
-from controller.schedule import JobTiming, comm_quanta, period_quanta, quantize_job
-from scenarios import zoo
+from controller.theory import zoo
+from controller.theory.policies import (
+    POLICIES,
+    PolicyFileError,
+    export_policy_files,
+    load_policy_file,
+)
+from controller.theory.schedule import JobTiming, comm_quanta, period_quanta, quantize_job
 from scenarios.errors import InputError
 
 PATTERNS = ("ring", "ps")

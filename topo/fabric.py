@@ -26,13 +26,11 @@ controller, then removes whatever the record still lists.
 """
 
 import hashlib
-import json
 import logging
 import os
 import shutil
 import subprocess
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from functools import partial
@@ -42,9 +40,6 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import OVSSwitch, RemoteController
 
-from controller.fabric_config import FabricConfig
-from controller.forwarding import Pin
-from controller.process import ControllerProcess
 from topo import ovs_heap, ovs_txbuf, runrecord
 from topo.leafspine import (
     DEFAULT_QUEUE_MS,
@@ -154,34 +149,30 @@ class Fabric:
     Args:
         params: fabric shape and link rates.
         run_id: names the run record and tags the bridges (random by default).
-        pins: :class:`controller.forwarding.Pin` list for the controller.
-        controller_apps: extra Ryu apps to run in the controller process.
-        stats_csv: where the controller writes OpenFlow port counters (None: off).
-        stats_hz: how often it polls them.
+        controller: how to start the fabric's controller: an object whose
+            ``start(params, workdir)`` starts it and returns the running process
+            (``pid``, ``ofp_port``, ``wsapi_port``, ``log_path``, ``rest_url``,
+            ``wait_ready(timeout_s)``, ``set_pins(pins)``, ``alive()``, ``stop()``),
+            e.g. :class:`controller.process.FabricController`. The fabric does not
+            import the controller: the controller sits above it (it computes its
+            rules from ``topo/wiring.py``).
         datapath: ``kernel``/``user``/None (automatic).
         mtu: host and switch port MTU (9000 by default).
         queue_ms: each port's queue, in ms at its link rate (``topo/leafspine.py``).
         workdir: for the controller config and log (default ``/run/shiftbed/<run_id>``).
-        controller_env: extra environment for the controller process.
-        ofp_port, wsapi_port: the controller's OpenFlow and REST ports (free ports by default).
         ready_timeout_s: how long switches may take to get their rules.
     """
 
-    def __init__(self, params: FabricParams, run_id: str | None = None, pins=(), controller_apps=(),
-                 stats_csv=None, stats_hz: float = 10.0, datapath: str | None = None, mtu: int = JUMBO_MTU,
-                 queue_ms: float = DEFAULT_QUEUE_MS,
-                 workdir=None, controller_env=None, ofp_port: int | None = None, wsapi_port: int | None = None,
-                 ready_timeout_s: float = 30.0):
+    def __init__(self, params: FabricParams, controller, run_id: str | None = None,
+                 datapath: str | None = None, mtu: int = JUMBO_MTU, queue_ms: float = DEFAULT_QUEUE_MS,
+                 workdir=None, ready_timeout_s: float = 30.0):
         self.params = params
         self.run_id = run_id or f"sb-{uuid.uuid4().hex[:8]}"
-        self.config = FabricConfig(params, tuple(pins), str(stats_csv) if stats_csv else None, stats_hz)
-        self.controller_apps = list(controller_apps)
+        self.controller_launcher = controller
         self.datapath = choose_datapath(datapath)
         self.mtu = mtu
         self.queue_ms = queue_ms
         self.workdir = Path(workdir or runrecord.RUN_DIR / self.run_id)
-        self.controller_env = controller_env or {}
-        self.ofp_port, self.wsapi_port = ofp_port, wsapi_port
         self.ready_timeout_s = ready_timeout_s
         self.wiring = fabric_wiring(params)
         self.topo = LeafSpineTopo(**params.as_dict(), mtu=mtu, queue_ms=queue_ms)  # validates before anything is touched
@@ -287,12 +278,7 @@ class Fabric:
 
     def _start_controller(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        config_path = self.workdir / "fabric_config.json"
-        self.config.write(str(config_path))
-        self.controller = ControllerProcess(config_path, apps=self.controller_apps, ofp_port=self.ofp_port,
-                                            wsapi_port=self.wsapi_port, log_path=self.workdir / "controller.log",
-                                            env=self.controller_env)
-        self.controller.start()
+        self.controller = self.controller_launcher.start(self.params, self.workdir)
         self.record.add_process(self.controller.pid, "controller")
         self.record.notes["controller"] = {"ofp_port": self.controller.ofp_port,
                                            "wsapi_port": self.controller.wsapi_port,
@@ -385,11 +371,7 @@ class Fabric:
 
     def set_pins(self, pins) -> dict:
         """Replace the controller's pins at run time (``PUT /fabric/pins``); returns its status."""
-        body = json.dumps([pin.as_dict() if isinstance(pin, Pin) else pin for pin in pins]).encode()
-        request = urllib.request.Request(f"{self.controller.rest_url}/fabric/pins", data=body, method="PUT",
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=5) as reply:
-            status = json.load(reply)
+        status = self.controller.set_pins(pins)
         self.controller.wait_ready(self.ready_timeout_s)
         return status
 

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from apps import hoststeal
+from apps.probe import cross_leaf_pairs, measure_flows
+from controller.process import FabricController
 from topo import ovs_heap, ovs_txbuf, runrecord
 from topo.fabric import Fabric, FabricError
 from topo.leafspine import fair_classid
-from topo.probe import cross_leaf_pairs, measure_flows
 from topo.wiring import FabricParams
 
 pytestmark = pytest.mark.root
@@ -55,7 +56,7 @@ def assert_nothing_left(record_copy: dict):
 @pytest.fixture(scope="class")
 def fabric(tmp_path_factory):
     stats = tmp_path_factory.mktemp("fabric") / "port_stats.csv"
-    with Fabric(PARAMS, stats_csv=stats) as running:
+    with Fabric(PARAMS, FabricController(stats_csv=str(stats))) as running:
         yield running
 
 
@@ -94,7 +95,7 @@ class TestRunningFabric:
 
     def test_port_stats_are_written_at_about_10_hz(self, fabric):
         time.sleep(1.0)
-        path = Path(fabric.config.stats_csv)
+        path = Path(fabric.controller_launcher.stats_csv)
         lines = path.read_text().splitlines()
         assert lines[0].startswith("time_s,dpid,switch,port,rx_bytes,tx_bytes")
         rows = [line.split(",") for line in lines[1:]]
@@ -176,7 +177,7 @@ def test_teardown_leaves_nothing_and_spares_foreign_things(tmp_path):
                     "datapath_type=netdev"], check=True)
     foreign_sleep = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
-        with Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1)) as fabric:
+        with Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController()) as fabric:
             fabric.spawn("h1", ["sleep", "300"])
             record_copy = json.loads(fabric.record.path.read_text())
             assert shiftbed_bridges() == {"leaf1", "leaf2", "spine1"}
@@ -194,7 +195,7 @@ CRASHING_RUN = textwrap.dedent("""
     import sys, time
     from topo.fabric import Fabric
     from topo.wiring import FabricParams
-    fabric = Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), run_id=sys.argv[1]).up()
+    fabric = Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController(), run_id=sys.argv[1]).up()
     fabric.spawn("h2", ["sleep", "300"])
     print("up", flush=True)
     time.sleep(300)
@@ -226,9 +227,9 @@ def test_clean_removes_what_a_killed_run_left_behind(tmp_path):
 
 
 def test_a_second_fabric_is_refused_while_one_runs():
-    with Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1)):
+    with Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController()):
         with pytest.raises(runrecord.FabricBusy, match="another shiftbed fabric is running"):
-            Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1)).up()
+            Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController()).up()
     assert not shiftbed_bridges()
 
 
@@ -236,7 +237,7 @@ def test_a_foreign_bridge_with_a_fabric_name_is_refused_and_kept():
     subprocess.run(["ovs-vsctl", "add-br", "spine1", "--", "set", "bridge", "spine1", "datapath_type=netdev"], check=True)
     try:
         with pytest.raises(FabricError, match="spine1 already exists"):
-            Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1)).up()
+            Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController()).up()
         assert "spine1" in bridges()
     finally:
         subprocess.run(["ovs-vsctl", "--if-exists", "del-br", "spine1"], check=True)
@@ -246,7 +247,7 @@ def test_a_foreign_bridge_with_a_fabric_name_is_refused_and_kept():
 def test_bad_parameters_are_refused_before_anything_is_built(kwargs, field):
     before = bridges()
     with pytest.raises(ValueError, match=f"^{field}: "):
-        Fabric(FabricParams(**{**PARAMS.as_dict(), **kwargs}))
+        Fabric(FabricParams(**{**PARAMS.as_dict(), **kwargs}), FabricController())
     assert bridges() == before
 
 

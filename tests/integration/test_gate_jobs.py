@@ -24,8 +24,8 @@ import pytest
 from apps import hoststeal, iperf, jobrun
 from apps.capture import Capture
 from apps.dltjob import JobPlan, data_flows
-from scenarios import gatecheck
-from scenarios.pcap import label_flows, read_pcap
+from scenarios.analysis import gatecheck
+from scenarios.analysis.pcap import label_flows, read_pcap
 
 pytestmark = pytest.mark.root
 
@@ -54,13 +54,14 @@ def fabric(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root")
     from controller.forwarding import Pin
+    from controller.process import FabricController
     from topo.fabric import Fabric
     from topo.wiring import FabricParams
 
     params = FabricParams(spines=2, leaves=2, hosts_per_leaf=2, host_link_mbps=LINK_MBPS,
                           fabric_link_mbps=LINK_MBPS)
-    with Fabric(params, pins=[Pin(spine=1), Pin(spine=1, proto="udp")],
-                controller_apps=["controller.scheduler_app"]) as fab:
+    with Fabric(params, FabricController(apps=("controller.scheduler_app",),
+                                         pins=(Pin(spine=1), Pin(spine=1, proto="udp")))) as fab:
         yield fab
 
 

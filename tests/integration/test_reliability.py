@@ -503,11 +503,12 @@ def test_missing_open_vswitch_is_one_line_with_the_fix_and_nothing_is_created(sc
 
 @pytest.fixture(scope="module")
 def controller():
+    from controller.process import FabricController
     from topo.fabric import Fabric
     from topo.wiring import FabricParams
 
     with Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1),
-                controller_apps=["controller.scheduler_app"]) as fabric:
+                FabricController(apps=("controller.scheduler_app",))) as fabric:
         yield fabric
 
 
@@ -524,7 +525,7 @@ GOOD_JOB = {"name": "fz", "period_ms": 200, "comm_ms": 60, "workers": ["h1", "h2
 
 def expected_status(action, body: bytes) -> int | None:
     """What the plain REST core (unit-tested, no Ryu) answers on a fresh controller: 4xx, or None if accepted."""
-    from controller.scheduler_api import ApiError, SchedulerCore, parse_body
+    from controller.scheduler import ApiError, SchedulerCore, parse_body
 
     core = SchedulerCore()
     try:
@@ -537,7 +538,7 @@ def expected_status(action, body: bytes) -> int | None:
 class TestRestFuzz:
     """Malformed bodies at the live scheduler: every answer a 4xx JSON error, and it keeps serving.
 
-    The oracle is the plain core the app routes to (``controller/scheduler_api.py``)
+    The oracle is the plain core the app routes to (``controller/scheduler.py``)
     on a controller with no jobs: the live answer must be its status, as JSON.
     """
 

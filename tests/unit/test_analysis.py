@@ -1,10 +1,10 @@
-"""Measurements → numbers (scenarios/analysis.py) on tables built here with known answers."""
+"""Measurements → numbers (scenarios/analysis/tables.py) on tables built here with known answers."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios import analysis
+from scenarios.analysis import tables as analysis
 
 
 def worker_rows():

@@ -1,6 +1,6 @@
 """`shiftbed check`'s verdict on the tiny fabric's measurement (scenarios/check.fabric_problems)."""
 
-from scenarios.check import fabric_problems
+from scenarios.commands.check import fabric_problems
 
 
 def report(**overrides) -> dict:

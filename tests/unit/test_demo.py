@@ -2,8 +2,8 @@
 
 import pytest
 
-from scenarios import demo
-from scenarios import run as run_command
+from scenarios.commands import demo
+from scenarios.commands import run as run_command
 from scenarios.errors import EnvironmentProblem
 
 

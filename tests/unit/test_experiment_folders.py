@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from scenarios import spec
-from scenarios.experiment import Experiment, RunOptions
+from scenarios.experiment.runner import Experiment, RunOptions
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ def test_a_raw_folder_is_never_reused(tmp_path):
 def test_a_policys_busy_start_cost_comes_from_the_other_policies_bursts(tmp_path):
     import pandas as pd
 
-    from scenarios.prediction import BUSY_START_MS
+    from scenarios.experiment.prediction import BUSY_START_MS
 
     scenario = spec.load(REPO / "scenarios" / "classroom.yaml")
     experiment = Experiment(scenario, "", RunOptions(("none", "gate"), 1.0, tmp_path))

@@ -4,9 +4,7 @@ import random
 
 import pytest
 
-from controller.policies import get_policy
-from controller.schedule import JobTiming, compute_schedule
-from scenarios.fluid import (
+from controller.theory.fluid import (
     FluidJob,
     Window,
     compare_policies,
@@ -14,6 +12,8 @@ from scenarios.fluid import (
     policy_windows,
     simulate,
 )
+from controller.theory.policies import get_policy
+from controller.theory.schedule import JobTiming, compute_schedule
 
 
 def test_two_equal_jobs_colliding_every_iteration_stretch_each_burst_to_twice():

@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from controller.schedule import JobTiming, compute_schedule
+from controller.theory.schedule import JobTiming, compute_schedule
 
-milp = pytest.importorskip("controller.milp")
+milp = pytest.importorskip("controller.theory.milp")
 
 
 @pytest.mark.parametrize("seed", range(12))

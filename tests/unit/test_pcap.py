@@ -4,7 +4,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from scenarios.pcap import label_flows, read_pcap
+from scenarios.analysis.pcap import label_flows, read_pcap
 
 
 def test_read_pcap_matches_scapy(tmp_path):

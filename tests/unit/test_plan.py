@@ -6,7 +6,8 @@ import random
 import subprocess
 from pathlib import Path
 
-from scenarios import plan, spec
+from scenarios import spec
+from scenarios.commands import plan
 
 REPO = Path(__file__).resolve().parents[2]
 SHIFTBED = REPO / ".venv" / "bin" / "shiftbed"

@@ -4,9 +4,8 @@ import random
 
 import pytest
 
-from controller import policies
-from controller.schedule import JobTiming, compute_schedule
-from scenarios import fluid
+from controller.theory import fluid, policies
+from controller.theory.schedule import JobTiming, compute_schedule
 
 
 def schedule():

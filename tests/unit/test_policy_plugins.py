@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from apps.dltjob import JobDriver, JobPlan, JobSpec, TransferResult, Worker
-from controller import policies
-from controller.schedule import JobTiming, compute_schedule
-from controller.scheduler_api import ApiError, SchedulerCore
-from scenarios import fluid, spec
+from controller.scheduler import ApiError, SchedulerCore
+from controller.theory import fluid, policies
+from controller.theory.schedule import JobTiming, compute_schedule
+from scenarios import spec
 from scenarios.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def test_the_example_registers_realign4_and_loading_twice_is_harmless(loaded):
     (None, "no such policy file"),
     ("x = 1\n", "registers no policy"),
     ("def broken(:\n", "line 1: SyntaxError"),
-    ("from controller.policies import Policy, register\n\n\n@register\nclass P(Policy):\n    name = 'none'\n",
+    ("from controller.theory.policies import Policy, register\n\n\n@register\nclass P(Policy):\n    name = 'none'\n",
      "line 4: ValueError: policy name 'none' is empty or taken"),
     ("import no_such_module_here\n", "ModuleNotFoundError"),
 ])
@@ -57,7 +57,7 @@ def test_bad_policy_files_are_one_line_errors(tmp_path, loaded, body, words):
 
 def test_a_half_imported_file_leaves_no_policy_behind(tmp_path, loaded):
     path = tmp_path / "half.py"
-    path.write_text("from controller.policies import Policy, register\n\n@register\nclass A(Policy):\n"
+    path.write_text("from controller.theory.policies import Policy, register\n\n@register\nclass A(Policy):\n"
                     "    name = 'half-a'\n\nraise RuntimeError('boom')\n")
     with pytest.raises(policies.PolicyFileError, match="line 7: RuntimeError: boom"):
         loaded(path)

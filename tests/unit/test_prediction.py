@@ -1,10 +1,10 @@
-"""A run's prediction from solo figures, and its knife edges (scenarios/prediction.py)."""
+"""A run's prediction from solo figures, and its knife edges (scenarios/experiment/prediction.py)."""
 
 import pandas as pd
 import pytest
 
-from controller.schedule import JobTiming, compute_schedule
-from scenarios.prediction import (
+from controller.theory.schedule import JobTiming, compute_schedule
+from scenarios.experiment.prediction import (
     BUSY_START_MS,
     KNIFE_EDGE_SHARE,
     RunModel,

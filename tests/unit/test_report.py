@@ -17,9 +17,9 @@ from results_example import (
     write_example,
 )
 
-from scenarios import plots
 from scenarios.errors import InputError
-from scenarios.report import draw_report
+from scenarios.report import plots
+from scenarios.report.document import draw_report
 from scenarios.results import PLOTS_DIR, REPORT_FILE, ResultsWriter
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -175,7 +175,7 @@ def test_the_duration_default_comes_from_the_scenario_and_is_checked_there(tmp_p
 
 
 def test_ovs_not_installed_is_named_with_the_fix(monkeypatch):
-    from scenarios import run as run_cmd
+    from scenarios.commands import run as run_cmd
     from topo import fabric
 
     monkeypatch.setattr(fabric, "ovs_version", lambda: None)
@@ -187,7 +187,7 @@ def test_ovs_not_installed_is_named_with_the_fix(monkeypatch):
 
 
 def test_ovs_that_does_not_start_is_named_with_the_fix(monkeypatch, tmp_path):
-    from scenarios import run as run_cmd
+    from scenarios.commands import run as run_cmd
     from topo import fabric
 
     fake_ctl = tmp_path / "ovs-ctl"  # "starts" nothing
@@ -216,8 +216,8 @@ def test_log_lines_of_modules_imported_after_mininet_appear_once():
     code = ("import logging, sys\n"
             "logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(message)s')\n"
             "import topo.fabric\n"
-            "import scenarios.experiment\n"
-            "log = logging.getLogger('scenarios.experiment')\n"
+            "import scenarios.experiment.runner\n"
+            "log = logging.getLogger('scenarios.experiment.runner')\n"
             "log.info('info line'); log.error('error line')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parents[2])

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from results_example import MEASURED_MS, PREDICTED_MS, summary_json
 
-from scenarios.run import _print_table
+from scenarios.commands.run import _print_table
 
 
 def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(capsys):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.schedule import (
+from controller.theory.schedule import (
     BeyondExactMethod,
     JobTiming,
     compute_schedule,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.scheduler_api import (
+from controller.scheduler import (
     ApiError,
     SchedulerCore,
     parse_body,
@@ -103,7 +103,7 @@ def test_core_unknown_duplicate_and_conflicts():
 
 
 def test_core_schedule_and_policy():
-    pytest.importorskip("controller.policies")
+    pytest.importorskip("controller.theory.policies")
     core = SchedulerCore()
     core.add_job(job())
     core.add_job(job(name="b", period_ms=400, comm_ms=100, workers=["h2", "h4"]))

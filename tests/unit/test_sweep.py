@@ -11,7 +11,7 @@ import random
 
 import numpy as np
 
-from scenarios.sweep import run_sweep, summarise
+from controller.theory.sweep import run_sweep, summarise
 
 K = 300
 

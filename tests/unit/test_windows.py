@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.windows import GATE_PRIORITY, DataFlow, GateFlowMod, JobWindow, MeterMod, WindowGate
+from controller.gate import GATE_PRIORITY, DataFlow, GateFlowMod, JobWindow, MeterMod, WindowGate
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class _Timing:
 
 
 @dataclass(frozen=True)
-class _Schedule:  # the fields of controller.schedule.Schedule that the gate reads
+class _Schedule:  # the fields of controller.theory.schedule.Schedule that the gate reads
     jobs: tuple
     shifts_ms: dict
 
@@ -83,7 +83,7 @@ def test_no_two_jobs_open_at_once_when_feasible(timings, shifts):
 
 
 def test_with_the_theory_schedule():
-    schedule = pytest.importorskip("controller.schedule")
+    schedule = pytest.importorskip("controller.theory.schedule")
     jobs = [schedule.JobTiming("a", 200.0, 60.0), schedule.JobTiming("b", 400.0, 100.0)]
     sched = schedule.compute_schedule(jobs, quantum_ms=1.0)
     assert sched.feasible

@@ -11,7 +11,7 @@ Use it with ``--policy-file docs/labs/examples/realign.py`` on ``shiftbed
 plan``, ``sweep`` and ``run`` (see docs/policies.md).
 """
 
-from controller.policies import Policy, register
+from controller.theory.policies import Policy, register
 
 
 @register

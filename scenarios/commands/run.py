@@ -1,7 +1,7 @@
 """``shiftbed run SCENARIO``: full emulation of one scenario, one or more policies.
 
 Thin adapter: validates everything first (exit 2 on bad input, nothing
-built), then hands over to :class:`scenarios.experiment.Experiment`. SIGTERM
+built), then hands over to :class:`scenarios.experiment.runner.Experiment`. SIGTERM
 is turned into the same path as Ctrl-C: the jobs stop, every measurement so
 far is kept in a results folder marked incomplete, the fabric is torn down,
 and the exit status is 130.
@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from controller.policies import POLICIES, UnknownPolicy, get_policy
+from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
 
 DEFAULT_DURATION_S = 20.0
@@ -132,7 +132,7 @@ def run(args) -> int:
     preflight()
 
     from controller.process import ControllerError
-    from scenarios.experiment import Experiment, RunAborted, RunOptions
+    from scenarios.experiment.runner import Experiment, RunAborted, RunOptions
     from topo.fabric import FabricError
     from topo.runrecord import FabricBusy
 

@@ -14,7 +14,7 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
   hyper-period, feasibility
 - ``POST /policy`` ``{"policy", "epoch_s"? | "start_in_s"?, "seed"?, "mode"?,
   "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?, "advance_ms"?}``: choose the policy (any
-  registered one, ``controller/policies.py``) and the common epoch; for a policy that enforces
+  registered one, ``controller/theory/policies.py``) and the common epoch; for a policy that enforces
   its windows (``gate``) the controller starts firing edges
 - ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
   ``GET /edges``
@@ -30,8 +30,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from controller.policies import POLICIES, get_policy
-from controller.windows import MODES, TOGGLES, DataFlow
+from controller.gate import MODES, TOGGLES, DataFlow
+from controller.theory.policies import POLICIES, get_policy
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_PERIOD_MS = 600_000.0
@@ -249,7 +249,7 @@ class SchedulerCore:
 
     def _recompute(self, quantum_ms: float | None = None) -> None:
         """New job set → new schedule (the theory module decides) and no policy until set again."""
-        from controller.schedule import BeyondExactMethod, JobTiming, compute_schedule
+        from controller.theory.schedule import BeyondExactMethod, JobTiming, compute_schedule
 
         self.policy, self.offsets_ms = None, {}
         if not self.jobs:

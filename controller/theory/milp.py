@@ -1,4 +1,4 @@
-"""CP-SAT (OR-Tools) baseline for the same problem as ``controller.schedule``.
+"""CP-SAT (OR-Tools) baseline for the same problem as ``controller.theory.schedule``.
 
 A generic constraint model, solved with default settings: one integer shift
 per job in ``[0, period)`` (the first job fixed at 0, the only symmetry a
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from controller.schedule import pair_overlap_table
+from controller.theory.schedule import pair_overlap_table
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Did the gate hold? Compare captured packets (``scenarios/pcap.py``) with the schedule's windows.
+"""Did the gate hold? Compare captured packets (``scenarios/analysis/pcap.py``) with the schedule's windows.
 
 Two measures, shared by the integration tests, ``bench/gate.py`` and the runner:
 

@@ -144,7 +144,7 @@ class WindowGate:
     @classmethod
     def from_schedule(cls, schedule, flows: dict[str, list[DataFlow]], epoch_s: float,
                       guard_ms: float = 0.0, **kwargs) -> WindowGate:
-        """Windows from a ``controller.schedule.Schedule``: shift from ``shifts_ms``, length ``comm_ms + guard_ms``."""
+        """Windows from a ``controller.theory.schedule.Schedule``: shift from ``shifts_ms``, length ``comm_ms + guard_ms``."""
         windows = {j.name: JobWindow(j.period_ms, schedule.shifts_ms[j.name], j.comm_ms + guard_ms)
                    for j in schedule.jobs}
         return cls(windows, flows, epoch_s, **kwargs)

@@ -1,8 +1,8 @@
 """``shiftbed plan SCENARIO``: theory only — LCM, gcd feasibility, shifts, predicted iteration times.
 
-The schedule comes from ``controller.schedule`` (exact; ``--heuristic`` when
+The schedule comes from ``controller.theory.schedule`` (exact; ``--heuristic`` when
 the instance is beyond it); predictions come from the fluid model
-(``scenarios.fluid``) run on the on-grid timings for every policy, on the
+(``controller.theory.fluid``) run on the on-grid timings for every policy, on the
 link the jobs share: a fabric faster than its host links carries more than
 one burst at full rate (``sharedlink.planned_headroom``).
 """
@@ -14,9 +14,15 @@ import json
 import math
 import sys
 
-from controller.policies import POLICIES, UnknownPolicy, get_policy
-from controller.schedule import BeyondExactMethod, compute_schedule, separating_interval, to_quanta
-from scenarios import fluid, policyfiles, spec
+from controller.theory import fluid
+from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
+from controller.theory.schedule import (
+    BeyondExactMethod,
+    compute_schedule,
+    separating_interval,
+    to_quanta,
+)
+from scenarios import policyfiles, spec
 from scenarios.errors import InputError
 
 

@@ -66,7 +66,7 @@ def components() -> tuple[dict, list[str]]:
         if not found[tool]:
             problems.append(f"{tool}: missing; run `{fix}` (or `{INSTALL_HINT}`)")
     ryu = subprocess.run([sys.executable, "-c", "import controller.ryu_compat, ryu.cmd.manager, ryu.app.wsgi"],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     found["ryu"] = ryu.returncode == 0
     if not found["ryu"]:
         last = (ryu.stderr.strip().splitlines() or ["?"])[-1]
@@ -85,13 +85,14 @@ def measure(args) -> dict:
     """Build the tiny fabric, run one cross-leaf flow, tear down. If the machine's host took its CPU
     in every attempt at the flow, ``host_busy`` says so: the figure then measures the host."""
     from apps.hoststeal import HostBusy
+    from apps.probe import measure_flows
+    from controller.process import FabricController
     from topo.fabric import Fabric
-    from topo.probe import measure_flows
     from topo.wiring import FabricParams
 
     params = FabricParams(spines=1, leaves=2, hosts_per_leaf=1, host_link_mbps=args.mbps, fabric_link_mbps=args.mbps)
     datapath = None if args.datapath == "auto" else args.datapath
-    with Fabric(params, datapath=datapath, mtu=args.mtu) as fabric:
+    with Fabric(params, FabricController(), datapath=datapath, mtu=args.mtu) as fabric:
         loss = fabric.net.pingAll(timeout=1)
         host_busy = None
         try:

@@ -272,7 +272,7 @@ def draw_prediction(results: Results, path: Path) -> Path:
             if entry.predicted_iteration_ms is not None:
                 ax.bar(i - bar_w / 2, entry.predicted_iteration_ms, bar_w, facecolor="white",
                        edgecolor=colors[job], hatch="///", linewidth=1.2)
-            if entry.predicted_range_ms is not None:  # scenarios/prediction.py: predict_with_range
+            if entry.predicted_range_ms is not None:  # scenarios/experiment/prediction.py: predict_with_range
                 low, high = entry.predicted_range_ms
                 ax.plot([i - bar_w / 2] * 2, [low, high], color="black", linewidth=1.5 if entry.knife_edge else 0.8)
                 heights.append(high)

@@ -1,7 +1,7 @@
 """A run's prediction: the fluid model fed with what calibration measured, and how far to trust it.
 
 :class:`RunModel` holds a run's solo figures and turns them into the fluid
-model's jobs and windows (``scenarios/fluid.py``); ``shiftbed run`` asks it
+model's jobs and windows (``controller/theory/fluid.py``); ``shiftbed run`` asks it
 for every policy's mean iteration times after the policies have run.
 
 A burst is its start-up overhead (not on the link) then its data (on the link,
@@ -59,10 +59,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from apps.dltjob import late_launch_ms
-from controller.policies import get_policy
-from controller.schedule import Schedule
-from scenarios import analysis
-from scenarios.fluid import FluidJob, mean_iterations, policy_windows
+from controller.theory.fluid import FluidJob, mean_iterations, policy_windows
+from controller.theory.policies import get_policy
+from controller.theory.schedule import Schedule
+from scenarios.analysis import tables as analysis
 
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its

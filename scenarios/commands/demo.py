@@ -19,7 +19,7 @@ from pathlib import Path
 
 from scenarios.errors import EnvironmentProblem
 
-SCENARIOS_DIR = Path(__file__).resolve().parent
+SCENARIOS_DIR = Path(__file__).resolve().parents[1]
 DEMO_SCENARIOS = ("classroom.yaml", "two-jobs-coprime.yaml")
 # Seconds per policy. At 6 s a job with a 600-ms period had ~9 iterations, so one
 # 50-ms stall of the machine that cost it a window moved its mean by 10 % (classroom
@@ -39,7 +39,7 @@ def run_arguments(path, duration_s: float, out: str):
     the run command's own parser, so that the demo gets its defaults."""
     import argparse
 
-    from scenarios import run as run_command
+    from scenarios.commands import run as run_command
 
     parser = argparse.ArgumentParser()
     run_command.add_arguments(parser)
@@ -49,8 +49,9 @@ def run_arguments(path, duration_s: float, out: str):
 def run(args) -> int:
     import json
 
-    from scenarios import plan, spec
-    from scenarios import run as run_command
+    from scenarios import spec
+    from scenarios.commands import plan
+    from scenarios.commands import run as run_command
 
     duration = run_command.parse_duration(args.duration, DEMO_DURATION_S)
     if os.geteuid() != 0:

@@ -5,7 +5,7 @@ Assumptions (the emulator's measurements are compared against these):
 - Every job's iteration is compute then communication: ``period - comm`` ms of
   computation, then a burst that takes ``comm`` ms alone at full link rate
   (a ring all-reduce, each worker sending ``2(N-1)/N × gradient`` bytes; see
-  ``scenarios/zoo.py``). The next iteration starts when the burst ends.
+  ``controller/theory/zoo.py``). The next iteration starts when the burst ends.
 - All bursts of all jobs cross one bottleneck link. While ``n`` bursts are on
   it, each gets ``1/n`` of the capacity (max-min fair sharing with equal
   demands), so overlapping bursts stretch and the realised periods grow. A
@@ -25,7 +25,7 @@ Assumptions (the emulator's measurements are compared against these):
   sharing the link with whoever's window opens next (see :func:`simulate`).
   So gate re-aligns every iteration, while a static shift computed from solo
   periods drifts once stretching happens (``phase_error_ms`` shows both).
-- Any registered policy (``controller/policies.py``) is simulated through the
+- Any registered policy (``controller/theory/policies.py``) is simulated through the
   same three answers: its first-burst offsets, whether iteration ``k``'s burst
   waits for the job's next window start (``waits_for_window``), and whether
   the windows are enforced on the link (``enforces_windows``). A job's windows
@@ -56,8 +56,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from controller.policies import Policy, get_policy
-from controller.schedule import Schedule
+from controller.theory.policies import Policy, get_policy
+from controller.theory.schedule import Schedule
 
 _EPS = 1e-9
 

@@ -1,7 +1,7 @@
 """Measurements → numbers: iteration times, per-job bandwidth on a link, cross-checks.
 
 Pure pandas/numpy on the tables a run produces (driver rows from
-``apps/dltjob.py``, packets from ``scenarios/pcap.py``, OpenFlow port counters
+``apps/dltjob.py``, packets from ``scenarios/analysis/pcap.py``, OpenFlow port counters
 from the fabric app), so every figure in a report can be recomputed from the
 results folder and unit-tested without a network.
 """

@@ -4,7 +4,7 @@ A policy decides three things, and nothing else:
 
 - ``initial_offsets_ms(schedule, rng)``: where each job's *first burst* starts
   relative to the common epoch. Offsets are burst starts, the convention of
-  ``Schedule.shifts_ms``, ``controller/windows.py`` and ``apps/dltjob.py``: a
+  ``Schedule.shifts_ms``, ``controller/gate.py`` and ``apps/dltjob.py``: a
   job computes first and its iteration 0 burst begins at ``epoch + offset``.
 - ``waits_for_window(iteration)``: whether iteration ``iteration``'s burst
   waits for the start of the job's next *window* (re-alignment). A job's
@@ -15,8 +15,8 @@ A policy decides three things, and nothing else:
 
 ``none``, ``shift`` and ``random`` never wait and are not enforced; ``gate``
 waits every iteration and is enforced. The fluid model
-(``scenarios/fluid.py``), the scheduler (``controller/scheduler_api.py``), the
-job driver (``apps/dltjob.py``) and the run (``scenarios/experiment.py``) ask
+(``controller/theory/fluid.py``), the scheduler (``controller/scheduler.py``), the
+job driver (``apps/dltjob.py``) and the run (``scenarios/experiment/runner.py``) ask
 these three questions and never test a policy's name.
 
 Adding a policy: subclass :class:`Policy`, give it a ``name``, decorate it with
@@ -35,7 +35,7 @@ import random as _random
 import sys
 from pathlib import Path
 
-from controller.schedule import Schedule
+from controller.theory.schedule import Schedule
 
 POLICY_FILES_ENV = "SHIFTBED_POLICY_FILES"  # os.pathsep-separated absolute paths
 
@@ -80,7 +80,7 @@ _LOADED_FILES: dict[str, list[str]] = {}  # resolved path -> names it registered
 def register(cls: type[Policy]) -> type[Policy]:
     """Class decorator: make the policy available by its ``name``."""
     if not isinstance(cls, type) or not issubclass(cls, Policy):
-        raise TypeError(f"@register: {cls!r} is not a subclass of controller.policies.Policy")
+        raise TypeError(f"@register: {cls!r} is not a subclass of controller.theory.policies.Policy")
     if not cls.name or cls.name in POLICIES:
         raise ValueError(f"policy name {cls.name!r} is empty or taken")
     POLICIES[cls.name] = cls()

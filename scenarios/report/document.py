@@ -1,7 +1,7 @@
-"""`shiftbed report RESULTS_DIR`: redraw every plot and report.md from a results folder alone.
+"""report.md and its plots, drawn from a results folder alone.
 
-The runner calls :func:`draw_report` at the end of a run; a user calls the
-subcommand later to redraw without re-running (CS244 style: data in a folder,
+The runner calls :func:`draw_report` at the end of a run; a user calls
+``shiftbed report`` later to redraw without re-running (CS244 style: data in a folder,
 a separate step draws). The narrative is generated from the numbers in the
 folder; when the run is incomplete or lost fidelity, it says so first.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scenarios import plots
 from scenarios.errors import InputError
-from scenarios.prediction import BUSY_START_MS
+from scenarios.experiment.prediction import BUSY_START_MS
+from scenarios.report import plots
 from scenarios.results import (
     PLOTS_DIR,
     REPORT_FILE,
@@ -42,23 +42,6 @@ PLOT_CAPTIONS = {
     plots.PREDICTION_PNG: "Predicted vs measured mean iteration time, with the % error",
     plots.SCHEDULE_PNG: "The schedule as circles: per job, and over one hyper-period",
 }
-
-
-def add_arguments(parser):
-    parser.add_argument("results_dir", metavar="RESULTS_DIR",
-                        help="a folder written by `shiftbed run`, e.g. results/<scenario>/<timestamp>")
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-
-
-def run(args) -> int:
-    paths = draw_report(args.results_dir)
-    report_path, plot_paths = paths[-1], paths[:-1]
-    if args.json:
-        print(json.dumps({"results_dir": str(report_path.parent), "report": str(report_path),
-                          "plots": [str(p) for p in plot_paths]}))
-    else:
-        print(report_path)
-    return 0
 
 
 def draw_report(results_dir: str | Path) -> list[Path]:

@@ -39,10 +39,10 @@ import pandas as pd
 
 from apps import hoststeal
 from apps import iperf as iperf_app
-from controller.policies import get_policy
-from controller.schedule import compute_schedule
-from scenarios import analysis
-from scenarios.prediction import (
+from controller.theory.policies import get_policy
+from controller.theory.schedule import compute_schedule
+from scenarios.analysis import tables as analysis
+from scenarios.experiment.prediction import (
     RunModel,
     busy_start_costs_ms,
     knife_edge,
@@ -55,7 +55,7 @@ from scenarios.sharedlink import fabric_params, planned_solo_mbps, shared_link
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIDELITY_MIN_RATIO = 0.90  # realised solo burst rate / the rate the configured links give it
 # Calibration makes each job's solo iteration ~4 % shorter than its period
 # (PERIOD_MARGIN; a parameter server measured up to 3.8 % over it). A job this far
@@ -348,6 +348,7 @@ class Experiment:
     def run(self) -> Path:
         """Run everything; returns the final results folder (also on interruption, then re-raises)."""
         from controller.forwarding import Pin
+        from controller.process import FabricController
         from topo.fabric import Fabric
 
         sc = self.scenario
@@ -360,8 +361,8 @@ class Experiment:
             self.writer.write_text("scenario.yaml", self.scenario_text)
             stats_raw = self.writer.partial_dir / "port_stats.raw.csv"
             queue = {"queue_ms": f.queue_ms} if f.queue_ms is not None else {}
-            with Fabric(params, pins=pins, controller_apps=["controller.scheduler_app"], stats_csv=stats_raw,
-                        datapath=self.options.datapath, **queue) as fabric:
+            with Fabric(params, FabricController(apps=("controller.scheduler_app",), pins=tuple(pins),
+                                         stats_csv=str(stats_raw)), datapath=self.options.datapath, **queue) as fabric:
                 self.fabric = fabric
                 fabric.record.notes["results_partial_dir"] = str(self.writer.partial_dir)  # for `shiftbed clean`
                 fabric.record.save()
@@ -576,7 +577,7 @@ class Experiment:
         from apps import dltjob, jobrun
         from apps.capture import Capture
         from apps.dltjob import data_flows
-        from scenarios.pcap import label_flows, read_pcap
+        from scenarios.analysis.pcap import label_flows, read_pcap
 
         pcap = os.path.join(run_dir, "shared.pcap")
         cap = Capture(self.link.interface, pcap, on_start=lambda pid: fabric.track(pid, "tcpdump"),
@@ -720,7 +721,7 @@ class Experiment:
             self.writer.append_rows("windows.csv", wins)
         self._check_bytes(policy, rows, packets, labels, senders)
         if pol.enforces_windows:
-            from scenarios import gatecheck
+            from scenarios.analysis import gatecheck
 
             self.link_checks.setdefault("gate_bytes_in_window", {}).update(
                 {job: v["in_window"] for job, v in gatecheck.bytes_in_windows(packets, labels, doc).items()})
@@ -753,13 +754,13 @@ class Experiment:
 
     def model_solo(self, policy: str) -> dict[str, dict]:
         """The solo figures the model is fed for ``policy``: pooled with the quiet bursts of the
-        run's other policies (``scenarios.prediction.pooled_solo``)."""
+        run's other policies (``scenarios.experiment.prediction.pooled_solo``)."""
         return pooled_solo(self.solo, self.solo_spans, self._other_bursts(policy))
 
     def predict(self, policy: str, figures: dict[str, dict], busy_start_ms: dict[str, float],
                 busy_start_samples_ms: dict[str, tuple[float, ...]],
                 ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
-        """Each job's predicted mean iteration time under ``policy`` and its range (``scenarios/prediction.py``).
+        """Each job's predicted mean iteration time under ``policy`` and its range (``scenarios/experiment/prediction.py``).
 
         The fluid model is fed with ``figures`` (:meth:`model_solo`) and the offsets
         the scheduler used. It counts as many iterations as the measurement:
@@ -773,7 +774,7 @@ class Experiment:
 
     def busy_starts_ms(self, policy: str, figures: dict[str, dict] | None = None,
                        ) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
-        """Per job, what a busy start cost in the run's other policies (``scenarios.prediction``):
+        """Per job, what a busy start cost in the run's other policies (``scenarios.experiment.prediction``):
         the median (or the default) and each such burst's, beyond the lead in ``figures``
         (default: the solo figures)."""
         spans = self._other_bursts(policy)
@@ -795,7 +796,7 @@ class Experiment:
             complete = False
         self.writer.finish(complete, reason)
         try:
-            from scenarios.report import draw_report
+            from scenarios.report.document import draw_report
 
             draw_report(self.writer.final_dir)
         except Exception:

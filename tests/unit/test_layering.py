@@ -1,0 +1,98 @@
+"""The layout's promises, checked on the source: no import cycle between the top-level folders,
+and the scheduling theory imports nothing from the emulation.
+
+Folders are layered bottom to top: ``topo`` (the fabric) ← ``controller`` (its decisions and Ryu
+adapters; the theory lives in ``controller/theory``) ← ``apps`` (programs on emulated hosts) ←
+``scenarios`` (the runner, analysis, report and command line). Every import, including those
+inside functions, is read with ``ast``.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("topo", "controller", "apps", "scenarios")
+THEORY = "controller.theory"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module named by an import statement in ``path`` (``from a import b`` gives ``a`` and ``a.b``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def source_modules() -> dict[str, set[str]]:
+    return {module_name(path): imports_of(path)
+            for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))}
+
+
+def folder_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
+    graph = {package: set() for package in PACKAGES}
+    for name, imported in modules.items():
+        top = name.split(".")[0]
+        graph[top].update(i.split(".")[0] for i in imported if i.split(".")[0] in PACKAGES)
+        graph[top].discard(top)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle in ``graph`` as a list of nodes (first repeated at the end), or None."""
+    state: dict[str, str] = {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return [*path[path.index(nxt):], nxt] if nxt in path else [node, nxt]
+            if nxt not in state and (cycle := visit(nxt, [*path, nxt])):
+                return cycle
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start, [start])):
+            return cycle
+    return None
+
+
+def test_find_cycle_sees_a_cycle_and_its_absence():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_imports_of_reads_imports_inside_functions(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from topo import wiring\n    import apps.iperf\n")
+    assert imports_of(source) == {"topo", "topo.wiring", "apps.iperf"}
+
+
+def test_no_import_cycle_between_top_level_folders():
+    graph = folder_graph(source_modules())
+    assert find_cycle(graph) is None, f"import cycle between folders: {' -> '.join(find_cycle(graph))}"
+
+
+def test_folders_import_only_downwards():
+    below = {package: set(PACKAGES[:i]) for i, package in enumerate(PACKAGES)}
+    graph = folder_graph(source_modules())
+    upward = {f"{a} -> {b}" for a, targets in graph.items() for b in targets if b not in below[a]}
+    assert not upward, f"imports against the layering topo <- controller <- apps <- scenarios: {sorted(upward)}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in source_modules() if n.startswith(THEORY)))
+def test_theory_imports_nothing_from_the_emulation(name):
+    outside = {i for i in source_modules()[name]
+               if i.split(".")[0] in PACKAGES and not i.startswith(THEORY)}
+    assert not outside, f"{name} imports {sorted(outside)}; the theory must stand alone"
