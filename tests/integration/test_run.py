@@ -10,7 +10,8 @@ and 150-ms bursts on one link. Under `none` both start at the epoch and their
 bursts meet in every iteration; `shift` and `gate` keep them 150 ms apart
 (gcd 300 >= 150 + 150). So the policies differ by more than the model's
 tolerance, and the accuracy test can tell whether the model tells them apart:
-on the classroom pair (run by test_demo.py) they differ by a few per cent only.
+on the classroom pair (run by test_demo_end_to_end.py) they differ by a few
+per cent only.
 
 What the tests check the summary against is computed here from the run's own
 tables (iterations.csv, the capture's tcpdump logs), not taken from the summary.
