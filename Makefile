@@ -58,9 +58,11 @@ ovs:
 demo: install
 	$(VENV)/bin/shiftbed demo
 
+# --strict-skips (tests/conftest.py): a test skipped for anything but not being root or a busy
+# host, or a run in which no test passed, fails `make test`.
 test: install apt-test
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -rfEs
+	$(PY) -m pytest -q -rfEs --strict-skips
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not root"

@@ -1,12 +1,14 @@
 """The real fabric: Mininet + Open vSwitch + the Ryu fabric app + iperf3 (root, serial).
 
-Rates: 50 Mbit/s links with MTU 9000, where PLATFORM.md measured 98-99 % for
-4 concurrent flows on the userspace datapath; the thresholds (90 % one flow,
-85 % each of four) are the issue's.
+Rates: 50 Mbit/s links with MTU 9000, where 4 concurrent flows reach 98-99 % of the
+link rate on the userspace datapath (docs/fabric.md); a test asks for 90 % of one
+flow and 85 % of each of four. A rate the machine's host disturbed in every attempt
+(``apps.hoststeal.HostBusy``) makes only that rate's test inconclusive.
 """
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from apps import hoststeal
+from apps.hoststeal import HostBusy
 from apps.probe import cross_leaf_pairs, measure_flows
 from controller.process import FabricController
 from topo import ovs_heap, ovs_txbuf, runrecord
@@ -73,17 +76,6 @@ class TestRunningFabric:
     def test_one_cross_leaf_flow_gets_90_percent(self, fabric):
         (realized,) = measure_flows(fabric, [("h1", "h7")], seconds=4, busy_raises=True)
         assert realized >= 0.90 * LINK_MBPS, f"{realized:.1f} of {LINK_MBPS} Mbit/s"
-
-
-    def test_ovs_daemon_does_not_churn_its_heap(self, fabric):
-        """topo/ovs_heap.py: a cold ovs-vswitchd took 2.09 million minor page faults in 8 s of one
-        40 Mbit/s flow and set up connections 2-4x slower; warm, it took 0-34."""
-        if fabric.datapath != "user":
-            pytest.skip("kernel datapath: packets do not pass through ovs-vswitchd's heap")
-        before = ovs_heap.minor_faults()
-        measure_flows(fabric, [("h1", "h7")], seconds=2, omit_s=0)
-        faults = ovs_heap.minor_faults() - before
-        assert faults < 10_000, f"{faults} minor page faults in ovs-vswitchd during a 2-s flow ({fabric.ovs_heap})"
 
 
     def test_four_concurrent_cross_leaf_flows_get_85_percent_each(self, fabric):
@@ -171,6 +163,19 @@ class TestRunningFabric:
         assert sleeper.ref not in fabric.record.processes
 
 
+def test_ovs_daemon_does_not_churn_its_heap():
+    """topo/ovs_heap.py: a cold ovs-vswitchd took 2.09 million minor page faults in 8 s of one
+    40 Mbit/s flow and set up connections 2-4x slower; warm, it took 0-34. Packets pass through
+    ovs-vswitchd's heap on the userspace datapath only, so this fabric uses it whatever the machine's
+    default (a kernel datapath would make the check meaningless)."""
+    params = FabricParams(spines=1, leaves=2, hosts_per_leaf=1, host_link_mbps=LINK_MBPS, fabric_link_mbps=LINK_MBPS)
+    with Fabric(params, FabricController(), datapath="user") as fabric:
+        before = ovs_heap.minor_faults()
+        measure_flows(fabric, [("h1", "h2")], seconds=2, omit_s=0)
+        faults = ovs_heap.minor_faults() - before
+    assert faults < 10_000, f"{faults} minor page faults in ovs-vswitchd during a 2-s flow ({fabric.ovs_heap})"
+
+
 def test_teardown_leaves_nothing_and_spares_foreign_things(tmp_path):
     foreign_bridge = "sbtestforeign0"
     subprocess.run(["ovs-vsctl", "--may-exist", "add-br", foreign_bridge, "--", "set", "bridge", foreign_bridge,
@@ -251,11 +256,23 @@ def test_bad_parameters_are_refused_before_anything_is_built(kwargs, field):
     assert bridges() == before
 
 
+def steal_pcts(host_busy: str) -> list[float]:
+    """The host's stolen CPU (%) per attempt, from the ``host_busy`` text of ``shiftbed check --json``
+    (``apps.hoststeal.HostBusy``'s message: "the host took 12.0, 30.4 % of the CPU in the 2 attempts ...")."""
+    found = re.search(r"took ([-\d., ]+) % of the CPU", host_busy)
+    return [float(x) for x in found.group(1).split(",")] if found else []
+
+
 def test_check_reports_fidelity():
     result = subprocess.run([*SHIFTBED, "check", "--json", "--seconds", "2"], cwd=REPO, capture_output=True, text=True)
     report = json.loads(result.stdout)
-    if report["host_busy"]:  # every attempt measured the machine's host (tests/conftest.py)
-        pytest.skip(f"inconclusive: {report['host_busy']}")
-    assert result.returncode == 0, report["problems"]
-    assert report["ok"] and report["realized_mbps"] / report["configured_mbps"] >= 0.90
+    # what the host's CPU cannot explain: a missing piece, a fabric that loses pings, the wrong MTU
+    others = [p for p in report["problems"] if not p.startswith("host busy:")]
+    assert not others, others
+    assert report["ping_loss_pct"] == 0
     assert report["datapath"] in ("user", "kernel") and report["mtu"] == 9000
+    if report["host_busy"]:  # the rate measured the machine's host: it is named, and check says not healthy
+        assert result.returncode == 1 and not report["ok"], report
+        raise HostBusy("shiftbed check's flow", steal_pcts(report["host_busy"]))
+    assert result.returncode == 0 and report["ok"], report["problems"]
+    assert report["realized_mbps"] / report["configured_mbps"] >= 0.90, report

@@ -1,21 +1,24 @@
 """Two emulated DLT jobs on the real fabric: contention under ``none``, confinement under ``gate``.
 
 Real Mininet + Open vSwitch (userspace) + Ryu (fabric app + window scheduler)
-+ iperf3 + tcpdump. Root only, one fabric at a time (run under
-``flock /tmp/shiftbed-dev.lock``).
++ iperf3 + tcpdump. Root only, one fabric at a time.
 
 Jobs (ring all-reduce of two workers, so each job has one flow each way
 through the shared link leaf1 <-> spine1; every TCP/UDP flow is pinned to
 spine 1): ``a`` on h1/h3 with T = 300 ms, c = 100 ms and ``b`` on h2/h4 with
 T = 600 ms, c = 150 ms; gcd(300, 600) = 300 >= 250, so they can be separated.
-Links 100 Mbit/s, MTU 9000 (PLATFORM.md: 94-99 % of link rate for up to 4
-flows). ``fill`` 0.55: a solo burst's launch-to-exit (iperf3 start-up
-included) then takes ~85 % of ``comm_ms`` (measured by the solo runs below).
+Links 50 Mbit/s, MTU 9000 (docs/fabric.md: 98-99 % of the link rate for up to 4
+flows). ``FILL``: a burst's data is that share of ``comm_ms`` at the link rate;
+the rest of a solo burst is iperf3 start-up and TCP (the solo runs measure it).
+
+A measurement the machine's host disturbed in every attempt makes only the tests
+whose verdict rests on it inconclusive (``apps.hoststeal.HostBusy``).
 """
 
 import os
 import subprocess
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -35,7 +38,7 @@ JOBS = {"a": dict(period_ms=300, comm_ms=100, hosts=["h1", "h3"], base_port=5201
         "b": dict(period_ms=600, comm_ms=150, hosts=["h2", "h4"], base_port=6201)}
 FILL = 0.3
 RUN_S = 4.2
-# Thresholds (issue 4): >= 95 % of each job's bytes inside its windows; edges p95 <= 3 ms.
+# The gate's promises: >= 95 % of each job's bytes inside its windows; edges p95 <= 3 ms (docs/gate.md).
 MIN_IN_WINDOW = 0.95
 MAX_EDGE_P95_MS = 3.0
 EDGE_ADVANCE_MS = 1.3
@@ -119,14 +122,41 @@ def _run_jobs_once(fabric, specs, run_dir, policy, plans, capture):
     return rows, schedule, run_dir
 
 
-@pytest.fixture(scope="module")
-def solo(fabric, specs, tmp_path_factory):
-    """Calibration: each job alone on the fabric (mean iteration and comm phase, ms)."""
-    out = hoststeal.undisturbed(
-        lambda _attempt: jobrun.calibrate(specs, str(tmp_path_factory.mktemp("solo")), iterations=10, fabric=fabric),
+def measure_solo(fabric, specs, folder_factory) -> dict:
+    """Each job alone on the fabric (mean iteration and comm phase, ms), each attempt in a new folder;
+    measured again while the host took the CPU, ``HostBusy`` if it did in every attempt."""
+    return hoststeal.undisturbed(
+        lambda _attempt: jobrun.calibrate(specs, str(folder_factory()), iterations=10, fabric=fabric),
         "solo calibration", busy_raises=True)
-    print("solo", {k: {m: v[m] for m in ("iteration_ms", "comm_ms", "overhead_ms")} for k, v in out.items()})
+
+
+@dataclass(frozen=True)
+class Calibration:
+    figures: dict  # per job, jobrun.calibrate's figures
+    busy: hoststeal.HostBusy | None  # the host took the CPU in every attempt (figures: the last attempt's)
+
+
+@pytest.fixture(scope="module")
+def calibration(fabric, specs, tmp_path_factory):
+    """Calibration, once for the module. A busy host does not fail or skip it here: each test decides
+    on the measurement its own verdict rests on (the ``solo`` fixture)."""
+    try:
+        out = Calibration(measure_solo(fabric, specs, lambda: tmp_path_factory.mktemp("solo")), None)
+    except hoststeal.HostBusy as busy:
+        out = Calibration(busy.result, busy)
+    print("solo", {k: {m: v[m] for m in ("iteration_ms", "comm_ms", "overhead_ms")} for k, v in out.figures.items()},
+          "host busy:" if out.busy else "", out.busy or "")
     return out
+
+
+@pytest.fixture
+def solo(calibration, fabric, specs, tmp_path_factory):
+    """The solo figures a test judges against: the module's calibration if the host left it alone,
+    else measured again for this test (which is skipped only if the host took the CPU in every
+    attempt of its own)."""
+    if calibration.busy is None:
+        return calibration.figures
+    return measure_solo(fabric, specs, lambda: tmp_path_factory.mktemp("solo-again"))
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +170,7 @@ def registered(fabric, specs):
 def robust_sd(samples) -> float:
     """1.4826 x the median absolute deviation: the standard deviation for normal samples, but not
     inflated by a machine stall. Nine solo bursts of 68-98 ms with two stalled ones of 120 and
-    124 ms (twelfth session) gave a sample sd of 21 ms and put mean + 3 sd at 152 ms, above a
+    124 ms gave a sample sd of 21 ms and put mean + 3 sd at 152 ms, above a
     first burst that contention had stretched to 120; this gives 76 + 3 x 10.7 = 108 ms."""
     samples = np.asarray(samples, dtype=float)
     return float(1.4826 * np.median(np.abs(samples - np.median(samples))))
@@ -181,8 +211,9 @@ def test_solo_burst_fits_its_comm_time(solo):
         assert solo[name]["comm_ms"] < j["comm_ms"], solo
 
 
-def test_worker_hosts_get_their_tcp_settings_and_the_machine_keeps_its_own(fabric, solo):
-    """The job drivers set TIME_WAIT and unsent-bytes limits in each worker's namespace only."""
+def test_worker_hosts_get_their_tcp_settings_and_the_machine_keeps_its_own(fabric, calibration):
+    """The job drivers (calibration ran them) set TIME_WAIT and unsent-bytes limits in each worker's
+    namespace only; how fast they ran does not matter here."""
     def read(host_pid, key):
         argv = iperf.in_host(host_pid, ["sysctl", "-n", key])
         return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=5).stdout.strip()

@@ -1,10 +1,23 @@
-"""`shiftbed run` on the classroom scenario, end to end, on the real fabric.
+"""`shiftbed run` end to end on the real fabric, on a scenario whose policies differ by more
+than the model may be off.
 
 Real Mininet + Open vSwitch + Ryu (fabric app + window scheduler) + iperf3 +
 tcpdump, driven through the installed command as a user would. One run (all
 four policies, ~1–2 minutes) is shared by the tests below.
+
+The scenario (data/heavy-contention.yaml): two jobs with the same 300-ms period
+and 150-ms bursts on one link. Under `none` both start at the epoch and their
+bursts meet in every iteration; `shift` and `gate` keep them 150 ms apart
+(gcd 300 >= 150 + 150). So the policies differ by more than the model's
+tolerance, and the accuracy test can tell whether the model tells them apart:
+on the classroom pair (run by test_demo_end_to_end.py) they differ by a few
+per cent only.
+
+What the tests check the summary against is computed here from the run's own
+tables (iterations.csv, the capture's tcpdump logs), not taken from the summary.
 """
 
+import itertools
 import json
 import os
 import pathlib
@@ -15,24 +28,30 @@ import sys
 import pandas as pd
 import pytest
 
+from apps.hoststeal import HostBusy
+from scenarios import spec
+
 pytestmark = pytest.mark.root
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
-SCENARIO = REPO / "scenarios" / "classroom.yaml"
+SCENARIO = pathlib.Path(__file__).resolve().parent / "data" / "heavy-contention.yaml"
 POLICIES = ("none", "shift", "gate", "random")
-# Cross-checks (issue 5): captured vs iperf3-reported bytes within 2 %,
-# utilisation from the capture vs port counters within 5 %. Accuracy (issue 5):
-# every job's measured mean iteration within 15 % of the fluid model's
-# prediction (the goal is 10 %; docs/accuracy.md has the measured errors).
+# Cross-checks: captured vs iperf3-reported bytes within 2 %, utilisation from the
+# capture vs port counters within 5 %.
 MAX_BYTES_ERR_PCT = 2.0
 MAX_UTIL_ERR_PCT = 5.0
 MIN_GATE_BYTES_IN_WINDOW = 0.95
+# Accuracy: every job's measured mean iteration within 15 % of the fluid model's prediction
+# (the goal is 10 %; docs/accuracy.md has the measured errors). Where the model predicts two
+# policies further apart than this, the measurement must rank them the same way.
 MAX_PREDICTION_ERR_PCT = 15.0
-# A gated job's median iteration against its window period: 297.4-302.6 ms for alpha and
-# 597.7-602.3 for beta in 26 classroom runs here (docs/accuracy.md, sixteenth session).
+# A gated job's median iteration against its window period: 297.4-302.6 ms for a 300-ms job
+# and 597.7-602.3 for a 600-ms one in 26 classroom runs (docs/accuracy.md).
 MAX_GATE_MEDIAN_ERR = 0.02
 GATE_LAUNCH_LEAD_S = 0.015  # a burst launches its solo lead (launch -> first data; 6-12 ms) early
+WARMUP_ITERATIONS = 1  # the first iteration starts at the epoch, before any pattern has formed
+TABLE_MS = 0.01  # unix times in a CSV (a few 0.1 us apart at this magnitude) give iterations to within this
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +66,73 @@ def run(tmp_path_factory):
     return doc, pathlib.Path(doc["results_dir"]), result.stderr
 
 
+def scenario_periods_ms() -> dict[str, float]:
+    return {job.name: job.period_ms for job in spec.load(SCENARIO).jobs}
+
+
+def iteration_spans(iterations: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, job, iteration) of iterations.csv, steady iterations only: an iteration runs
+    from its first worker's start to its last worker's end (docs/results.md), in ms."""
+    spans = (iterations.groupby(["policy", "job", "iteration"])
+             .agg(start=("start", "min"), end=("end", "max"), comm_start=("comm_start", "min")).reset_index())
+    spans["iteration_ms"] = (spans["end"] - spans["start"]) * 1000
+    return spans[spans["iteration"] >= WARMUP_ITERATIONS]
+
+
+def measured_means_ms(folder: pathlib.Path) -> dict[str, dict[str, float]]:
+    """Each policy's and job's mean iteration (ms), from iterations.csv alone."""
+    spans = iteration_spans(pd.read_csv(folder / "iterations.csv"))
+    out: dict[str, dict[str, float]] = {}
+    for (policy, job), rows in spans.groupby(["policy", "job"]):
+        out.setdefault(policy, {})[job] = float(rows["iteration_ms"].mean())
+    return out
+
+
+def predicted_ms(summary: dict) -> dict[str, dict[str, float]]:
+    return {policy: {job: j["predicted_iteration_ms"] for job, j in entry["jobs"].items()}
+            for policy, entry in summary["policies"].items()}
+
+
+def separated_pairs(predicted: dict[str, dict[str, float]], tolerance_pct: float) -> list[tuple[str, str, str]]:
+    """(job, policy, policy) for every two policies the model puts further apart than ``tolerance_pct``."""
+    pairs = []
+    for p, q in itertools.combinations(sorted(predicted), 2):
+        for job in sorted(predicted[p]):
+            a, b = predicted[p][job], predicted[q][job]
+            if abs(a - b) / min(a, b) * 100 > tolerance_pct:
+                pairs.append((job, p, q))
+    return pairs
+
+
+def ranking_disagreements(predicted, measured, tolerance_pct: float) -> list[str]:
+    """Where the model puts two policies further apart than ``tolerance_pct`` for a job, the measured
+    mean iterations must be in the same order; one line per pair that is not."""
+    wrong = []
+    for job, p, q in separated_pairs(predicted, tolerance_pct):
+        if (predicted[p][job] < predicted[q][job]) != (measured[p][job] < measured[q][job]):
+            wrong.append(f"{job}: the model has {p} {predicted[p][job]:.0f} ms and {q} {predicted[q][job]:.0f} ms, "
+                         f"measured {measured[p][job]:.0f} and {measured[q][job]:.0f}")
+    return wrong
+
+
+def judge(problems: list[str], summary: dict) -> None:
+    """Fail with ``problems``, unless the host took the CPU in every attempt at a measurement of the
+    run (``fidelity.disturbed``): then they may be the host's, and the test is inconclusive."""
+    fidelity = summary["fidelity"]
+    if problems and fidelity["disturbed"]:
+        steal = fidelity["host_steal_pct"]
+        raise HostBusy(f"the run's {', '.join(fidelity['disturbed'])} ({'; '.join(problems)})",
+                       [steal[what] for what in fidelity["disturbed"]])
+    assert not problems, "\n".join(problems)
+
+
 def test_json_has_every_key_for_every_policy_and_job(run):
     doc, _, _ = run
     assert doc["complete"] is True
     assert set(doc["policies"]) == set(POLICIES)
     for entry in doc["policies"].values():
         assert entry["throughput_change_vs_none_pct"] is not None
-        assert set(entry["jobs"]) == {"alpha", "beta"}
+        assert set(entry["jobs"]) == set(scenario_periods_ms())
         for job in entry["jobs"].values():
             assert job["iterations"] >= 3
             assert job["mean_iteration_ms"] > 0 and job["predicted_iteration_ms"] > 0
@@ -86,45 +165,71 @@ def test_crosschecks_within_bounds(run):
         assert share >= MIN_GATE_BYTES_IN_WINDOW, (job, checks)
 
 
-def test_fidelity_and_predictions_are_reported(run):
+def test_summary_agrees_with_the_runs_own_tables(run):
+    """The summary's measured figures, errors and throughput changes, recomputed from iterations.csv;
+    its capture drops, from the tcpdump logs of every capture the run kept in raw/."""
     doc, folder, _ = run
     summary = json.loads((folder / "summary.json").read_text())
-    fidelity = summary["fidelity"]
-    assert 0 < fidelity["solo_rate_ratio"] <= 1.05
-    assert doc["fidelity_ok"] == (fidelity["solo_rate_ratio"] >= 0.9 and fidelity["capture_drops"] == 0
-                                  and not fidelity["unmeasured_jobs"] and not fidelity["overrun_jobs"]
-                                  and not fidelity["disturbed"])
+    measured = measured_means_ms(folder)
+    for policy, entry in summary["policies"].items():
+        for job, j in entry["jobs"].items():
+            assert j["mean_iteration_ms"] == pytest.approx(measured[policy][job], abs=TABLE_MS), (policy, job)
+            error_pct = (measured[policy][job] - j["predicted_iteration_ms"]) / j["predicted_iteration_ms"] * 100
+            assert j["error_pct"] == pytest.approx(error_pct, abs=0.01), (policy, job)
+        changes = [(measured["none"][job] / ms - 1) * 100 for job, ms in measured[policy].items()]
+        assert entry["throughput_change_vs_none_pct"] == pytest.approx(sum(changes) / len(changes), abs=0.01)
+    drops = 0
+    for log in folder.glob("raw/*/tcpdump.err"):
+        drops += sum(int(line.split()[0]) for line in log.read_text().splitlines() if "dropped by kernel" in line)
+    assert summary["fidelity"]["capture_drops"] == drops
+    assert 0 < summary["fidelity"]["solo_rate_ratio"] <= 1.05
     if not doc["fidelity_ok"]:
         assert "FIDELITY" in (folder / "report.md").read_text().upper()
-    for entry in doc["policies"].values():
-        for job in entry["jobs"].values():
-            expected = (job["mean_iteration_ms"] - job["predicted_iteration_ms"]) / job["predicted_iteration_ms"] * 100
-            assert job["error_pct"] == pytest.approx(expected)
+
+
+def test_the_model_puts_the_policies_further_apart_than_its_tolerance(run):
+    """What makes the accuracy test meaningful: for every job, the model's `shift` and `gate` are more
+    than the tolerance away from `none` (else a model that ignored the policies could pass)."""
+    _, folder, _ = run
+    summary = json.loads((folder / "summary.json").read_text())
+    predicted = predicted_ms(summary)
+    apart = {(job, frozenset((p, q))) for job, p, q in separated_pairs(predicted, MAX_PREDICTION_ERR_PCT)}
+    judge([f"{job}: {p} and none predicted within {MAX_PREDICTION_ERR_PCT:g} % of each other: "
+           f"{predicted[p][job]:.0f} and {predicted['none'][job]:.0f} ms"
+           for job in scenario_periods_ms() for p in ("gate", "shift") if (job, frozenset((p, "none"))) not in apart],
+          summary)
 
 
 def test_theory_and_measurement_agree(run):
-    doc, folder, _ = run
-    fidelity = json.loads((folder / "summary.json").read_text())["fidelity"]
-    if fidelity["disturbed"]:  # in every attempt: what they measured is the host (tests/conftest.py)
-        pytest.skip(f"inconclusive: {fidelity['advice']}")
-    assert doc["fidelity_ok"] is True
-    errors = {(policy, job): round(entry["error_pct"], 1)
-              for policy, p in doc["policies"].items() for job, entry in p["jobs"].items()}
-    assert all(abs(err) <= MAX_PREDICTION_ERR_PCT for err in errors.values()), errors
+    """Each job's mean iteration within the tolerance of the model's, and the policies in the
+    model's order wherever it puts them further apart than that; on a run that kept its fidelity."""
+    _, folder, _ = run
+    summary = json.loads((folder / "summary.json").read_text())
+    measured, predicted = measured_means_ms(folder), predicted_ms(summary)
+    problems = [] if summary["fidelity_ok"] else [f"fidelity lost: {summary['fidelity']['advice']}"]
+    for policy, jobs in predicted.items():
+        for job, ms in jobs.items():
+            error_pct = (measured[policy][job] - ms) / ms * 100
+            if abs(error_pct) > MAX_PREDICTION_ERR_PCT:
+                problems.append(f"{policy} {job}: measured {measured[policy][job]:.1f} ms, predicted {ms:.1f} "
+                                f"({error_pct:+.1f} %)")
+    problems += ranking_disagreements(predicted, measured, MAX_PREDICTION_ERR_PCT)
+    judge(problems, summary)
 
 
 def test_gate_holds_each_job_to_its_period(run):
     """The gate's contract: every burst launches inside one of its job's windows, and a job iterates
     once per window period. Its mean adds the windows a job missed when a burst ran long (4 of 38 in
-    one CI run: alpha 332 ms, median 301.9; alone its bursts never ran long); the model judges the
-    mean (test_theory_and_measurement_agree)."""
+    one CI run: a 300-ms job's mean 332 ms, median 301.9; alone its bursts never ran long); the model
+    judges the mean (test_theory_and_measurement_agree)."""
     doc, folder, _ = run
     epoch_s = doc["policies"]["gate"]["epoch_s"]
     iterations = pd.read_csv(folder / "iterations.csv")
     windows = pd.read_csv(folder / "windows.csv")
-    for job, period_ms in (("alpha", 300), ("beta", 600)):  # the classroom periods
-        entry = doc["policies"]["gate"]["jobs"][job]
-        assert entry["median_iteration_ms"] == pytest.approx(period_ms, rel=MAX_GATE_MEDIAN_ERR), entry
+    spans = iteration_spans(iterations)
+    for job, period_ms in scenario_periods_ms().items():
+        median_ms = spans[(spans["policy"] == "gate") & (spans["job"] == job)]["iteration_ms"].median()
+        assert median_ms == pytest.approx(period_ms, rel=MAX_GATE_MEDIAN_ERR), (job, median_ms)
         mine = windows[(windows["policy"] == "gate") & (windows["job"] == job)]
         launches_s = (iterations[(iterations["policy"] == "gate") & (iterations["job"] == job)]
                       .groupby("iteration")["comm_start"].min() - epoch_s)

@@ -20,6 +20,7 @@ that must appear in the output.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -138,6 +139,23 @@ def parse(path: Path) -> Sheet:
             key = None if cells[1] == "(output)" else cells[1].strip("`")
             expectations.append(Expectation(cells[0], key, cells[2]))
     return Sheet(Path(path), blocks, expectations)
+
+
+def host_disturbed(results_dirs) -> dict[str, float]:
+    """The measurements of these ``shiftbed run`` results folders that the machine's host disturbed
+    in every attempt (``fidelity.disturbed``), named ``"<scenario> <measurement>"``, each with the
+    CPU the host took (%). Only the host counts: a job whose bursts drifted (``fidelity.drifted``)
+    ran as shiftbed made it run."""
+    out = {}
+    for folder in results_dirs:
+        try:
+            fidelity = json.loads((Path(folder) / "summary.json").read_text()).get("fidelity") or {}
+        except (OSError, ValueError):
+            continue
+        steal = fidelity.get("host_steal_pct") or {}
+        out.update({f"{Path(folder).parent.name} {what}": float(steal.get(what, fidelity.get("host_steal_max_pct", 0)))
+                    for what in fidelity.get("disturbed") or ()})
+    return out
 
 
 def sheets() -> list[Path]:

@@ -4,6 +4,7 @@ The root parts (mn, shiftbed run) are in test_labs_root.py; both read the
 commands and the promised numbers from the sheets themselves (labsheet.py).
 """
 
+import json
 import re
 
 import labsheet
@@ -42,3 +43,23 @@ def test_the_no_root_commands_print_the_promised_numbers(path):
     checked = [e for e in run.sheet.expectations if e.key in values]
     assert checked, f"{path.name}: the no-root commands printed none of the promised keys"
     assert run.failures(values, keys_only_from_output=True) == []
+
+
+def test_only_the_hosts_cpu_makes_a_lab_run_inconclusive(tmp_path):
+    """A run's measurements the host disturbed in every attempt count (with what it took); jobs that
+    drifted under a policy are shiftbed's doing and do not; a folder without a summary is skipped."""
+    def folder(scenario, fidelity):
+        path = tmp_path / "lab3" / scenario / "20260101T000000Z"
+        path.mkdir(parents=True)
+        (path / "summary.json").write_text(json.dumps({"fidelity": fidelity}))
+        return path
+
+    busy = folder("classroom", {"disturbed": ["solo alpha", "gate"], "drifted": [], "host_steal_max_pct": 5.0,
+                                "host_steal_pct": {"solo alpha": 12.5, "gate": 7.25, "none": 1.0}})
+    drifted = folder("lab-contention", {"disturbed": [], "drifted": ["alpha", "beta"],
+                                        "speed_drift_pct_of_period": {"alpha": 9.0, "beta": -4.0},
+                                        "host_steal_pct": {"none": 0.5}})
+    empty = tmp_path / "lab3" / "classroom" / "partial"
+    empty.mkdir()
+    assert labsheet.host_disturbed([busy, drifted, empty]) == {"classroom solo alpha": 12.5, "classroom gate": 7.25}
+    assert labsheet.host_disturbed([drifted]) == {}

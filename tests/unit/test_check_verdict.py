@@ -1,4 +1,4 @@
-"""`shiftbed check`'s verdict on the tiny fabric's measurement (scenarios/check.fabric_problems)."""
+"""`shiftbed check`'s verdict on the tiny fabric's measurement (scenarios/commands/check.fabric_problems)."""
 
 from scenarios.commands.check import fabric_problems
 

@@ -13,11 +13,12 @@ REPO = Path(__file__).resolve().parents[2]
 SHIFTBED = REPO / ".venv" / "bin" / "shiftbed"
 
 
-def collisions(jobs, quantum_ms):
-    """Busy-slot pairs over the hyper-period, slot by slot, from the JSON's own numbers."""
-    t = [round(j["period_ms"] / quantum_ms) for j in jobs]
-    c = [round(j["comm_ms"] / quantum_ms) for j in jobs]
-    s = [round(j["shift_ms"] / quantum_ms) for j in jobs]
+def collisions(periods, comms, shifts_ms, quantum_ms):
+    """Busy-slot pairs over the hyper-period, slot by slot: the jobs' periods and bursts as given to
+    the planner, the shifts as it chose them."""
+    t = [round(p / quantum_ms) for p in periods]
+    c = [round(x / quantum_ms) for x in comms]
+    s = [round(x / quantum_ms) for x in shifts_ms]
     total = 0
     for slot in range(math.lcm(*t)):
         busy = sum((slot - s[i]) % t[i] < c[i] for i in range(len(t)))
@@ -30,13 +31,17 @@ def test_plan_json_contract_on_the_feasible_example():
                           capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
+    # the scenario file: alpha T = 400, c = 150; beta T = 800, c = 200
+    periods, comms = {"alpha": 400, "beta": 800}, {"alpha": 150, "beta": 200}
     assert doc["feasible"] is True and isinstance(doc["hyperperiod_ms"], int)
-    assert doc["hyperperiod_ms"] == 800
-    assert collisions(doc["jobs"], doc["quantum_ms"]) == 0
+    assert doc["hyperperiod_ms"] == math.lcm(400, 800) == 800
+    shifts = [j["shift_ms"] for j in doc["jobs"]]
+    assert [j["name"] for j in doc["jobs"]] == ["alpha", "beta"]
+    assert collisions(periods.values(), comms.values(), shifts, doc["quantum_ms"]) == 0
     assert set(doc["policies"]) == {"none", "shift", "gate", "random"}
-    for job in doc["jobs"]:
-        assert doc["policies"]["shift"][job["name"]]["predicted_iteration_ms"] == job["period_ms"]
-        assert doc["policies"]["gate"][job["name"]]["predicted_iteration_ms"] == job["period_ms"]
+    # kept apart, no burst is ever stretched: each job iterates at its own period
+    for policy in ("shift", "gate"):
+        assert {j: v["predicted_iteration_ms"] for j, v in doc["policies"][policy].items()} == periods, policy
 
 
 def test_plan_is_exact_on_random_small_scenarios():
@@ -45,18 +50,19 @@ def test_plan_is_exact_on_random_small_scenarios():
         n = rng.randint(2, 3)
         q = rng.choice([1, 5])
         periods = [q * rng.randint(2, 9) for _ in range(n)]
-        jobs = "".join(f"  - {{name: j{i}, period_ms: {p}, comm_ms: {rng.randint(1, p // q - 1) * q}}}\n"
-                       for i, p in enumerate(periods))
+        comms = [rng.randint(1, p // q - 1) * q for p in periods]
+        jobs = "".join(f"  - {{name: j{i}, period_ms: {p}, comm_ms: {c}}}\n"
+                       for i, (p, c) in enumerate(zip(periods, comms, strict=True)))
         scenario = spec.parse(f"name: r\nquantum_ms: {q}\njobs:\n{jobs}", "r.yaml")
         doc = plan.build_plan(scenario, iterations=4)
-        t = [round(j["period_ms"] / q) for j in doc["jobs"]]
-        brute = math.inf
+        t = [p // q for p in periods]
+        brute = math.inf  # every relative shift on the grid (job 0 fixed at 0)
         for s2 in range(t[1]):
             for s3 in range(t[2]) if n == 3 else [0]:
-                trial = [dict(j, shift_ms=s * q) for j, s in zip(doc["jobs"], [0, s2, s3], strict=False)]
-                brute = min(brute, collisions(trial, q))
+                brute = min(brute, collisions(periods, comms, [0, s2 * q, s3 * q][:n], q))
         assert doc["feasible"] == (brute == 0)
-        assert collisions(doc["jobs"], q) == brute == doc["overlap_ms"] / q
+        chosen = collisions(periods, comms, [j["shift_ms"] for j in doc["jobs"]], q)
+        assert chosen == brute == doc["overlap_ms"] / q
 
 
 FAT_FABRIC = """\
@@ -69,6 +75,9 @@ jobs:
 
 
 def test_a_fabric_twice_the_hosts_rate_carries_two_bursts_without_stretching_them():
+    """By hand: a burst runs at the 40-Mbit/s host link's rate, and the 80-Mbit/s shared link carries
+    two such bursts at full rate (headroom 80 / 40 = 2), so no policy stretches one: each job keeps
+    its period. With a 40-Mbit/s shared link (headroom 1), the bursts that meet under `none` share it."""
     fat = plan.build_plan(spec.parse(FAT_FABRIC, "fat.yaml"))
     assert not fat["feasible"]  # the schedule still asks for exclusive use of the link
     assert [j["link_headroom"] for j in fat["jobs"]] == [2.0, 2.0]

@@ -1,5 +1,6 @@
 """The policy plug-in interface: a user's file, loaded by path, works wherever a built-in does."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -64,15 +65,82 @@ def test_a_half_imported_file_leaves_no_policy_behind(tmp_path, loaded):
     assert "half-a" not in policies.POLICIES
 
 
+def reference_fluid(jobs, offsets_ms, windows_ms=None, waits=lambda k: False, enforce=False, warmup=2,
+                    iterations=40) -> dict[str, float]:
+    """Each job's mean iteration (ms) in the fluid model as controller/theory/fluid.py's docstring
+    states it, written apart from that module: compute ``T - c`` then a burst of ``c`` ms of link
+    time; ``n`` bursts on the link each get ``1/n`` of it; burst ``k`` waits for its job's next
+    window start (``shift + m·T``) if ``waits(k)`` and it is not at one; with ``enforce`` a burst
+    moves only inside its windows ``[start, start + c)``. The mean runs from the end of burst
+    ``warmup`` to the last end, once every job has ended ``warmup + iterations + 1`` bursts.
+    ``jobs``: name -> (T, c); ``windows_ms``: name -> shift."""
+    tol = 1e-6
+    phase = dict.fromkeys(jobs, "compute")
+    ready, left, bursts, ends, until = dict(offsets_ms), dict.fromkeys(jobs, 0.0), dict.fromkeys(jobs, 0), \
+        {n: [] for n in jobs}, {}
+
+    def window(n, t):
+        """(start, end) of the window holding ``t`` or None, and the next window start (``t`` if at one)."""
+        period, comm = jobs[n]
+        start = windows_ms[n] + math.floor((t - windows_ms[n]) / period + tol) * period
+        return ((start, start + comm) if t < start + comm - tol else None,
+                start if abs(t - start) <= tol else start + period)
+
+    t = min(ready.values())
+    while min(len(e) for e in ends.values()) < warmup + iterations + 1:
+        for n in jobs:  # what happens at t
+            if phase[n] == "burst" and left[n] <= tol:
+                ends[n].append(t)
+                phase[n], ready[n] = "compute", t + jobs[n][0] - jobs[n][1]
+            if phase[n] == "compute" and ready[n] <= t + tol:
+                left[n], k = jobs[n][1], bursts[n]
+                bursts[n] += 1
+                if windows_ms is not None and waits(k) and abs(window(n, t)[1] - t) > tol:
+                    phase[n], until[n] = "wait", window(n, t)[1]
+                else:
+                    phase[n] = "burst"
+            elif phase[n] == "wait" and until[n] <= t + tol:
+                phase[n] = "burst"
+        sending = [n for n in jobs if phase[n] == "burst" and (not enforce or window(n, t)[0] is not None)]
+        step = [ready[n] for n in jobs if phase[n] == "compute"] + [until[n] for n in jobs if phase[n] == "wait"]
+        step += [t + left[n] * len(sending) for n in sending]
+        if enforce:  # a gated burst's window closes, or its next one opens
+            step += [window(n, t)[0][1] if window(n, t)[0] else window(n, t)[1] for n in jobs if phase[n] == "burst"]
+        t_next = min(step)
+        for n in sending:
+            left[n] -= (t_next - t) / len(sending)
+        t = t_next
+    return {n: (e[-1] - e[warmup]) / (len(e) - 1 - warmup) for n, e in ends.items()}
+
+
+def test_the_reference_fluid_model_on_cases_worked_by_hand():
+    """Two jobs of T = 300, c = 100 starting together share every burst: 200 ms each, then 200 of
+    compute, 400 ms an iteration; 100 ms apart they never meet: 300. Gated with both windows at 0,
+    each burst gets half the link for its 100-ms window and finishes in the next: two windows, 600."""
+    jobs = {"a": (300, 100), "b": (300, 100)}
+    assert reference_fluid(jobs, {"a": 0, "b": 0}) == pytest.approx({"a": 400, "b": 400})
+    assert reference_fluid(jobs, {"a": 0, "b": 100}) == pytest.approx({"a": 300, "b": 300})
+    gated = reference_fluid(jobs, {"a": 0, "b": 0}, {"a": 0, "b": 0}, waits=lambda k: True, enforce=True)
+    assert gated == pytest.approx({"a": 600, "b": 600})
+
+
 def test_the_fluid_model_realigns_every_fourth_burst_without_pausing_bursts(loaded):
     loaded(EXAMPLE)
     sched = compute_schedule([JobTiming("a", 401, 150), JobTiming("b", 600, 200)])
     res = fluid.compare_policies(sched, ("none", "shift", "gate", "realign4"))
-    ms = {p: {j: round(r.mean_iteration_ms, 1) for j, r in res[p].jobs.items()} for p in res}
-    # gcd 1: shift = none; gate waits whole periods; realign4 is in between
-    assert ms["shift"] == ms["none"] == {"a": 451.1, "b": 674.8}
-    assert ms["gate"] == {"a": 601.0, "b": 1199.0}
-    assert ms["realign4"] == {"a": 501.3, "b": 749.3}
+    ms = {p: {j: r.mean_iteration_ms for j, r in res[p].jobs.items()} for p in res}
+    jobs, shifts = {"a": (401, 150), "b": (600, 200)}, sched.shifts_ms
+    reference = {"none": reference_fluid(jobs, {"a": 0, "b": 0}),
+                 "shift": reference_fluid(jobs, shifts),
+                 "gate": reference_fluid(jobs, shifts, shifts, waits=lambda k: True, enforce=True),
+                 "realign4": reference_fluid(jobs, shifts, shifts, waits=lambda k: k % 4 == 0)}
+    for policy in ms:
+        assert ms[policy] == pytest.approx(reference[policy], abs=1e-6), policy
+    # gcd 1: shift = none; gate waits whole periods; realign4 is in between (lab 4's figures)
+    rounded = {p: {j: round(v, 1) for j, v in jobs_ms.items()} for p, jobs_ms in reference.items()}
+    assert rounded["shift"] == rounded["none"] == {"a": 451.1, "b": 674.8}
+    assert rounded["gate"] == {"a": 601.0, "b": 1199.0}
+    assert rounded["realign4"] == {"a": 501.3, "b": 749.3}
 
 
 def test_a_feasible_pair_keeps_its_solo_periods_under_realign4(loaded):
@@ -93,7 +161,9 @@ def test_the_scheduler_accepts_a_registered_policy_and_does_not_gate_it(loaded):
     assert not core.enforces_windows
     doc = core.schedule_doc()
     assert doc["policy"] == "realign4"
-    assert {n: j["offset_ms"] for n, j in doc["jobs"].items()} == core.schedule.shifts_ms
+    # its offsets separate the bursts: gcd(300, 600) = 300, so b may start 100 to 300 - 150 ms after a
+    offsets = {n: j["offset_ms"] for n, j in doc["jobs"].items()}
+    assert 100 <= (offsets["b"] - offsets["a"]) % 300 <= 150, offsets
     core.set_policy({"policy": "gate"}, now_s=1000.0)
     assert core.enforces_windows
     with pytest.raises(ApiError, match="must be one of none, shift, gate, random, realign4"):

@@ -1,0 +1,113 @@
+"""`shiftbed demo`, the README's front door, end to end on the real fabric.
+
+One demo at 4 s per policy (a few minutes, root), shared by the tests below. It
+plans and runs both of its scenarios under every built-in policy: the classroom
+pair, which a shift separates, and the coprime pair, which nothing separates
+(the infeasible case). The verdict each report must state is worked out here
+from the scenario files, by the gcd rule for two jobs: c_a + c_b <= gcd(T_a, T_b).
+"""
+
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from apps.hoststeal import HostBusy
+from scenarios import spec
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
+DURATION_S = 4
+SCENARIOS = {"classroom": REPO / "scenarios" / "classroom.yaml",
+             "two-jobs-coprime": REPO / "scenarios" / "two-jobs-coprime.yaml"}
+POLICIES = ("none", "shift", "gate", "random")  # the built-ins: a scenario without `policies:` runs them all
+RESULTS_FILES = ("scenario.yaml", "environment.json", "schedule.json", "iterations.csv", "link_bandwidth.csv",
+                 "windows.csv", "port_stats.csv", "summary.json", "report.md")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    out = tmp_path_factory.mktemp("demo")
+    result = subprocess.run([SHIFTBED, "demo", "--duration", str(DURATION_S), "--out", str(out), "--json"],
+                            capture_output=True, text=True, timeout=1200, cwd=REPO)
+    return result, out
+
+
+def separable(path: pathlib.Path) -> bool:
+    """Two jobs can be kept apart for ever iff their bursts fit in the gcd of their periods."""
+    a, b = spec.load(path).jobs
+    return a.comm_ms + b.comm_ms <= math.gcd(round(a.period_ms), round(b.period_ms))
+
+
+def test_the_gcd_rule_gives_one_feasible_and_one_infeasible_scenario():
+    """By hand: classroom 100 + 150 <= gcd(300, 600) = 300; coprime 150 + 200 > gcd(401, 600) = 1."""
+    assert separable(SCENARIOS["classroom"]) and not separable(SCENARIOS["two-jobs-coprime"])
+
+
+def reports(demo) -> dict[str, pathlib.Path]:
+    """The reports the demo's JSON names (its last line on stdout: whether stdout holds nothing
+    else is test_the_demo_prints_one_json_object's to judge)."""
+    result, _ = demo
+    assert result.returncode == 0, result.stderr[-3000:]
+    last = result.stdout.strip().splitlines()[-1]
+    return {name: pathlib.Path(path) for name, path in json.loads(last)["reports"].items()}
+
+
+@pytest.mark.root
+def test_the_demo_prints_one_json_object(demo):
+    result, _ = demo
+    assert result.returncode == 0, result.stderr[-3000:]
+    doc = json.loads(result.stdout)  # --json: one JSON object and nothing else on stdout
+    assert set(doc) == {"reports"}, doc
+
+
+@pytest.mark.root
+def test_the_demo_exits_0_and_its_json_names_a_report_per_scenario(demo):
+    _, out = demo
+    assert set(reports(demo)) == set(SCENARIOS)
+    for name, path in reports(demo).items():
+        assert path.name == "report.md" and path.is_file(), path
+        assert path.parent.parent == out / name, path  # OUT/<scenario>/<run>/report.md
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_each_report_states_the_theorys_verdict(demo, name):
+    text = reports(demo)[name].read_text()
+    verdict = "feasible" if separable(SCENARIOS[name]) else "infeasible"
+    assert f"- Schedule: {verdict}." in text, text[:2000]
+    a, b = spec.load(SCENARIOS[name]).jobs
+    gcd_ms, comm_sum_ms = math.gcd(round(a.period_ms), round(b.period_ms)), a.comm_ms + b.comm_ms
+    row = f"| {a.name} – {b.name} | {gcd_ms:g} | {comm_sum_ms:g} | {'yes' if verdict == 'feasible' else '**no**'} |"
+    assert row in text, (row, text[:3000])
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_each_results_folder_is_complete_with_its_fidelity(demo, name):
+    folder = reports(demo)[name].parent
+    for file in RESULTS_FILES:
+        assert (folder / file).is_file(), file
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["scenario"] == name
+    assert summary["complete"] is True and summary["incomplete_reason"] is None and not summary["gaps"]
+    assert set(summary["policies"]) == set(POLICIES)
+    jobs = {job.name for job in spec.load(SCENARIOS[name]).jobs}
+    for policy, entry in summary["policies"].items():
+        assert set(entry["jobs"]) == jobs, policy
+        for job, j in entry["jobs"].items():
+            # >= 1: under `gate` the coprime pair's beta takes about two 600-ms windows per iteration
+            assert j["iterations"] >= 1 and j["mean_iteration_ms"] > 0 and j["predicted_iteration_ms"] > 0, (policy, job)
+    fidelity = summary["fidelity"]
+    for key in ("solo_rate_ratio", "capture_drops", "disturbed", "host_steal_pct", "drifted"):
+        assert key in fidelity, key
+    if not summary["fidelity_ok"] and fidelity["disturbed"]:  # the host took the CPU in every attempt
+        raise HostBusy(f"the demo's {name} run ({', '.join(fidelity['disturbed'])})",
+                       [fidelity["host_steal_pct"][what] for what in fidelity["disturbed"]])
+    assert summary["fidelity_ok"] is True, fidelity["advice"]
