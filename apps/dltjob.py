@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import random
 import signal
@@ -47,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from apps.iperf import receiver_port
+from controller.theory.windows import next_window_index, window_start_ms
 
 PATTERNS = ("ring", "ps")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
@@ -278,10 +278,9 @@ def late_launch_ms(window_ms: float, burst_ms: float | None) -> float:
 
 def next_window_start(plan: JobPlan, t_s: float, tolerance_ms: float = WINDOW_TOLERANCE_MS) -> float:
     """Start of the first window ``epoch + offset + m·T`` (m ≥ 0) not more than ``tolerance_ms`` past ``t_s``."""
-    first = plan.epoch_s + plan.offset_ms / 1000
-    period_s = plan.period_ms / 1000
-    m = max(0, math.ceil((t_s - tolerance_ms / 1000 - first) / period_s - 1e-9))
-    return first + m * period_s
+    t_ms = (t_s - plan.epoch_s) * 1000 - tolerance_ms
+    m = max(0, next_window_index(plan.offset_ms, plan.period_ms, t_ms, 1e-9))
+    return plan.epoch_s + window_start_ms(plan.offset_ms, plan.period_ms, m) / 1000
 
 
 @dataclass

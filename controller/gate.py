@@ -35,8 +35,9 @@ matches the data ports only, so iperf3's control connection is never cut.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from controller.theory.windows import last_window_index, window_start_ms, windows_between
 
 GATE_PRIORITY = 10100  # > controller.forwarding.SCHEDULER_MIN_PRIORITY (10000)
 GATE_TABLE = 0
@@ -153,10 +154,9 @@ class WindowGate:
     def is_open(self, job: str, t_s: float) -> bool:
         """Is ``job``'s window open at unix time ``t_s``? (Before the epoch: closed.)"""
         w = self.windows[job]
-        since_ms = (t_s - self.epoch_s) * 1000 - w.shift_ms
-        if since_ms < 0:
-            return False
-        return math.fmod(since_ms, w.period_ms) < w.window_ms
+        since_ms = (t_s - self.epoch_s) * 1000
+        k = last_window_index(w.shift_ms, w.period_ms, since_ms)
+        return k >= 0 and since_ms < window_start_ms(w.shift_ms, w.period_ms, k) + w.window_ms
 
     def _rule_mods(self, job: str, command: str) -> tuple:
         meter = self.meter_ids[job] if self.mode == "floor" else None
@@ -201,17 +201,11 @@ class WindowGate:
         t1_ms = (t1_s - self.epoch_s) * 1000
         for job, w in self.windows.items():
             # edge times in ms after the epoch, so equal instants compare equal
-            k = max(0, math.floor((t0_ms - w.shift_ms) / w.period_ms) - 1)
-            while True:
-                open_ms = w.shift_ms + k * w.period_ms
-                close_ms = open_ms + w.window_ms
-                if open_ms >= t1_ms:
-                    break
+            for open_ms, close_ms in windows_between(w.shift_ms, w.period_ms, w.window_ms, t0_ms, t1_ms):
                 if t0_ms <= open_ms:
                     out.append((round(open_ms, 9), True, job))
-                if t0_ms <= close_ms < t1_ms:
+                if close_ms < t1_ms:
                     out.append((round(close_ms, 9), False, job))
-                k += 1
         out.sort()
         return [Edge(self.epoch_s + t_ms / 1000, job, opening,
                      self.open_mods(job) if opening else self.close_mods(job))

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 from controller.theory.policies import Policy, get_policy
 from controller.theory.schedule import Schedule
+from controller.theory.windows import last_window_index, next_window_index, window_start_ms
 
 _EPS = 1e-9
 
@@ -107,13 +108,14 @@ class Window:
     grace_ms: float = 0.0
 
     def next_start(self, t_ms: float) -> float:
-        k = math.ceil((t_ms - self.shift_ms) / self.period_ms - _EPS)
-        return self.shift_ms + k * self.period_ms
+        """Start of the first window that opens at or after ``t_ms``."""
+        return window_start_ms(self.shift_ms, self.period_ms,
+                               next_window_index(self.shift_ms, self.period_ms, t_ms, _EPS))
 
     def last_start(self, t_ms: float) -> float:
         """Start of the latest window that opened at or before ``t_ms``."""
-        k = math.floor((t_ms - self.shift_ms) / self.period_ms + _EPS)
-        return self.shift_ms + k * self.period_ms
+        return window_start_ms(self.shift_ms, self.period_ms,
+                               last_window_index(self.shift_ms, self.period_ms, t_ms, _EPS))
 
     def takes(self, t_ms: float) -> bool:
         """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
