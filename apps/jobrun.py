@@ -26,6 +26,7 @@ import requests
 
 from apps import dltjob
 from apps.iperf import kill_pid
+from apps.iterations import iteration_table
 
 
 def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: list[str], *,
@@ -125,13 +126,7 @@ def wait_drivers(drivers: dict, timeout_s: float = 120.0) -> dict:
     return codes
 
 
-def per_iteration(rows):
-    """Driver CSV rows (pandas) → one row per job iteration with ``iteration_ms`` and ``comm_ms``."""
-    it = rows.groupby(["job", "iteration"]).agg(start=("start", "min"), comm_start=("comm_start", "min"),
-                                                comm_end=("comm_end", "max"), end=("end", "max")).reset_index()
-    it["iteration_ms"] = (it["end"] - it["start"]) * 1000
-    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000
-    return it
+per_iteration = iteration_table  # the name tests/integration/test_gate_jobs.py reads
 
 
 def calibrate(specs, run_dir: str, *, iterations: int = 8, fabric=None, start_in_s: float = 1.0) -> dict:
@@ -152,7 +147,7 @@ def calibrate(specs, run_dir: str, *, iterations: int = 8, fabric=None, start_in
         end_leftover_servers(job_dir)
         if codes[spec.name] != 0:
             raise RuntimeError(f"solo run of {spec.name} failed: see {job_dir}/{spec.name}.driver.err")
-        it = per_iteration(pd.read_csv(os.path.join(job_dir, f"{spec.name}.csv"))).iloc[1:]
+        it = iteration_table(pd.read_csv(os.path.join(job_dir, f"{spec.name}.csv"))).iloc[1:]
         data_ms = max(t.nbytes for phase in dltjob.collective(spec) for t in phase) * 8 / (spec.link_mbps * 1e3)
         out[spec.name] = {
             "iteration_ms": float(it["iteration_ms"].mean()), "iteration_sd_ms": float(it["iteration_ms"].std()),

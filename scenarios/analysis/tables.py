@@ -11,24 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from apps.iterations import iteration_table  # noqa: F401  (the run's iterations, read here)
+
 BIN_MS = 10.0
-
-
-def iteration_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per (policy, job, iteration) from per-worker rows.
-
-    A job's iteration starts when its first worker starts and ends when its
-    last worker's transfer is done (the barrier); ``comm_ms`` runs from the
-    first launch to the last exit.
-    """
-    keys = ["policy", "job", "iteration"]
-    it = (rows.groupby(keys, sort=True)
-          .agg(start=("start", "min"), comm_start=("comm_start", "min"), comm_end=("comm_end", "max"),
-               end=("end", "max"), bytes=("bytes", "sum"))
-          .reset_index())
-    it["iteration_ms"] = (it["end"] - it["start"]) * 1000.0
-    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000.0
-    return it
 
 
 def job_means(it: pd.DataFrame, warmup: int = 1) -> dict[str, dict]:
