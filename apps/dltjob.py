@@ -391,11 +391,9 @@ class IperfTransport:
 
 def fetch_plan(controller_url: str, job: str, timeout_s: float = 5.0) -> JobPlan:
     """Ask the scheduler's REST API for this job's plan."""
-    import requests
+    from controller.scheduler_client import SchedulerClient
 
-    answer = requests.get(f"{controller_url.rstrip('/')}/shiftbed/schedule", timeout=timeout_s)
-    answer.raise_for_status()
-    return JobPlan.from_schedule(answer.json(), job)
+    return JobPlan.from_schedule(SchedulerClient(controller_url, timeout_s).schedule(), job)
 
 
 def main(argv=None) -> int:
