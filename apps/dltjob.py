@@ -45,8 +45,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from apps.iperf import receiver_port
 from controller.theory.windows import next_window_index, window_start_ms
+from topo.tcp_ports import FIRST_SERVER_PORT, receiver_port
 
 PATTERNS = ("ring", "ps")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
@@ -73,7 +73,7 @@ class JobSpec:
     pattern: str = "ring"
     link_mbps: float = 100.0
     fill: float = 0.8
-    base_port: int = 5201
+    base_port: int = FIRST_SERVER_PORT  # its flows' server ports count up from here (topo/tcp_ports.py)
     jitter_ms: float = 0.0
     seed: int = 0
 
@@ -110,7 +110,7 @@ class Transfer:
     src: Worker
     dst: Worker
     port: int  # iperf3 server port on src (data source port)
-    cport: int  # client data port on dst (data destination port)
+    cport: int  # client data port on dst (data destination port): topo.tcp_ports.receiver_port(port)
     nbytes: int
 
 

@@ -8,7 +8,8 @@ Why this shape (see ../shared/PLATFORM.md):
   one writes a pid file and is ended by that PID, never by name;
 - ``--cport`` pins the client's *data* stream port while the control
   connection stays ephemeral: the gate matches the data flow's two ports and
-  never cuts iperf3's control channel;
+  never cuts iperf3's control channel (which ports mean what: the port plan,
+  ``topo/tcp_ports.py``);
 - bursts run in **reverse mode** (``-R``: the server sends, the client
   receives): measured on the fabric, a forward ``-n`` client declares the
   test done once the bytes are in its socket buffer and the server then
@@ -32,6 +33,8 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+
+from topo.tcp_ports import EPHEMERAL_PORT_MIN, RECEIVER_PORT_MIN, check_server_port
 
 IPERF3 = "iperf3"
 
@@ -58,27 +61,6 @@ BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bu
 # up within a round trip, bbr probes for it over several. Measured in
 # docs/accuracy.md (fifth session).
 CONGESTION = "cubic"
-# Port ranges the fabric's priority class (topo/leafspine.py) tells apart by
-# their top bits: iperf3's control connections keep an ephemeral client port
-# (>= 32768); a reverse-mode client binds its data socket to a port in
-# [16384, 32768), and since it never sends data, its small packets (the data
-# connection's cookie, its FIN) may pass queued data; the data sender, the
-# server, listens below 16384, so its small segments stay behind its data.
-EPHEMERAL_PORT_MIN = 32768
-RECEIVER_PORT_MIN = 16384
-
-
-def check_server_port(port: int) -> None:
-    """Servers (the senders) listen below the receivers' range: their small segments must stay
-    behind their data in the fabric's queues, and only the receivers' go in the priority class."""
-    if not 0 < port < RECEIVER_PORT_MIN:
-        raise ValueError(f"server port must be in 1..{RECEIVER_PORT_MIN - 1}, got {port}")
-
-
-def receiver_port(server_port: int) -> int:
-    """The client data port that pairs with ``server_port``: same low bits, in the receivers' range."""
-    check_server_port(server_port)
-    return RECEIVER_PORT_MIN + server_port
 
 
 def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True) -> list[str]:

@@ -33,11 +33,12 @@ from apps import dltjob
 from apps.iperf import kill_pid
 from apps.iterations import iteration_table
 from controller.scheduler_client import SchedulerClient
+from topo.tcp_ports import FIRST_SERVER_PORT
 
 
 def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: list[str], *,
                   pattern: str = "ring", link_mbps: float | None = None, fill: float = 0.8,
-                  base_port: int = 5201, jitter_ms: float = 0.0, seed: int = 0) -> dltjob.JobSpec:
+                  base_port: int = FIRST_SERVER_PORT, jitter_ms: float = 0.0, seed: int = 0) -> dltjob.JobSpec:
     """A :class:`~apps.dltjob.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs)."""
     workers = tuple(dltjob.Worker(h, fabric.ip(h), fabric.host(h).pid) for h in hosts)
     rate = link_mbps or min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps)

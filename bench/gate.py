@@ -34,6 +34,7 @@ from apps.capture import Capture  # noqa: E402
 from controller.scheduler_client import SchedulerClient  # noqa: E402
 from scenarios.analysis import gatecheck  # noqa: E402
 from scenarios.analysis.pcap import read_pcap  # noqa: E402
+from topo.tcp_ports import receiver_port  # noqa: E402
 
 LINK_MBPS = 50.0
 SHARED_IF = "leaf1-eth5"  # hosts_per_leaf=4: leaf port 4 + S faces spine S
@@ -112,7 +113,7 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
 
 def burst_overhead(fabric, work: Path, n: int = 20, nbytes: int = 250_000) -> dict:
     src, dst, port = "h1", "h5", 8201
-    cport = iperf.receiver_port(port)
+    cport = receiver_port(port)
     s = iperf.start_server(port, str(work / "burst.pid"), fabric.host(src).pid)
     fabric.track(s.pid, "iperf3:burst")
     iperf.tune_host_tcp(fabric.host(dst).pid)
