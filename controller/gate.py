@@ -37,15 +37,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.forwarding import (
+    ETH_TYPE_IPV4,
+    GOTO_TABLE_AFTER_GATE,  # noqa: F401  (controller/scheduler_app.py imports it from here)
+    IP_PROTOS,
+    SCHEDULER_MIN_PRIORITY,
+)
 from controller.theory.windows import last_window_index, window_start_ms, windows_between
 
-GATE_PRIORITY = 10100  # > controller.forwarding.SCHEDULER_MIN_PRIORITY (10000)
+GATE_PRIORITY = SCHEDULER_MIN_PRIORITY + 100  # 10100: above all forwarding
 GATE_TABLE = 0
-GOTO_TABLE_AFTER_GATE = 1  # the fabric's copy of forwarding (controller/forwarding.py)
 MODES = ("block", "floor")
 TOGGLES = ("delete", "modify")  # open = delete the closing rule, or modify it to pass
-ETH_TYPE_IPV4 = 0x0800
-IP_PROTOS = {"tcp": 6, "udp": 17}
 
 
 @dataclass(frozen=True)
