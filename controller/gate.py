@@ -101,8 +101,10 @@ class MeterMod:
 
 
 @dataclass(frozen=True)
-class JobWindow:
-    """When a job may send: from ``shift_ms`` every ``period_ms`` for ``window_ms``."""
+class GateWindow:
+    """When the gate lets a job send: from ``shift_ms`` after the epoch, every ``period_ms``, for
+    ``window_ms`` (``controller/theory/windows.py``). The fields are in the order of
+    ``SchedulerCore.windows_ms()``."""
 
     period_ms: float
     shift_ms: float
@@ -111,6 +113,9 @@ class JobWindow:
     def __post_init__(self):
         if not 0 < self.window_ms < self.period_ms:
             raise ValueError(f"need 0 < window_ms < period_ms, got {self.window_ms}, {self.period_ms}")
+
+
+JobWindow = GateWindow  # the name controller/scheduler_app.py imports
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,7 @@ class Edge:
 class WindowGate:
     """Window edges and their messages for a set of jobs, an epoch (unix s) and a mode."""
 
-    def __init__(self, windows: dict[str, JobWindow], flows: dict[str, list[DataFlow]],
+    def __init__(self, windows: dict[str, GateWindow], flows: dict[str, list[DataFlow]],
                  epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "delete"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -149,7 +154,7 @@ class WindowGate:
     def from_schedule(cls, schedule, flows: dict[str, list[DataFlow]], epoch_s: float,
                       guard_ms: float = 0.0, **kwargs) -> WindowGate:
         """Windows from a ``controller.theory.schedule.Schedule``: shift from ``shifts_ms``, length ``comm_ms + guard_ms``."""
-        windows = {j.name: JobWindow(j.period_ms, schedule.shifts_ms[j.name], j.comm_ms + guard_ms)
+        windows = {j.name: GateWindow(j.period_ms, schedule.shifts_ms[j.name], j.comm_ms + guard_ms)
                    for j in schedule.jobs}
         return cls(windows, flows, epoch_s, **kwargs)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from apps.dltjob import JobPlan, next_window_start
-from controller.gate import DataFlow, JobWindow, WindowGate
+from controller.gate import DataFlow, GateWindow, WindowGate
 from controller.theory.windows import (
     last_window_index,
     next_window_index,
@@ -46,7 +46,7 @@ def test_windows_between_keeps_what_overlaps_and_nothing_before_the_epoch():
 
 def test_gate_driver_and_analysis_agree_on_every_edge():
     flows = {name: [DataFlow(0x101, "10.0.0.1", "10.0.0.3", 5201 + i)] for i, name in enumerate(DOC["jobs"])}
-    windows = {name: JobWindow(j["period_ms"], j["shift_ms"], j["window_ms"]) for name, j in DOC["jobs"].items()}
+    windows = {name: GateWindow(j["period_ms"], j["shift_ms"], j["window_ms"]) for name, j in DOC["jobs"].items()}
     edges = WindowGate(windows, flows, EPOCH_S).edges(EPOCH_S, EPOCH_S + 3.0)
     rows = gatecheck.window_rows("gate", DOC, 3.0)
     for name, j in DOC["jobs"].items():
