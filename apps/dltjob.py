@@ -208,7 +208,7 @@ class TransferResult:
 
 # The driver's wake-ups are the job's clock. Under Linux's default scheduler a
 # busy two-CPU VM woke drivers up to 21 ms late (p99 4 ms, 25,000 iterations;
-# docs/accuracy.md, thirteenth session), enough to move a burst by a tenth of a
+# docs/accuracy.md), enough to move a burst by a tenth of a
 # window. A real-time policy puts a wake-up ahead of every normal process.
 CLOCK_RT_PRIORITY = 10
 
@@ -264,7 +264,7 @@ WINDOW_TOLERANCE_MS = 2.0
 # ... or, for a job whose burst length alone is known, as late as still leaves it
 # this much of its window at the end. With 2 ms only, a classroom alpha whose
 # burst took 20 ms more than alone lost a whole period waiting for its next
-# window, though 37 ms of the window were left (docs/accuracy.md, twelfth session).
+# window, though 37 ms of the window were left (docs/accuracy.md).
 LATE_LAUNCH_GUARD_MS = 10.0
 
 

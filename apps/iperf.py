@@ -1,6 +1,6 @@
 """iperf3 3.12 helpers: one server per flow, clients with a pinned data port.
 
-Why this shape (see ../shared/PLATFORM.md):
+Why this shape (see docs/platform.md):
 
 - an iperf3 server serves one test at a time, so every concurrent flow gets its
   own server port;
@@ -55,11 +55,10 @@ BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bu
 # Bursts run with TCP_NODELAY (``-N``), as NCCL's socket transport does:
 # with Nagle, the 7 436-byte remainder of each 16 KiB block (MSS 8 948) waited
 # for an ACK. And with one congestion control (``-C``; the sending server
-# applies both) instead of the machine's default, which is bbr on the
-# project's machine and cubic on Debian. The fluid model hands a finished
-# burst's share of the link to the others at once; loss-based cubic takes it
-# up within a round trip, bbr probes for it over several. Measured in
-# docs/accuracy.md (fifth session).
+# applies both) instead of the machine's default, which may be bbr (cubic on
+# Debian). The fluid model hands a finished burst's share of the link to the
+# others at once; loss-based cubic takes it up within a round trip, bbr probes
+# for it over several. Measured in docs/accuracy.md.
 CONGESTION = "cubic"
 
 
@@ -100,8 +99,8 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
 # kernel's default (no limit) it writes the whole autotuned send buffer early
 # and spins for the rest: measured on a 50 Mbit/s veth, a 3 MiB burst's last
 # write came at 351 of 503 ms and 1 668 selects followed; at 16 KiB the last
-# write came at 476 of 506 ms and 582 followed, at the same rate (docs/accuracy.md,
-# eighth session). The spin takes a core from the single-threaded userspace switch.
+# write came at 476 of 506 ms and 582 followed, at the same rate (docs/accuracy.md).
+# The spin takes a core from the single-threaded userspace switch.
 NOTSENT_LOWAT_BYTES = 16384
 
 

@@ -1,9 +1,10 @@
 """The gate: schedule + epoch + time -> window edges and the OpenFlow messages for each, as data.
 
 Faucet style: :class:`WindowGate` never touches a socket and imports no Ryu;
-``controller/scheduler_app.py`` turns its :class:`GateFlowMod` /
-:class:`MeterMod` values into OpenFlow 1.3 messages, sends them at each edge's
-time from a ``hub`` timer and follows each edge with a barrier.
+``controller/openflow.py`` turns its :class:`GateFlowMod` / :class:`MeterMod`
+values into OpenFlow 1.3 messages, and ``controller/scheduler_app.py`` sends
+them at each edge's time from a ``hub`` timer and follows each edge with a
+barrier. A job's windows are computed in ``controller/theory/windows.py``.
 
 Job ``j`` may send during ``[epoch + shift_j + k·T_j, … + window_j)``,
 ``window_j = comm_j`` (+ ``guard_ms``). Outside, its *data* flows (matched
@@ -16,12 +17,12 @@ either
   above all forwarding) with no instructions; opening the window deletes it
   (strict), closing adds it back; or
 - ``mode="floor"``: sent through a per-job OpenFlow meter (drop band at
-  ``floor_kbps``, burst ``0.25 × rate`` as PLATFORM.md measured TCP needs) and
+  ``floor_kbps``, burst ``0.25 × rate``, which TCP needs: docs/platform.md) and
   ``goto_table:1``, where the fabric keeps a copy of forwarding.
 
-Why these mechanisms (measured here, docs/gate.md; ../shared/PLATFORM.md):
+Why these mechanisms (measurements in docs/gate.md and docs/platform.md):
 a Ryu flow-mod + barrier lands on the wire 1.3-1.7 ms after its due time on an
-idle link (p95 2-6 ms for 1-4 jobs, with a run-to-run spread on this shared
+idle link (p95 2-6 ms for 1-4 jobs, with a run-to-run spread on a shared
 2-core machine), nearly all of it Open vSwitch applying the change (the
 controller sends within 0.05 ms). Opening by ``modify`` of an always-present
 rule measured the same within that spread as ``delete``, so ``toggle="delete"`` is the default: the open state is

@@ -98,7 +98,7 @@ class FabricIntf(TCIntf):
     """A TC-shaped interface that also sets its MTU (jumbo frames by default).
 
     Jumbo frames are what lets the single-threaded userspace datapath keep up
-    (see PLATFORM.md: 4 flows at 50 Mbit/s hold 98 % with MTU 9000, 34 % with 1500).
+    (docs/platform.md: 4 flows at 50 Mbit/s hold 98 % with MTU 9000, 34 % with 1500).
     """
 
     def config(self, mtu=JUMBO_MTU, queue_ms=DEFAULT_QUEUE_MS, **params):
@@ -163,7 +163,7 @@ class FabricLink(TCLink):
     """veth pair with HTB rate, MTU and TX/RX checksum offload off on both ends.
 
     Offload must be off: with the userspace datapath, TCP through veth hangs
-    otherwise (PLATFORM.md).
+    otherwise (docs/platform.md).
     """
 
     def __init__(self, *args, **kwargs):
