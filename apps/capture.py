@@ -1,6 +1,6 @@
 """Packet capture at a link with tcpdump, tracked by PID.
 
-PLATFORM.md: scapy's live sniffer keeps up with ~3 000 packets/s, tcpdump
+docs/platform.md: scapy's live sniffer keeps up with ~3 000 packets/s, tcpdump
 (``-s 96 -B 16384 -w``) with 100 % at 30 000 packets/s; so capture with
 tcpdump to a pcap and parse offline (``scenarios/analysis/pcap.py``). Switch ports live
 in the root namespace, so the shared link is captured on its switch-side

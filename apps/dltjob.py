@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import random
 import signal
@@ -46,7 +45,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from apps.iperf import receiver_port
+from controller.theory.windows import next_window_index, window_start_ms
+from topo.tcp_ports import FIRST_SERVER_PORT, receiver_port
 
 PATTERNS = ("ring", "ps")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
@@ -73,7 +73,7 @@ class JobSpec:
     pattern: str = "ring"
     link_mbps: float = 100.0
     fill: float = 0.8
-    base_port: int = 5201
+    base_port: int = FIRST_SERVER_PORT  # its flows' server ports count up from here (topo/tcp_ports.py)
     jitter_ms: float = 0.0
     seed: int = 0
 
@@ -110,7 +110,7 @@ class Transfer:
     src: Worker
     dst: Worker
     port: int  # iperf3 server port on src (data source port)
-    cport: int  # client data port on dst (data destination port)
+    cport: int  # client data port on dst (data destination port): topo.tcp_ports.receiver_port(port)
     nbytes: int
 
 
@@ -208,7 +208,7 @@ class TransferResult:
 
 # The driver's wake-ups are the job's clock. Under Linux's default scheduler a
 # busy two-CPU VM woke drivers up to 21 ms late (p99 4 ms, 25,000 iterations;
-# docs/accuracy.md, thirteenth session), enough to move a burst by a tenth of a
+# docs/accuracy.md), enough to move a burst by a tenth of a
 # window. A real-time policy puts a wake-up ahead of every normal process.
 CLOCK_RT_PRIORITY = 10
 
@@ -264,7 +264,7 @@ WINDOW_TOLERANCE_MS = 2.0
 # ... or, for a job whose burst length alone is known, as late as still leaves it
 # this much of its window at the end. With 2 ms only, a classroom alpha whose
 # burst took 20 ms more than alone lost a whole period waiting for its next
-# window, though 37 ms of the window were left (docs/accuracy.md, twelfth session).
+# window, though 37 ms of the window were left (docs/accuracy.md).
 LATE_LAUNCH_GUARD_MS = 10.0
 
 
@@ -278,10 +278,9 @@ def late_launch_ms(window_ms: float, burst_ms: float | None) -> float:
 
 def next_window_start(plan: JobPlan, t_s: float, tolerance_ms: float = WINDOW_TOLERANCE_MS) -> float:
     """Start of the first window ``epoch + offset + m·T`` (m ≥ 0) not more than ``tolerance_ms`` past ``t_s``."""
-    first = plan.epoch_s + plan.offset_ms / 1000
-    period_s = plan.period_ms / 1000
-    m = max(0, math.ceil((t_s - tolerance_ms / 1000 - first) / period_s - 1e-9))
-    return first + m * period_s
+    t_ms = (t_s - plan.epoch_s) * 1000 - tolerance_ms
+    m = max(0, next_window_index(plan.offset_ms, plan.period_ms, t_ms, 1e-9))
+    return plan.epoch_s + window_start_ms(plan.offset_ms, plan.period_ms, m) / 1000
 
 
 @dataclass
@@ -392,11 +391,9 @@ class IperfTransport:
 
 def fetch_plan(controller_url: str, job: str, timeout_s: float = 5.0) -> JobPlan:
     """Ask the scheduler's REST API for this job's plan."""
-    import requests
+    from controller.scheduler_client import SchedulerClient
 
-    answer = requests.get(f"{controller_url.rstrip('/')}/shiftbed/schedule", timeout=timeout_s)
-    answer.raise_for_status()
-    return JobPlan.from_schedule(answer.json(), job)
+    return JobPlan.from_schedule(SchedulerClient(controller_url, timeout_s).schedule(), job)
 
 
 def main(argv=None) -> int:

@@ -6,8 +6,7 @@ all software on two cores, so stolen time stretches every process start,
 every burst and every packet's path through Open vSwitch: with 35 % stolen,
 four 50-Mbit/s flows got 43-45 Mbit/s here, with 1-3 % they got 49.3-49.6;
 in a classroom run with 7-13 % stolen during its policies, bursts took a
-quarter longer than alone in calibration (docs/accuracy.md, twelfth
-session). A measurement taken while the host took more than
+quarter longer than alone in calibration (docs/accuracy.md). A measurement taken while the host took more than
 :data:`MAX_STEAL_PCT` says more about the host than about shiftbed.
 """
 

@@ -1,6 +1,6 @@
 """iperf3 3.12 helpers: one server per flow, clients with a pinned data port.
 
-Why this shape (see ../shared/PLATFORM.md):
+Why this shape (see docs/platform.md):
 
 - an iperf3 server serves one test at a time, so every concurrent flow gets its
   own server port;
@@ -8,7 +8,8 @@ Why this shape (see ../shared/PLATFORM.md):
   one writes a pid file and is ended by that PID, never by name;
 - ``--cport`` pins the client's *data* stream port while the control
   connection stays ephemeral: the gate matches the data flow's two ports and
-  never cuts iperf3's control channel;
+  never cuts iperf3's control channel (which ports mean what: the port plan,
+  ``topo/tcp_ports.py``);
 - bursts run in **reverse mode** (``-R``: the server sends, the client
   receives): measured on the fabric, a forward ``-n`` client declares the
   test done once the bytes are in its socket buffer and the server then
@@ -33,6 +34,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from topo.tcp_ports import EPHEMERAL_PORT_MIN, RECEIVER_PORT_MIN, check_server_port
+
 IPERF3 = "iperf3"
 
 
@@ -52,33 +55,11 @@ BLOCK_BYTES = 16384  # iperf3 -n rounds up to whole blocks: small blocks keep bu
 # Bursts run with TCP_NODELAY (``-N``), as NCCL's socket transport does:
 # with Nagle, the 7 436-byte remainder of each 16 KiB block (MSS 8 948) waited
 # for an ACK. And with one congestion control (``-C``; the sending server
-# applies both) instead of the machine's default, which is bbr on the
-# project's machine and cubic on Debian. The fluid model hands a finished
-# burst's share of the link to the others at once; loss-based cubic takes it
-# up within a round trip, bbr probes for it over several. Measured in
-# docs/accuracy.md (fifth session).
+# applies both) instead of the machine's default, which may be bbr (cubic on
+# Debian). The fluid model hands a finished burst's share of the link to the
+# others at once; loss-based cubic takes it up within a round trip, bbr probes
+# for it over several. Measured in docs/accuracy.md.
 CONGESTION = "cubic"
-# Port ranges the fabric's priority class (topo/leafspine.py) tells apart by
-# their top bits: iperf3's control connections keep an ephemeral client port
-# (>= 32768); a reverse-mode client binds its data socket to a port in
-# [16384, 32768), and since it never sends data, its small packets (the data
-# connection's cookie, its FIN) may pass queued data; the data sender, the
-# server, listens below 16384, so its small segments stay behind its data.
-EPHEMERAL_PORT_MIN = 32768
-RECEIVER_PORT_MIN = 16384
-
-
-def check_server_port(port: int) -> None:
-    """Servers (the senders) listen below the receivers' range: their small segments must stay
-    behind their data in the fabric's queues, and only the receivers' go in the priority class."""
-    if not 0 < port < RECEIVER_PORT_MIN:
-        raise ValueError(f"server port must be in 1..{RECEIVER_PORT_MIN - 1}, got {port}")
-
-
-def receiver_port(server_port: int) -> int:
-    """The client data port that pairs with ``server_port``: same low bits, in the receivers' range."""
-    check_server_port(server_port)
-    return RECEIVER_PORT_MIN + server_port
 
 
 def client_argv(server_ip: str, port: int, cport: int, nbytes: int, reverse: bool = True) -> list[str]:
@@ -118,8 +99,8 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
 # kernel's default (no limit) it writes the whole autotuned send buffer early
 # and spins for the rest: measured on a 50 Mbit/s veth, a 3 MiB burst's last
 # write came at 351 of 503 ms and 1 668 selects followed; at 16 KiB the last
-# write came at 476 of 506 ms and 582 followed, at the same rate (docs/accuracy.md,
-# eighth session). The spin takes a core from the single-threaded userspace switch.
+# write came at 476 of 506 ms and 582 followed, at the same rate (docs/accuracy.md).
+# The spin takes a core from the single-threaded userspace switch.
 NOTSENT_LOWAT_BYTES = 16384
 
 

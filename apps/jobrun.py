@@ -6,11 +6,16 @@ same few steps, so they live here once::
     specs = [job_on_fabric(fabric, "a", 200, 80, ["h1", "h3"], base_port=5201), ...]
     rest = fabric.controller.rest_url          # controller started with controller.scheduler_app
     register_jobs(rest, fabric.wiring, specs)   # POST /shiftbed/jobs (flows matched at each sender's leaf)
-    schedule = set_policy(rest, "gate", start_in_s=2.0)
+    scheduler = SchedulerClient(rest)
+    schedule = scheduler.set_policy("gate", start_in_s=2.0)
     solo = calibrate(specs, run_dir, fabric=fabric)  # each job alone: solo iteration/comm/overhead
     drivers = start_drivers(specs, run_dir, rest, iterations=20, fabric=fabric)
     wait_drivers(drivers)                       # rows in <run_dir>/<job>.csv
-    stop_gate(rest)
+    scheduler.stop()
+
+The scheduler's REST API is :class:`controller.scheduler_client.SchedulerClient`;
+:func:`set_policy`, :func:`stop_gate`, :func:`get` and :func:`remove_jobs` are
+one-line shorthands for its methods, taking the controller's URL.
 
 Nothing here imports Mininet or Ryu: the fabric is duck-typed (``host(name).pid``,
 ``ip(name)``, ``wiring.host(name).leaf``, ``track(pid, label)``).
@@ -22,15 +27,18 @@ import glob
 import os
 import time
 
-import requests
+import requests  # noqa: F401  (tests/integration/test_gate_jobs.py sends raw requests as jobrun.requests)
 
 from apps import dltjob
 from apps.iperf import kill_pid
+from apps.iterations import iteration_table
+from controller.scheduler_client import SchedulerClient
+from topo.tcp_ports import FIRST_SERVER_PORT
 
 
 def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: list[str], *,
                   pattern: str = "ring", link_mbps: float | None = None, fill: float = 0.8,
-                  base_port: int = 5201, jitter_ms: float = 0.0, seed: int = 0) -> dltjob.JobSpec:
+                  base_port: int = FIRST_SERVER_PORT, jitter_ms: float = 0.0, seed: int = 0) -> dltjob.JobSpec:
     """A :class:`~apps.dltjob.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs)."""
     workers = tuple(dltjob.Worker(h, fabric.ip(h), fabric.host(h).pid) for h in hosts)
     rate = link_mbps or min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps)
@@ -49,39 +57,32 @@ def job_request(wiring, spec: dltjob.JobSpec) -> dict:
             "workers": [w.name for w in spec.workers], "flows": flows}
 
 
-def _check(answer: requests.Response) -> dict:
-    if answer.status_code >= 400:
-        raise RuntimeError(f"scheduler said {answer.status_code}: {answer.text[:300]}")
-    return answer.json()
-
-
 def register_jobs(rest_url: str, wiring, specs) -> dict:
     """Register every job (replacing one of the same name); returns the schedule."""
-    doc = {}
+    client, doc = SchedulerClient(rest_url), {}
     for spec in specs:
-        requests.delete(f"{rest_url}/shiftbed/jobs/{spec.name}", timeout=5)
-        doc = _check(requests.post(f"{rest_url}/shiftbed/jobs", json=job_request(wiring, spec), timeout=5))
+        doc = client.replace_job(job_request(wiring, spec))
     return doc.get("schedule", {})
 
 
 def remove_jobs(rest_url: str, names) -> None:
+    client = SchedulerClient(rest_url)
     for name in names:
-        requests.delete(f"{rest_url}/shiftbed/jobs/{name}", timeout=5)
+        client.remove_job(name)
 
 
 def set_policy(rest_url: str, policy: str, **options) -> dict:
-    """``POST /shiftbed/policy`` (options: start_in_s | epoch_s, seed, mode, floor_kbps, guard_ms, quantum_ms)."""
-    return _check(requests.post(f"{rest_url}/shiftbed/policy", json={"policy": policy, **options},
-                                timeout=5))
+    """:meth:`SchedulerClient.set_policy <controller.scheduler_client.SchedulerClient.set_policy>`."""
+    return SchedulerClient(rest_url).set_policy(policy, **options)
 
 
 def stop_gate(rest_url: str) -> dict:
-    return _check(requests.post(f"{rest_url}/shiftbed/stop", timeout=5))
+    return SchedulerClient(rest_url).stop()
 
 
 def get(rest_url: str, what: str) -> dict:
     """``GET /shiftbed/<what>``: schedule, status, edges, jobs."""
-    return _check(requests.get(f"{rest_url}/shiftbed/{what}", timeout=5))
+    return SchedulerClient(rest_url).get(what)
 
 
 def start_drivers(specs, run_dir: str, rest_url: str | None = None, *, plans: dict | None = None,
@@ -125,13 +126,7 @@ def wait_drivers(drivers: dict, timeout_s: float = 120.0) -> dict:
     return codes
 
 
-def per_iteration(rows):
-    """Driver CSV rows (pandas) → one row per job iteration with ``iteration_ms`` and ``comm_ms``."""
-    it = rows.groupby(["job", "iteration"]).agg(start=("start", "min"), comm_start=("comm_start", "min"),
-                                                comm_end=("comm_end", "max"), end=("end", "max")).reset_index()
-    it["iteration_ms"] = (it["end"] - it["start"]) * 1000
-    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000
-    return it
+per_iteration = iteration_table  # the name tests/integration/test_gate_jobs.py reads
 
 
 def calibrate(specs, run_dir: str, *, iterations: int = 8, fabric=None, start_in_s: float = 1.0) -> dict:
@@ -152,7 +147,7 @@ def calibrate(specs, run_dir: str, *, iterations: int = 8, fabric=None, start_in
         end_leftover_servers(job_dir)
         if codes[spec.name] != 0:
             raise RuntimeError(f"solo run of {spec.name} failed: see {job_dir}/{spec.name}.driver.err")
-        it = per_iteration(pd.read_csv(os.path.join(job_dir, f"{spec.name}.csv"))).iloc[1:]
+        it = iteration_table(pd.read_csv(os.path.join(job_dir, f"{spec.name}.csv"))).iloc[1:]
         data_ms = max(t.nbytes for phase in dltjob.collective(spec) for t in phase) * 8 / (spec.link_mbps * 1e3)
         out[spec.name] = {
             "iteration_ms": float(it["iteration_ms"].mean()), "iteration_sd_ms": float(it["iteration_ms"].std()),

@@ -9,7 +9,9 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-BASE_PORT = 5201
+from topo.tcp_ports import FIRST_SERVER_PORT
+
+BASE_PORT = FIRST_SERVER_PORT  # flow i's server listens on BASE_PORT + i
 
 
 def cross_leaf_pairs(wiring, count: int) -> list[tuple[str, str]]:

@@ -29,10 +29,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from apps import iperf, jobrun  # noqa: E402
+from apps import iperf  # noqa: E402
 from apps.capture import Capture  # noqa: E402
+from controller.scheduler_client import SchedulerClient  # noqa: E402
 from scenarios.analysis import gatecheck  # noqa: E402
 from scenarios.analysis.pcap import read_pcap  # noqa: E402
+from topo.tcp_ports import receiver_port  # noqa: E402
 
 LINK_MBPS = 50.0
 SHARED_IF = "leaf1-eth5"  # hosts_per_leaf=4: leaf port 4 + S faces spine S
@@ -50,7 +52,7 @@ def machine() -> dict:
 def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_ms: float = 0.0) -> dict:
     from topo.wiring import leaf_dpid
 
-    rest = fabric.controller.rest_url
+    scheduler = SchedulerClient(fabric.controller.rest_url)
     tag = f"{n_jobs}-{'load' if load else 'idle'}-{toggle}-{advance_ms}"
     probes = {f"p{i}": (f"h{i + 1}", f"h{i + 5}", 7201 + i, 7701 + i) for i in range(n_jobs)}
     servers, procs = [], []
@@ -62,8 +64,7 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
             body = {"name": name, "period_ms": PERIOD_MS, "comm_ms": COMM_MS, "workers": [src, dst],
                     "flows": [{"dpid": leaf_dpid(1), "src_ip": fabric.ip(src), "dst_ip": fabric.ip(dst),
                                "tcp_src": port, "tcp_dst": cport, "proto": "udp"}]}
-            answer = jobrun.requests.post(f"{rest}/shiftbed/jobs", json=body, timeout=5)
-            assert answer.status_code == 201, answer.text
+            scheduler.add_job(body)
         if load:  # two ungated bulk TCP flows through the shared link, one each way
             for i, (src, dst) in enumerate((("h1", "h5"), ("h6", "h2"))):
                 s = iperf.start_server(9201 + i, str(work / f"{tag}-bg{i}.pid"), fabric.host(src).pid)
@@ -76,7 +77,7 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
                                     label=f"probe:{name}") for name, (src, dst, port, cport) in probes.items()]
             procs += clients
             time.sleep(0.5)
-            schedule = jobrun.set_policy(rest, "gate", start_in_s=0.3, toggle=toggle, advance_ms=advance_ms)
+            schedule = scheduler.set_policy("gate", start_in_s=0.3, toggle=toggle, advance_ms=advance_ms)
             hung = 0
             for c in clients:
                 try:
@@ -84,15 +85,16 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
                 except subprocess.TimeoutExpired:  # seen once under load: end-of-test exchange stuck
                     hung += 1
                     fabric.stop_process(c)
-        status = jobrun.get(rest, "status")
+        status = scheduler.status()
     finally:
-        jobrun.stop_gate(rest)
+        scheduler.stop()
         for p in procs:
             if p in fabric.processes:
                 fabric.stop_process(p)
         for s in servers:
             s.stop()
-        jobrun.remove_jobs(rest, probes)
+        for name in probes:
+            scheduler.remove_job(name)
     packets = read_pcap(str(work / f"{tag}.pcap"))
     errors, silent = [], 0
     for name, (_, _, port, cport) in probes.items():
@@ -111,7 +113,7 @@ def edge_run(fabric, work: Path, n_jobs: int, load: bool, toggle: str, advance_m
 
 def burst_overhead(fabric, work: Path, n: int = 20, nbytes: int = 250_000) -> dict:
     src, dst, port = "h1", "h5", 8201
-    cport = iperf.receiver_port(port)
+    cport = receiver_port(port)
     s = iperf.start_server(port, str(work / "burst.pid"), fabric.host(src).pid)
     fabric.track(s.pid, "iperf3:burst")
     iperf.tune_host_tcp(fabric.host(dst).pid)

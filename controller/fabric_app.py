@@ -1,5 +1,8 @@
 """The Ryu fabric app (OpenFlow 1.3): sends what ``controller/forwarding.py`` computes.
 
+The rules become OpenFlow messages in ``controller/openflow.py``; this app
+connects switches, sends those messages, polls port counters and answers REST.
+
 Run it with ``.venv/bin/python -m controller`` or
 ``.venv/bin/ryu-manager controller/fabric_app.py``; the config (fabric
 parameters, pins, port-stats CSV) comes from ``$SHIFTBED_FABRIC_CONFIG``
@@ -34,6 +37,7 @@ from ryu.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_DISP
 from ryu.lib import hub
 from ryu.ofproto import ofproto_v1_3
 
+from controller import openflow
 from controller.fabric_config import load_config
 from controller.forwarding import FORWARDING_TABLES, FabricForwarding, Pin
 from topo.wiring import switch_name_for_dpid
@@ -95,40 +99,18 @@ class FabricApp(app_manager.RyuApp):
 
     def _install(self, datapath):
         """Replace this app's rules on one switch, then ask for a barrier."""
-        ofp, parser = datapath.ofproto, datapath.ofproto_parser
         self.ready_dpids.discard(datapath.id)
         for table in FORWARDING_TABLES:
-            datapath.send_msg(parser.OFPFlowMod(
-                datapath, cookie=FABRIC_COOKIE, cookie_mask=FABRIC_COOKIE_MASK, table_id=table,
-                command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY))
+            datapath.send_msg(openflow.delete_by_cookie(datapath, FABRIC_COOKIE, FABRIC_COOKIE_MASK, table))
         for group in self.forwarding.groups_for(datapath.id):
-            datapath.send_msg(parser.OFPGroupMod(datapath, ofp.OFPGC_DELETE, ofp.OFPGT_SELECT, group.group_id, []))
-            buckets = [parser.OFPBucket(weight=1, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
-                                        actions=[parser.OFPActionOutput(port)]) for port in group.ports]
-            datapath.send_msg(parser.OFPGroupMod(datapath, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, group.group_id, buckets))
+            for msg in openflow.select_group_mods(datapath, group):
+                datapath.send_msg(msg)
         for rule in self.forwarding.flows_for(datapath.id):
-            datapath.send_msg(self._flow_mod(datapath, rule))
-        barrier = parser.OFPBarrierRequest(datapath)
+            datapath.send_msg(openflow.flow_mod(datapath, rule, FABRIC_COOKIE))
+        barrier = datapath.ofproto_parser.OFPBarrierRequest(datapath)
         datapath.set_xid(barrier)
         self._barrier_xids[datapath.id] = barrier.xid
         datapath.send_msg(barrier)
-
-    @staticmethod
-    def _flow_mod(datapath, rule):
-        ofp, parser = datapath.ofproto, datapath.ofproto_parser
-        actions = []
-        for kind, value in rule.actions:
-            if kind == "output":
-                actions.append(parser.OFPActionOutput(value))
-            elif kind == "group":
-                actions.append(parser.OFPActionGroup(value))
-            elif kind == "set_dscp":
-                actions.append(parser.OFPActionSetField(ip_dscp=value))
-            else:
-                raise ValueError(f"unknown action {kind!r}")
-        instructions = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)] if actions else []
-        return parser.OFPFlowMod(datapath, cookie=FABRIC_COOKIE, table_id=rule.table, priority=rule.priority,
-                                 match=parser.OFPMatch(**rule.match), instructions=instructions)
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
     def _on_barrier(self, ev):

@@ -33,6 +33,7 @@ Table layout (the window scheduler, ``controller/gate.py``, relies on it):
 
 from dataclasses import dataclass, field
 
+from topo.tcp_ports import PORT_MASK, port_range_blocks
 from topo.wiring import FabricParams, Wiring, fabric_wiring, leaf_dpid, spine_dpid
 
 SCHEDULER_MIN_PRIORITY = 10000
@@ -247,19 +248,7 @@ def _port_matches(pin: Pin) -> list[dict]:
 
 def _masked(block: tuple[int, int]):
     value, mask = block
-    return value if mask == 0xFFFF else (value, mask)
-
-
-def port_range_blocks(first: int, last: int) -> list[tuple[int, int]]:
-    """Cover ``first..last`` (inclusive) with the fewest (value, mask) prefix blocks."""
-    blocks = []
-    while first <= last:
-        size = first & -first if first else 1 << 16
-        while size > last - first + 1:
-            size //= 2
-        blocks.append((first, 0xFFFF & ~(size - 1)))
-        first += size
-    return blocks
+    return value if mask == PORT_MASK else (value, mask)
 
 
 def rule_matches(match: dict, packet: dict) -> bool:

@@ -1,9 +1,10 @@
 """The gate: schedule + epoch + time -> window edges and the OpenFlow messages for each, as data.
 
 Faucet style: :class:`WindowGate` never touches a socket and imports no Ryu;
-``controller/scheduler_app.py`` turns its :class:`GateFlowMod` /
-:class:`MeterMod` values into OpenFlow 1.3 messages, sends them at each edge's
-time from a ``hub`` timer and follows each edge with a barrier.
+``controller/openflow.py`` turns its :class:`GateFlowMod` / :class:`MeterMod`
+values into OpenFlow 1.3 messages, and ``controller/scheduler_app.py`` sends
+them at each edge's time from a ``hub`` timer and follows each edge with a
+barrier. A job's windows are computed in ``controller/theory/windows.py``.
 
 Job ``j`` may send during ``[epoch + shift_j + k·T_j, … + window_j)``,
 ``window_j = comm_j`` (+ ``guard_ms``). Outside, its *data* flows (matched
@@ -16,12 +17,12 @@ either
   above all forwarding) with no instructions; opening the window deletes it
   (strict), closing adds it back; or
 - ``mode="floor"``: sent through a per-job OpenFlow meter (drop band at
-  ``floor_kbps``, burst ``0.25 × rate`` as PLATFORM.md measured TCP needs) and
+  ``floor_kbps``, burst ``0.25 × rate``, which TCP needs: docs/platform.md) and
   ``goto_table:1``, where the fabric keeps a copy of forwarding.
 
-Why these mechanisms (measured here, docs/gate.md; ../shared/PLATFORM.md):
+Why these mechanisms (measurements in docs/gate.md and docs/platform.md):
 a Ryu flow-mod + barrier lands on the wire 1.3-1.7 ms after its due time on an
-idle link (p95 2-6 ms for 1-4 jobs, with a run-to-run spread on this shared
+idle link (p95 2-6 ms for 1-4 jobs, with a run-to-run spread on a shared
 2-core machine), nearly all of it Open vSwitch applying the change (the
 controller sends within 0.05 ms). Opening by ``modify`` of an always-present
 rule measured the same within that spread as ``delete``, so ``toggle="delete"`` is the default: the open state is
@@ -35,16 +36,20 @@ matches the data ports only, so iperf3's control connection is never cut.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-GATE_PRIORITY = 10100  # > controller.forwarding.SCHEDULER_MIN_PRIORITY (10000)
+from controller.forwarding import (
+    ETH_TYPE_IPV4,
+    GOTO_TABLE_AFTER_GATE,  # noqa: F401  (controller/scheduler_app.py imports it from here)
+    IP_PROTOS,
+    SCHEDULER_MIN_PRIORITY,
+)
+from controller.theory.windows import last_window_index, window_start_ms, windows_between
+
+GATE_PRIORITY = SCHEDULER_MIN_PRIORITY + 100  # 10100: above all forwarding
 GATE_TABLE = 0
-GOTO_TABLE_AFTER_GATE = 1  # the fabric's copy of forwarding (controller/forwarding.py)
 MODES = ("block", "floor")
 TOGGLES = ("delete", "modify")  # open = delete the closing rule, or modify it to pass
-ETH_TYPE_IPV4 = 0x0800
-IP_PROTOS = {"tcp": 6, "udp": 17}
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,10 @@ class MeterMod:
 
 
 @dataclass(frozen=True)
-class JobWindow:
-    """When a job may send: from ``shift_ms`` every ``period_ms`` for ``window_ms``."""
+class GateWindow:
+    """When the gate lets a job send: from ``shift_ms`` after the epoch, every ``period_ms``, for
+    ``window_ms`` (``controller/theory/windows.py``). The fields are in the order of
+    ``SchedulerCore.windows_ms()``."""
 
     period_ms: float
     shift_ms: float
@@ -107,6 +114,9 @@ class JobWindow:
     def __post_init__(self):
         if not 0 < self.window_ms < self.period_ms:
             raise ValueError(f"need 0 < window_ms < period_ms, got {self.window_ms}, {self.period_ms}")
+
+
+JobWindow = GateWindow  # the name controller/scheduler_app.py imports
 
 
 @dataclass(frozen=True)
@@ -122,7 +132,7 @@ class Edge:
 class WindowGate:
     """Window edges and their messages for a set of jobs, an epoch (unix s) and a mode."""
 
-    def __init__(self, windows: dict[str, JobWindow], flows: dict[str, list[DataFlow]],
+    def __init__(self, windows: dict[str, GateWindow], flows: dict[str, list[DataFlow]],
                  epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "delete"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -145,7 +155,7 @@ class WindowGate:
     def from_schedule(cls, schedule, flows: dict[str, list[DataFlow]], epoch_s: float,
                       guard_ms: float = 0.0, **kwargs) -> WindowGate:
         """Windows from a ``controller.theory.schedule.Schedule``: shift from ``shifts_ms``, length ``comm_ms + guard_ms``."""
-        windows = {j.name: JobWindow(j.period_ms, schedule.shifts_ms[j.name], j.comm_ms + guard_ms)
+        windows = {j.name: GateWindow(j.period_ms, schedule.shifts_ms[j.name], j.comm_ms + guard_ms)
                    for j in schedule.jobs}
         return cls(windows, flows, epoch_s, **kwargs)
 
@@ -153,10 +163,9 @@ class WindowGate:
     def is_open(self, job: str, t_s: float) -> bool:
         """Is ``job``'s window open at unix time ``t_s``? (Before the epoch: closed.)"""
         w = self.windows[job]
-        since_ms = (t_s - self.epoch_s) * 1000 - w.shift_ms
-        if since_ms < 0:
-            return False
-        return math.fmod(since_ms, w.period_ms) < w.window_ms
+        since_ms = (t_s - self.epoch_s) * 1000
+        k = last_window_index(w.shift_ms, w.period_ms, since_ms)
+        return k >= 0 and since_ms < window_start_ms(w.shift_ms, w.period_ms, k) + w.window_ms
 
     def _rule_mods(self, job: str, command: str) -> tuple:
         meter = self.meter_ids[job] if self.mode == "floor" else None
@@ -201,17 +210,11 @@ class WindowGate:
         t1_ms = (t1_s - self.epoch_s) * 1000
         for job, w in self.windows.items():
             # edge times in ms after the epoch, so equal instants compare equal
-            k = max(0, math.floor((t0_ms - w.shift_ms) / w.period_ms) - 1)
-            while True:
-                open_ms = w.shift_ms + k * w.period_ms
-                close_ms = open_ms + w.window_ms
-                if open_ms >= t1_ms:
-                    break
+            for open_ms, close_ms in windows_between(w.shift_ms, w.period_ms, w.window_ms, t0_ms, t1_ms):
                 if t0_ms <= open_ms:
                     out.append((round(open_ms, 9), True, job))
-                if t0_ms <= close_ms < t1_ms:
+                if close_ms < t1_ms:
                     out.append((round(close_ms, 9), False, job))
-                k += 1
         out.sort()
         return [Edge(self.epoch_s + t_ms / 1000, job, opening,
                      self.open_mods(job) if opening else self.close_mods(job))

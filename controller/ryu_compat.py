@@ -2,7 +2,7 @@
 
 Ryu 4.34 does ``from eventlet.wsgi import ALREADY_HANDLED``; the eventlet that
 imports on Python 3.11 (0.33.3) no longer has it. Ryu only uses it as a
-sentinel, so a fresh ``object()`` is enough (PLATFORM.md). Importing this
+sentinel, so a fresh ``object()`` is enough (docs/platform.md). Importing this
 module applies the shim (idempotent). The stock ``ryu-manager`` script imports
 ``ryu.app.wsgi`` before any app, so it needs ``controller/ryu_hook.py`` too.
 """

@@ -12,7 +12,8 @@ so ``mn`` applies the HTB rates, MTU 9000 and checksum-offload-off without
 missing (``ls /sys/module/openvswitch``); leave it out when present.
 
 ``mn`` runs this file under ``/usr/bin/python3``, so it imports only the
-standard library, Mininet and the pure ``topo/wiring.py`` next to it.
+standard library, Mininet and the pure ``topo/wiring.py`` and
+``topo/tcp_ports.py`` next to it.
 """
 
 import os
@@ -22,9 +23,11 @@ from mininet.link import TCIntf, TCLink
 from mininet.topo import Topo
 
 try:
+    from topo import tcp_ports
     from topo import wiring as numbering
 except ModuleNotFoundError:  # `mn --custom topo/leafspine.py`: the repository is not on sys.path
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(sys._getframe(0).f_code.co_filename))))
+    from topo import tcp_ports
     from topo import wiring as numbering
 
 JUMBO_MTU = 9000
@@ -45,27 +48,36 @@ def fair_classid(dscp: int) -> str:
 # queued data of their own connection:
 # - pure ACKs: under 128 bytes, 20-byte IP header, ACK set, neither PSH nor FIN;
 # - SYNs (connection set-up carries no data);
-# - packets under 1024 bytes with an ephemeral port (>= 32768) at either end:
-#   iperf3's control connections. A burst's data flows use pinned ports
-#   (``--cport``, apps/iperf.py) below 32768;
-# - packets under 1024 bytes from a receiving client's data port (16384-32767,
-#   apps/iperf.py): it sends no data, so these (the data connection's cookie,
-#   its FIN) jump nothing of their own connection. In the job's data class, the
-#   cookie of a burst's second flow waited up to ~20 ms behind the first flow's
-#   data on every hop (docs/accuracy.md, seventh session).
+# - packets under 1024 bytes with an ephemeral port at either end: iperf3's
+#   control connections. A burst's data flows use pinned ports below the
+#   ephemeral range (the port plan, topo/tcp_ports.py);
+# - packets under 1024 bytes from a receiving client's data port (the
+#   receivers' range, topo/tcp_ports.py): it sends no data, so these (the data
+#   connection's cookie, its FIN) jump nothing of their own connection. In the
+#   job's data class, the cookie of a burst's second flow waited up to ~20 ms
+#   behind the first flow's data on every hop (docs/accuracy.md).
 # Size alone (every packet under 128 bytes) also sent a data flow's small
 # segments and FINs ahead of its queued data: the receiver saw a hole, SACKed,
 # and the sender resent segments that were not lost (seen in solo captures).
 # Pure ACKs alone left the control messages behind up to ``queue_ms`` of the
 # other direction's data: a 2-worker ring's bursts took 10-35 ms longer at
 # random, because iperf3 ends a test with three control round trips
-# (docs/accuracy.md, sixth session).
+# (docs/accuracy.md).
 PURE_ACK_MATCH = ("match u16 0x0000 0xff80 at 2 match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 "
                   "match u8 0x10 0x19 at 33")
 SYN_MATCH = "match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 match u8 0x02 0x02 at 33"
 _SMALL_TCP = "match u16 0x0000 0xfc00 at 2 match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0"
-CONTROL_MATCHES = (f"{_SMALL_TCP} match u16 0x8000 0x8000 at 20", f"{_SMALL_TCP} match u16 0x8000 0x8000 at 22")
-RECEIVER_MATCH = f"{_SMALL_TCP} match u16 0x4000 0xc000 at 20"  # source port 16384-32767
+TCP_SRC_PORT_AT, TCP_DST_PORT_AT = 20, 22  # byte offsets of the TCP ports behind a 20-byte IPv4 header
+
+
+def _port_match(block: tuple[int, int], offset: int) -> str:
+    value, mask = block
+    return f"match u16 {value:#06x} {mask:#06x} at {offset}"
+
+
+CONTROL_MATCHES = tuple(f"{_SMALL_TCP} {_port_match(tcp_ports.EPHEMERAL_BLOCK, at)}"
+                        for at in (TCP_SRC_PORT_AT, TCP_DST_PORT_AT))
+RECEIVER_MATCH = f"{_SMALL_TCP} {_port_match(tcp_ports.RECEIVER_BLOCK, TCP_SRC_PORT_AT)}"
 PRIORITY_MATCHES = (PURE_ACK_MATCH, SYN_MATCH, *CONTROL_MATCHES, RECEIVER_MATCH)
 
 # Where a job's data is classified: after the ACK filter (prio 1), before the catch-all (prio 3).
@@ -78,14 +90,15 @@ def source_port_filter(dev: str, src_port: int, dscp: int) -> str:
     For a host's own link, which comes before the leaf where pins mark
     packets; same precedence as the DSCP filters (after ACKs, before the rest).
     """
-    return f"tc filter add dev {dev} {JOB_FILTER} match ip sport {int(src_port)} 0xffff flowid {fair_classid(dscp)}"
+    return (f"tc filter add dev {dev} {JOB_FILTER} match ip sport {int(src_port)} {tcp_ports.PORT_MASK:#06x} "
+            f"flowid {fair_classid(dscp)}")
 
 
 class FabricIntf(TCIntf):
     """A TC-shaped interface that also sets its MTU (jumbo frames by default).
 
     Jumbo frames are what lets the single-threaded userspace datapath keep up
-    (see PLATFORM.md: 4 flows at 50 Mbit/s hold 98 % with MTU 9000, 34 % with 1500).
+    (docs/platform.md: 4 flows at 50 Mbit/s hold 98 % with MTU 9000, 34 % with 1500).
     """
 
     def config(self, mtu=JUMBO_MTU, queue_ms=DEFAULT_QUEUE_MS, **params):
@@ -150,7 +163,7 @@ class FabricLink(TCLink):
     """veth pair with HTB rate, MTU and TX/RX checksum offload off on both ends.
 
     Offload must be off: with the userspace datapath, TCP through veth hangs
-    otherwise (PLATFORM.md).
+    otherwise (docs/platform.md).
     """
 
     def __init__(self, *args, **kwargs):

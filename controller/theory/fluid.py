@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 from controller.theory.policies import Policy, get_policy
 from controller.theory.schedule import Schedule
+from controller.theory.windows import last_window_index, next_window_index, window_start_ms
 
 _EPS = 1e-9
 
@@ -94,8 +95,9 @@ class FluidJob:
 
 
 @dataclass(frozen=True)
-class Window:
-    """The gate's window for one job: ``[shift + k*period, shift + k*period + length)``.
+class FluidWindow:
+    """The fluid model's windows for one job: ``[shift + k*period, shift + k*period + length)``, any k
+    (``controller/theory/windows.py``).
 
     ``grace_ms``: a burst ready at most this long after a window's start still
     takes that window, late (the job driver's launch lead and tolerance).
@@ -107,13 +109,14 @@ class Window:
     grace_ms: float = 0.0
 
     def next_start(self, t_ms: float) -> float:
-        k = math.ceil((t_ms - self.shift_ms) / self.period_ms - _EPS)
-        return self.shift_ms + k * self.period_ms
+        """Start of the first window that opens at or after ``t_ms``."""
+        return window_start_ms(self.shift_ms, self.period_ms,
+                               next_window_index(self.shift_ms, self.period_ms, t_ms, _EPS))
 
     def last_start(self, t_ms: float) -> float:
         """Start of the latest window that opened at or before ``t_ms``."""
-        k = math.floor((t_ms - self.shift_ms) / self.period_ms + _EPS)
-        return self.shift_ms + k * self.period_ms
+        return window_start_ms(self.shift_ms, self.period_ms,
+                               last_window_index(self.shift_ms, self.period_ms, t_ms, _EPS))
 
     def takes(self, t_ms: float) -> bool:
         """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
@@ -126,8 +129,9 @@ class Window:
 
 
 @dataclass(frozen=True)
-class JobResult:
-    """One job under one policy."""
+class FluidJobResult:
+    """What the fluid model predicts for one job under one policy (``scenarios/results.py`` holds what
+    a run measured)."""
 
     name: str
     solo_period_ms: float
@@ -139,12 +143,12 @@ class JobResult:
 
 
 @dataclass(frozen=True)
-class PolicyResult:
-    """All jobs under one policy."""
+class FluidPolicyResult:
+    """What the fluid model predicts for all jobs under one policy."""
 
     policy: str
     offsets_ms: dict[str, float]
-    jobs: dict[str, JobResult]
+    jobs: dict[str, FluidJobResult]
 
     @property
     def normalised_throughput(self) -> float:
@@ -153,10 +157,10 @@ class PolicyResult:
 
 
 def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
-             windows: dict[str, Window] | None = None, iterations: int = 40,
+             windows: dict[str, FluidWindow] | None = None, iterations: int = 40,
              warmup: int = 2, waits: Callable[[int], bool] | None = None,
              enforce: bool = True, queue_ms: float = 0.0,
-             rng: random.Random | None = None, trace: list | None = None) -> dict[str, JobResult]:
+             rng: random.Random | None = None, trace: list | None = None) -> dict[str, FluidJobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts; per-job results.
 
     ``offsets_ms``: first burst start of each job (its computation starts
@@ -286,7 +290,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         period = gate[i].period_ms if gate[i] else job.period_ms  # gated: against its window grid
         lag = burst_start - (offsets_ms[job.name] + k * period)
         phase = (lag + period / 2) % period - period / 2
-        out[job.name] = JobResult(job.name, job.period_ms, len(e) - 1, mean, 1000.0 / mean, lag,
+        out[job.name] = FluidJobResult(job.name, job.period_ms, len(e) - 1, mean, 1000.0 / mean, lag,
                                   0.0 if abs(phase) < 1e-6 else phase)
     return out
 
@@ -304,7 +308,7 @@ def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draw
     return {j.name: sum(r[j.name].mean_iteration_ms for r in runs) / len(runs) for j in jobs}
 
 
-def _burst_start(ready_ms: float, window: Window | None) -> float:
+def _burst_start(ready_ms: float, window: FluidWindow | None) -> float:
     """When a burst that is ready at ``ready_ms`` actually starts."""
     if window is None or window.takes(ready_ms):
         return ready_ms
@@ -312,25 +316,25 @@ def _burst_start(ready_ms: float, window: Window | None) -> float:
 
 
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
-                    seed: int = 0, iterations: int = 40) -> PolicyResult:
+                    seed: int = 0, iterations: int = 40) -> FluidPolicyResult:
     """One policy on the schedule's jobs (or on measured solo figures ``jobs``)."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
-    return PolicyResult(policy, offsets, simulate(fluid_jobs, offsets, policy_windows(pol, schedule, offsets),
+    return FluidPolicyResult(policy, offsets, simulate(fluid_jobs, offsets, policy_windows(pol, schedule, offsets),
                                                   iterations, waits=pol.waits_for_window,
                                                   enforce=pol.enforces_windows))
 
 
 def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float],
                    late_ms: dict[str, float] | None = None,
-                   grace_ms: dict[str, float] | None = None) -> dict[str, Window] | None:
+                   grace_ms: dict[str, float] | None = None) -> dict[str, FluidWindow] | None:
     """Each job's windows under ``pol`` (None if it never waits for one and enforces none).
 
     ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid. A run passes
     what the wire does: ``late_ms[job]``, how long after the window opens a
     waiting burst's data arrives (the window is that much shorter for it), and
-    ``grace_ms[job]`` (see :class:`Window`).
+    ``grace_ms[job]`` (see :class:`FluidWindow`).
     """
     if not pol.realigns():
         return None
@@ -338,17 +342,17 @@ def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float]
     out = {}
     for j in schedule.jobs:
         late = min(max(late_ms.get(j.name, 0.0), 0.0), 0.5 * j.comm_ms)
-        out[j.name] = Window(offsets_ms[j.name] + late, j.period_ms, j.comm_ms - late, grace_ms.get(j.name, 0.0))
+        out[j.name] = FluidWindow(offsets_ms[j.name] + late, j.period_ms, j.comm_ms - late, grace_ms.get(j.name, 0.0))
     return out
 
 
 def compare_policies(schedule: Schedule, policies: Sequence[str] = ("none", "shift", "gate", "random"),
                      jobs: Sequence[FluidJob] | None = None, seed: int = 0,
-                     iterations: int = 40) -> dict[str, PolicyResult]:
+                     iterations: int = 40) -> dict[str, FluidPolicyResult]:
     """Every policy on the same jobs; see :func:`change_vs_none` for the comparison."""
     return {p: simulate_policy(schedule, p, jobs, seed, iterations) for p in policies}
 
 
-def change_vs_none(results: dict[str, PolicyResult], policy: str, job: str) -> float:
+def change_vs_none(results: dict[str, FluidPolicyResult], policy: str, job: str) -> float:
     """Relative throughput change of ``job`` under ``policy`` versus ``none`` (0.05 = +5 %)."""
     return results[policy].jobs[job].throughput_per_s / results["none"].jobs[job].throughput_per_s - 1

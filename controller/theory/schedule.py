@@ -1,6 +1,6 @@
 """The schedule maths: periodic jobs sharing one link, on an explicit time quantum.
 
-Model (DESIGN.md, "The model"): job *j* has period ``T_j`` and busy time ``c_j``
+Model (docs/design.md, "The model"): job *j* has period ``T_j`` and busy time ``c_j``
 (its communication burst at full link rate). With shift ``s_j`` it occupies the
 link during ``[s_j + k*T_j, s_j + k*T_j + c_j)`` for every integer ``k``. All
 times live on a grid of ``quantum_ms``; internally everything is an integer

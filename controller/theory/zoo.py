@@ -12,7 +12,7 @@ an emulated one (tens of Mbit/s). We keep *times* (hence each job's
 communication fraction and the schedule) and scale the *bytes* down by
 ``emulated_mbps / model_link_mbps``; ``time_scale`` (default 1) additionally
 slows everything down (times × s, bytes × s) when bursts are too short to
-emulate faithfully. Numbers and sources: ``data/model_zoo.csv`` (REFERENCES.md).
+emulate faithfully. Numbers and sources: ``data/model_zoo.csv`` (docs/references.md).
 """
 
 from __future__ import annotations

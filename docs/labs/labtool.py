@@ -86,7 +86,7 @@ def cmd_compare(args) -> None:
     for policy, entry in summary["policies"].items():
         for name, j in entry["jobs"].items():
             print(f"{policy}.{name}_ms = {j['mean_iteration_ms']:.1f}")
-            if j.get("median_iteration_ms") is not None:  # runs before the sixteenth session: none
+            if j.get("median_iteration_ms") is not None:  # older results folders have none
                 print(f"{policy}.{name}_median_ms = {j['median_iteration_ms']:.1f}")
             print(f"{policy}.{name}_predicted_ms = {j['predicted_iteration_ms']:.1f}")
         if entry.get("throughput_change_vs_none_pct") is not None:

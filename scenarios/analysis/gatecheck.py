@@ -14,17 +14,32 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from controller.theory.windows import windows_between
+
 
 def windows_of(schedule_doc: dict, job: str, t0_s: float, t1_s: float) -> np.ndarray:
-    """``(open_s, close_s)`` rows of ``job``'s windows overlapping ``[t0_s, t1_s]``."""
+    """``(open_s, close_s)`` (unix s) of ``job``'s windows overlapping ``[t0_s, t1_s]``, one period more on
+    each side (so that a slack of less than a period cannot miss one).
+
+    ``schedule_doc``: the scheduler's ``GET /shiftbed/schedule`` answer; windows start at each job's shift.
+    """
     j = schedule_doc["jobs"][job]
-    epoch_s = schedule_doc["epoch_s"]
-    period_s, shift_s, window_s = j["period_ms"] / 1000, j["shift_ms"] / 1000, j["window_ms"] / 1000
-    first = epoch_s + shift_s
-    k0 = max(0, int(np.floor((t0_s - first) / period_s)) - 1)
-    k1 = int(np.ceil((t1_s - first) / period_s)) + 1
-    opens = first + period_s * np.arange(k0, k1 + 1)
-    return np.column_stack([opens, opens + window_s])
+    epoch_s, period_ms = schedule_doc["epoch_s"], float(j["period_ms"])
+    t0_ms, t1_ms = (t0_s - epoch_s) * 1000 - period_ms, (t1_s - epoch_s) * 1000 + period_ms
+    windows = windows_between(float(j["shift_ms"]), period_ms, float(j["window_ms"]), t0_ms, t1_ms)
+    return epoch_s + np.array(windows, dtype=float).reshape(-1, 2) / 1000
+
+
+def window_rows(policy: str, schedule_doc: dict, duration_s: float) -> list[dict]:
+    """The rows of ``windows.csv`` for one policy: every window of every job that opens within
+    ``duration_s`` of the epoch, in seconds after the epoch. Windows start at each job's offset (for
+    ``gate`` its shift)."""
+    rows = []
+    for name, j in schedule_doc["jobs"].items():
+        for open_ms, close_ms in windows_between(float(j["offset_ms"]), float(j["period_ms"]),
+                                                 float(j["window_ms"]), 0.0, duration_s * 1000):
+            rows.append({"policy": policy, "job": name, "open_s": open_ms / 1000, "close_s": close_ms / 1000})
+    return rows
 
 
 def inside(times_s: np.ndarray, windows: np.ndarray, slack_s: float = 0.0) -> np.ndarray:

@@ -1,6 +1,6 @@
 """pcap → pandas: one row per IPv4 TCP/UDP packet, parsed by struct slicing.
 
-PLATFORM.md: scapy ``RawPcapReader`` gives raw bytes at ~770 k packets/s while
+docs/platform.md: scapy ``RawPcapReader`` gives raw bytes at ~770 k packets/s while
 decoding with scapy layers runs at ~3 k/s, so headers are sliced by hand.
 Columns: ``time_s`` (capture time, unix s), ``wire_bytes`` (frame length on
 the wire), ``payload_bytes`` (TCP/UDP payload), ``src_ip``, ``dst_ip``,

@@ -11,24 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from apps.iterations import iteration_table  # noqa: F401  (the run's iterations, read here)
+
 BIN_MS = 10.0
-
-
-def iteration_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per (policy, job, iteration) from per-worker rows.
-
-    A job's iteration starts when its first worker starts and ends when its
-    last worker's transfer is done (the barrier); ``comm_ms`` runs from the
-    first launch to the last exit.
-    """
-    keys = ["policy", "job", "iteration"]
-    it = (rows.groupby(keys, sort=True)
-          .agg(start=("start", "min"), comm_start=("comm_start", "min"), comm_end=("comm_end", "max"),
-               end=("end", "max"), bytes=("bytes", "sum"))
-          .reset_index())
-    it["iteration_ms"] = (it["end"] - it["start"]) * 1000.0
-    it["comm_ms"] = (it["comm_end"] - it["comm_start"]) * 1000.0
-    return it
 
 
 def job_means(it: pd.DataFrame, warmup: int = 1) -> dict[str, dict]:
@@ -67,7 +52,7 @@ def batch_means_se(values: np.ndarray, batches: int = BATCHES) -> float | None:
     ``batches`` consecutive parts of (nearly) equal length; the standard error
     is the sd of their means over ``sqrt(batches)``. Measured: on an infeasible
     three-job set under ``gate``, the two halves of one 20-s run differed by up
-    to 20 % (docs/accuracy.md, tenth session). None below two values a batch.
+    to 20 % (docs/accuracy.md). None below two values a batch.
     """
     values = np.asarray(values, dtype=float)
     if len(values) < 2 * batches:
@@ -182,10 +167,10 @@ def busy_start_extra_ms(spans: pd.DataFrame, solo_lead_ms: dict[str, float],
     another job's data was on the link (median over such bursts of ``lead_ms`` − the solo lead, ms).
 
     ``spans``: :func:`burst_spans` rows, of one or several policies' runs.
-    None for a job with fewer than ``min_bursts`` such bursts. On the
-    project's machine this was 5-15 ms per job and run, 2-6 ms on the machine
-    of the ninth session (docs/accuracy.md): it is the emulator's, so a run
-    measures it rather than assume one figure.
+    None for a job with fewer than ``min_bursts`` such bursts. It was 5-15 ms
+    per job and run on one 2-vCPU machine and 2-6 ms on another
+    (docs/accuracy.md): it is the emulator's, so a run measures it rather than
+    assume one figure.
     """
     out: dict[str, float | None] = {}
     for job, solo_ms in solo_lead_ms.items():
@@ -202,7 +187,7 @@ def busy_start_samples_ms(spans: pd.DataFrame, solo_lead_ms: dict[str, float],
     The fluid model draws one for each busy start. With one figure for all, a
     gated job whose bursts end near their deadline made every such window or
     missed every one: in one h7 run `gate` c was predicted 14 % too slow with
-    the median, 2 % with the draws (docs/accuracy.md, eleventh session). Empty
+    the median, 2 % with the draws (docs/accuracy.md). Empty
     for a job with fewer than ``min_bursts`` busy starts.
     """
     out: dict[str, tuple[float, ...]] = {}
@@ -266,8 +251,8 @@ def after_time_samples_ms(spans: pd.DataFrame) -> list[float]:
     The burst's closing exchange and process exits (``after_ms``) minus their
     median: the fluid model adds it to the computation that follows the burst
     it draws (same order as :func:`link_time_samples_ms`, drawn together).
-    Alone, these varied by +-5 ms around a median of 5-9 ms (docs/accuracy.md,
-    tenth session); with a fixed value, a gated job in the model made windows
+    Alone, these varied by +-5 ms around a median of 5-9 ms (docs/accuracy.md);
+    with a fixed value, a gated job in the model made windows
     that on the wire it missed now and then. Clipped like the link times.
     """
     if spans.empty:
@@ -298,7 +283,7 @@ def speed_drift_ms(solo_spans: dict[str, pd.DataFrame], spans: pd.DataFrame,
     The compute phase is a fixed sleep, so this is also how far the job's
     iteration moved from the one it was calibrated to while it ran alone on
     the link: the machine's own speed, which drifted by up to 13 ms per burst
-    within minutes here (docs/accuracy.md, fourteenth session).
+    within minutes in one run (docs/accuracy.md).
     """
     out: dict[str, float | None] = {}
     for job, mine in solo_spans.items():

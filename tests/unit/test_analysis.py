@@ -4,6 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from apps.dltjob import IterationLog
+from apps.iterations import iteration_table
 from scenarios.analysis import tables as analysis
 
 
@@ -20,12 +22,23 @@ def worker_rows():
 
 
 def test_iteration_ends_at_the_barrier_of_the_last_worker():
-    it = analysis.iteration_table(worker_rows())
+    it = iteration_table(worker_rows())
     j0 = it[(it.job == "j") & (it.iteration == 0)].iloc[0]
     assert j0.end == pytest.approx(0.32)
     assert j0.iteration_ms == pytest.approx(320.0)
     assert j0.comm_ms == pytest.approx(120.0)
     assert j0.bytes == 200
+
+
+def test_the_drivers_csv_reads_into_the_iteration_table(tmp_path):
+    log = IterationLog(str(tmp_path / "j.csv"))
+    for row in worker_rows().to_dict("records"):
+        log.write({**row, "retransmits": 0, "error": ""})
+    log.close()
+    it = iteration_table(pd.read_csv(tmp_path / "j.csv"))
+    assert list(zip(it.job, it.iteration, strict=True)) == [("j", 0), ("j", 1), ("k", 0)]
+    assert it.iteration_ms.tolist() == pytest.approx([320.0, 300.0, 700.0])
+    assert it.comm_ms.tolist() == pytest.approx([120.0, 100.0, 200.0])
 
 
 def test_the_standard_error_of_a_mean_comes_from_batch_means():
@@ -38,7 +51,7 @@ def test_the_standard_error_of_a_mean_comes_from_batch_means():
                          "start": [0.3 * k for k in range(12)], "comm_start": [0.3 * k + 0.2 for k in range(12)],
                          "comm_end": [0.3 * k + 0.3 for k in range(12)], "end": [0.3 * k + 0.3 for k in range(12)],
                          "bytes": 1})
-    means = analysis.job_means(analysis.iteration_table(rows))
+    means = analysis.job_means(iteration_table(rows))
     assert means["j"]["iterations"] == 11 and means["j"]["iteration_se_ms"] == pytest.approx(0.0, abs=1e-9)
 
 
@@ -47,13 +60,13 @@ def test_one_missed_window_moves_the_mean_not_the_median():
     starts = [0.0] + ends[:-1]
     rows = pd.DataFrame({"policy": "gate", "job": "j", "worker": "h1", "iteration": range(11), "start": starts,
                          "comm_start": starts, "comm_end": ends, "end": ends, "bytes": 1})
-    means = analysis.job_means(analysis.iteration_table(rows))["j"]
+    means = analysis.job_means(iteration_table(rows))["j"]
     assert means["median_iteration_ms"] == pytest.approx(300.0)
     assert means["mean_iteration_ms"] == pytest.approx(330.0)  # 10 iterations after the warm-up, one of 600
 
 
 def test_job_means_skip_the_warmup_iteration():
-    means = analysis.job_means(analysis.iteration_table(worker_rows()))
+    means = analysis.job_means(iteration_table(worker_rows()))
     assert means["j"]["iterations"] == 1
     assert means["j"]["mean_iteration_ms"] == pytest.approx(300.0)
     assert means["j"]["median_iteration_ms"] == pytest.approx(300.0)

@@ -6,7 +6,7 @@ import pytest
 
 from controller.theory.fluid import (
     FluidJob,
-    Window,
+    FluidWindow,
     compare_policies,
     mean_iterations,
     policy_windows,
@@ -80,7 +80,7 @@ def test_gate_on_a_feasible_schedule_gives_solo_periods():
 def test_gated_burst_pauses_outside_its_window():
     # one job, window shorter than the burst (measured comm longer than planned):
     # 100 ms in window [0, 80), pause until 1000, finish 20 ms later.
-    out = simulate([FluidJob("a", 1000, 100)], {"a": 0.0}, {"a": Window(0, 1000, 80)}, iterations=2, warmup=0)
+    out = simulate([FluidJob("a", 1000, 100)], {"a": 0.0}, {"a": FluidWindow(0, 1000, 80)}, iterations=2, warmup=0)
     assert out["a"].mean_iteration_ms == pytest.approx(2000)
 
 
@@ -92,7 +92,7 @@ def test_a_held_bursts_queue_drains_into_the_next_window():
     # after its next window opened (400), and waits for the one after (700).
     jobs = [FluidJob("a", 300, 100), FluidJob("b", 300, 100), FluidJob("c", 300, 70)]
     offsets = {"a": 0.0, "b": 0.0, "c": 100.0}
-    windows = {"a": Window(0, 300, 100), "b": Window(0, 300, 100), "c": Window(100, 300, 100)}
+    windows = {"a": FluidWindow(0, 300, 100), "b": FluidWindow(0, 300, 100), "c": FluidWindow(100, 300, 100)}
     stop_dead = simulate(jobs, offsets, windows, iterations=6, warmup=0)
     drained = simulate(jobs, offsets, windows, iterations=6, warmup=0, queue_ms=20)
     assert {k: v.mean_iteration_ms for k, v in stop_dead.items()} == pytest.approx({"a": 600, "b": 600, "c": 300})
@@ -100,7 +100,7 @@ def test_a_held_bursts_queue_drains_into_the_next_window():
     # a job alone in its window builds no queue on the link: nothing changes
     alone = [FluidJob("a", 1000, 100)]
     for q in (0, 20):
-        out = simulate(alone, {"a": 0.0}, {"a": Window(0, 1000, 80)}, iterations=2, warmup=0, queue_ms=q)
+        out = simulate(alone, {"a": 0.0}, {"a": FluidWindow(0, 1000, 80)}, iterations=2, warmup=0, queue_ms=q)
         assert out["a"].mean_iteration_ms == pytest.approx(2000)
 
 
@@ -109,7 +109,7 @@ def test_a_gated_burst_that_only_just_fits_fits_in_some_iterations_and_not_in_ot
     # ready at 300, on time for the next window; a 120 ms one pauses at 100, ends 20 ms into
     # the next window, is ready 240 ms after it and waits for the one after: it costs 600 ms.
     # Half of each: 300 × 1.5 = 450 ms per iteration. One fixed 100 ms burst says 300 (all fit).
-    window = {"a": Window(0, 300, 100)}
+    window = {"a": FluidWindow(0, 300, 100)}
     fixed = simulate([FluidJob("a", 300, 100)], {"a": 0.0}, window, iterations=40)
     assert fixed["a"].mean_iteration_ms == pytest.approx(300)
     drawn = mean_iterations([FluidJob("a", 300, 80, comm_samples_ms=(80.0, 120.0))], {"a": 0.0}, draws=16,
@@ -147,14 +147,14 @@ def test_a_burst_ready_within_the_grace_takes_its_window_late():
     # lead and tolerance) it goes at 305, ends at 385, is ready at 610: 10 ms late, past
     # the grace, so it waits for 900. Iterations alternate 305 and 595 ms: 450 on average.
     job = [FluidJob("a", 305, 80)]
-    strict = simulate(job, {"a": 0.0}, {"a": Window(0, 300, 100)}, iterations=6, warmup=0)
-    lenient = simulate(job, {"a": 0.0}, {"a": Window(0, 300, 100, grace_ms=8)}, iterations=6, warmup=0)
+    strict = simulate(job, {"a": 0.0}, {"a": FluidWindow(0, 300, 100)}, iterations=6, warmup=0)
+    lenient = simulate(job, {"a": 0.0}, {"a": FluidWindow(0, 300, 100, grace_ms=8)}, iterations=6, warmup=0)
     assert strict["a"].mean_iteration_ms == pytest.approx(600)
     assert lenient["a"].mean_iteration_ms == pytest.approx(450)
     # a late burst still ends with its window: 95 ms bursts, compute 225, 25 ms of grace.
     # Ends at 95, ready 20 ms late at 320: the window closes at 400 with 15 ms left, which
     # goes at 600 (ends 615); ready at 840, waits for 900, ends 995. (995 - 95) / 2 = 450.
-    late = simulate([FluidJob("a", 320, 95)], {"a": 0.0}, {"a": Window(0, 300, 100, grace_ms=25)},
+    late = simulate([FluidJob("a", 320, 95)], {"a": 0.0}, {"a": FluidWindow(0, 300, 100, grace_ms=25)},
                     iterations=2, warmup=0)
     assert late["a"].mean_iteration_ms == pytest.approx(450)
 
@@ -164,8 +164,8 @@ def test_policy_windows_open_late_by_the_data_and_keep_their_close():
     offsets = {"a": 0.0, "b": 100.0}
     windows = policy_windows(get_policy("gate"), sched, offsets, late_ms={"a": 3.0, "b": 500.0},
                              grace_ms={"a": 8.0})
-    assert windows["a"] == Window(3.0, 300, 97.0, 8.0)
-    assert windows["b"] == Window(175.0, 600, 75.0, 0.0)  # late at most half the window
+    assert windows["a"] == FluidWindow(3.0, 300, 97.0, 8.0)
+    assert windows["b"] == FluidWindow(175.0, 600, 75.0, 0.0)  # late at most half the window
     assert policy_windows(get_policy("none"), sched, offsets) is None
 
 
@@ -228,7 +228,7 @@ def test_the_trace_lists_each_burst_ready_first_on_the_link_and_end():
     assert first == {"a": pytest.approx((0.0, 0.0, 300.0)), "b": pytest.approx((100.0, 100.0, 400.0))}
     # a gated burst ready before its window is on the link from the window's start
     trace = []
-    simulate([FluidJob("a", 500, 100)], {"a": 0.0}, windows={"a": Window(50.0, 500, 150)},
+    simulate([FluidJob("a", 500, 100)], {"a": 0.0}, windows={"a": FluidWindow(50.0, 500, 150)},
              iterations=1, warmup=0, trace=trace)
     assert trace[0][0] == "a" and trace[0][1:] == pytest.approx((0.0, 50.0, 150.0))
 

@@ -9,7 +9,6 @@ from controller.forwarding import (
     SCHEDULER_MIN_PRIORITY,
     FabricForwarding,
     Pin,
-    port_range_blocks,
     rule_matches,
 )
 from topo.wiring import FabricParams, fabric_wiring, leaf_dpid, leaf_name, spine_dpid, spine_name
@@ -170,16 +169,6 @@ def test_pin_from_dict():
     assert pin == Pin(spine=2, dst_port_range=(5201, 5202))
     with pytest.raises(ValueError, match="unknown"):
         Pin.from_dict({"spine": 2, "port": 5})
-
-
-@pytest.mark.parametrize("first, last", [(1, 65535), (5201, 5208), (5200, 5209), (7, 7), (1000, 1999)])
-def test_port_range_blocks_cover_exactly(first, last):
-    covered = set()
-    for value, mask in port_range_blocks(first, last):
-        block = {p for p in range(1, 65536) if p & mask == value}
-        assert not covered & block
-        covered |= block
-    assert covered == set(range(first, last + 1))
 
 
 def test_fabric_priorities_leave_room_for_the_scheduler(fabric):

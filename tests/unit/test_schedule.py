@@ -104,7 +104,7 @@ def test_rounding_to_the_quantum(value_ms, quantum_ms):
 
 
 def test_pairwise_condition_and_utilisation_are_not_sufficient():
-    # DESIGN.md's example (T = 10, c = 4) passes every pair but not utilisation (1.2);
+    # docs/design.md's example (T = 10, c = 4) passes every pair but not utilisation (1.2);
     # T = 2, 4, 6 with c = 1 passes both (utilisation 0.92) and still cannot be separated.
     assert separable(10, 4, 10, 4) and not compute_schedule(as_jobs([10] * 3, [4] * 3)).feasible
     periods, comms = [2, 4, 6], [1, 1, 1]

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.gate import GATE_PRIORITY, DataFlow, GateFlowMod, JobWindow, MeterMod, WindowGate
+from controller.gate import GATE_PRIORITY, DataFlow, GateFlowMod, GateWindow, MeterMod, WindowGate
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,11 @@ def test_before_epoch_closed_and_bad_inputs():
     assert not g.is_open("a", EPOCH_S - 0.001)
     assert g.is_open("a", EPOCH_S + 0.001)
     with pytest.raises(ValueError):
-        JobWindow(100, 0, 100)
+        GateWindow(100, 0, 100)
     with pytest.raises(ValueError):
-        WindowGate({"a": JobWindow(100, 0, 10)}, FLOWS, EPOCH_S, mode="sometimes")
+        WindowGate({"a": GateWindow(100, 0, 10)}, FLOWS, EPOCH_S, mode="sometimes")
     with pytest.raises(ValueError):
-        WindowGate({"z": JobWindow(100, 0, 10)}, FLOWS, EPOCH_S)
+        WindowGate({"z": GateWindow(100, 0, 10)}, FLOWS, EPOCH_S)
 
 
 def test_match_both_ports_when_given():
