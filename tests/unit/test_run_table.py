@@ -5,10 +5,11 @@ from pathlib import Path
 from results_example import MEASURED_MS, PREDICTED_MS, summary_json
 
 from scenarios.commands.run import _print_table
+from scenarios.summary_record import SummaryRecord
 
 
 def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(capsys):
-    _print_table(summary_json(), Path("/r"))
+    _print_table(SummaryRecord.from_dict(summary_json()), Path("/r"))
     lines = capsys.readouterr().out.splitlines()
     assert "measured ms ± se" in lines[0]
     rows = {tuple(line.split()[:2]): line for line in lines[1:] if line.split()[0] in MEASURED_MS}
