@@ -13,10 +13,8 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
                             mtu, machine cores, link_mbps (a flow's configured rate: the
                             slower of host and fabric links), shared_link_mbps (the
                             shared leaf uplink's, the fabric links' rate)
-        schedule.json       {quantum_ms, hyperperiod_ms, feasible, overlap_ms, method,
-                             jobs: [{name, period_ms, comm_ms, shift_ms,
-                                     solo_period_ms?, solo_comm_ms?}],
-                             pairs: [{a, b, gcd_ms, comm_sum_ms, separable}]}
+        schedule.json       the schedule and each pair's gcd test: a
+                            scenarios.schedule_record.ScheduleRecord
         iterations.csv      policy, job, worker, iteration, start, comm_start, comm_end,
                             end, bytes                  (absolute unix times)
         link_bandwidth.csv  policy, link, t_s, job, mbps
@@ -59,6 +57,7 @@ import pandas as pd
 import yaml
 
 from scenarios.errors import InputError
+from scenarios.schedule_record import ScheduleRecord
 from scenarios.summary_record import FORMAT, SummaryRecord
 
 BANDWIDTH_BIN_S = 0.010
@@ -323,78 +322,7 @@ def throughput_change_pct(mean_iteration_ms: Mapping[str, float],
     return sum(changes) / len(changes)
 
 
-def schedule_record(schedule: Any, solo: Mapping[str, tuple[float, float]] | None = None) -> dict:
-    """The ``schedule.json`` record of a ``controller.theory.schedule.Schedule``.
-
-    ``solo`` maps a job to its measured ``(solo_period_ms, solo_comm_ms)``.
-    Pair facts use the schedule's quantum, so they say exactly why it is
-    (in)feasible: a pair separates iff ``comm_sum_ms <= gcd_ms``.
-    """
-    quantum_ms = schedule.quantum_ms
-    jobs = list(schedule.jobs)
-
-    def quanta(ms: float) -> int:
-        return round(ms / quantum_ms)
-
-    records = []
-    for job in jobs:
-        record = {"name": job.name, "period_ms": job.period_ms, "comm_ms": job.comm_ms,
-                  "shift_ms": schedule.shifts_ms[job.name]}
-        if solo and job.name in solo:
-            record["solo_period_ms"], record["solo_comm_ms"] = solo[job.name]
-        records.append(record)
-    pairs = []
-    for i, a in enumerate(jobs):
-        for b in jobs[i + 1:]:
-            gcd_ms = math.gcd(quanta(a.period_ms), quanta(b.period_ms)) * quantum_ms
-            comm_sum_ms = a.comm_ms + b.comm_ms
-            pairs.append({"a": a.name, "b": b.name, "gcd_ms": gcd_ms, "comm_sum_ms": comm_sum_ms,
-                          "separable": quanta(comm_sum_ms) <= quanta(gcd_ms)})
-    return {"quantum_ms": quantum_ms, "hyperperiod_ms": schedule.hyperperiod_ms,
-            "feasible": bool(schedule.feasible), "overlap_ms": schedule.overlap_ms,
-            "method": schedule.method, "jobs": records, "pairs": pairs}
-
-
 # --------------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True)
-class JobSchedule:
-    """One job in ``schedule.json``: the period and burst the schedule used, and its shift."""
-
-    name: str
-    period_ms: float
-    comm_ms: float
-    shift_ms: float
-    solo_period_ms: float | None = None
-    solo_comm_ms: float | None = None
-
-
-@dataclass(frozen=True)
-class PairFact:
-    """Why two jobs can or cannot be kept apart: separable iff ``comm_sum_ms <= gcd_ms``."""
-
-    a: str
-    b: str
-    gcd_ms: float
-    comm_sum_ms: float
-    separable: bool
-
-
-@dataclass(frozen=True)
-class ScheduleRecord:
-    """``schedule.json``."""
-
-    quantum_ms: float
-    hyperperiod_ms: float
-    feasible: bool
-    overlap_ms: float
-    method: str
-    jobs: tuple[JobSchedule, ...]
-    pairs: tuple[PairFact, ...]
-
-    def job(self, name: str) -> JobSchedule | None:
-        return next((j for j in self.jobs if j.name == name), None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -428,10 +356,6 @@ def _read_json(path: Path) -> Any:
         raise _bad(path, f"unreadable JSON ({exc})") from None
 
 
-def _number(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
 def _parse_summary(path: Path, data: Any) -> SummaryRecord:
     if not isinstance(data, dict) or not isinstance(data.get("complete"), bool):
         raise _bad(path, "not a shiftbed summary (no boolean 'complete'); "
@@ -444,26 +368,7 @@ def _parse_summary(path: Path, data: Any) -> SummaryRecord:
 
 def _parse_schedule(path: Path, data: Any) -> ScheduleRecord:
     try:
-        return ScheduleRecord(
-            quantum_ms=float(data["quantum_ms"]),
-            hyperperiod_ms=float(data["hyperperiod_ms"]),
-            feasible=bool(data["feasible"]),
-            overlap_ms=float(data["overlap_ms"]),
-            method=str(data["method"]),
-            jobs=tuple(
-                JobSchedule(
-                    name=str(j["name"]), period_ms=float(j["period_ms"]), comm_ms=float(j["comm_ms"]),
-                    shift_ms=float(j["shift_ms"]), solo_period_ms=_number(j.get("solo_period_ms")),
-                    solo_comm_ms=_number(j.get("solo_comm_ms")),
-                )
-                for j in data["jobs"]
-            ),
-            pairs=tuple(
-                PairFact(a=str(p["a"]), b=str(p["b"]), gcd_ms=float(p["gcd_ms"]),
-                         comm_sum_ms=float(p["comm_sum_ms"]), separable=bool(p["separable"]))
-                for p in data.get("pairs", [])
-            ),
-        )
+        return ScheduleRecord.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(path, f"not a shiftbed schedule record (bad or missing {exc})") from None
 

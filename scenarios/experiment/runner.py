@@ -47,7 +47,8 @@ from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
 from scenarios.experiment.summary import build_summary
-from scenarios.results import ResultsWriter, schedule_record
+from scenarios.results import ResultsWriter
+from scenarios.schedule_record import schedule_record
 from scenarios.sharedlink import fabric_params, planned_solo_mbps, shared_link
 from scenarios.summary_record import Gap, SummaryRecord
 

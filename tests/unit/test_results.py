@@ -27,9 +27,9 @@ from scenarios.results import (
     ResultsWriter,
     finish_abandoned,
     load_results,
-    schedule_record,
     throughput_change_pct,
 )
+from scenarios.schedule_record import schedule_record
 
 
 def test_loader_round_trips_what_the_writer_wrote(tmp_path):

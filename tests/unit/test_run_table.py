@@ -20,3 +20,19 @@ def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(ca
     for (policy, job), line in rows.items():
         assert f"{PREDICTED_MS[policy][job]:.1f}" in line
     assert lines[-1] == "report: /r/report.md"
+
+
+def test_json_is_one_object_with_the_summarys_verdicts_and_numbers(tmp_path):
+    import json
+
+    from results_example import write_example
+
+    from scenarios.commands.run import _json_view
+    from scenarios.results import load_results
+
+    folder = write_example(tmp_path)
+    view = json.loads(json.dumps(_json_view(load_results(folder).summary, folder)))
+    assert list(view) == ["results_dir", "fidelity_ok", "complete", "crosschecks", "policies", "gaps"]
+    written = json.loads((folder / "summary.json").read_text())
+    assert view["results_dir"] == str(folder)
+    assert {key: view[key] for key in list(view)[1:]} == {key: written[key] for key in list(view)[1:]}
