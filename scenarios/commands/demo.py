@@ -13,6 +13,7 @@ stage, the theory's verdict first) and prints where the report is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -60,7 +61,9 @@ def run(args) -> int:
         path = SCENARIOS_DIR / name
         scenario = spec.load(path)
         print(f"== {scenario.name}: {scenario.description}", file=sys.stderr)
-        code = run_command.run(run_arguments(path, duration, args.out))
+        # with --json, stdout holds the demo's one object: each run's table goes to stderr
+        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+            code = run_command.run(run_arguments(path, duration, args.out))
         if code != 0:
             return code
         latest = max((p for p in (Path(args.out) / scenario.name).iterdir() if not p.name.startswith(".")),

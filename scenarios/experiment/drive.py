@@ -21,6 +21,7 @@ import pandas as pd
 
 from apps import hoststeal
 from scenarios.experiment.progress import Progress
+from scenarios.sharedlink import SharedLink
 from scenarios.summary_record import Remeasurement
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class MeasureLog:
 class Measurer:
     """Runs the job drivers on ``fabric`` with ``link`` captured, one folder under ``raw_dir`` each."""
 
-    def __init__(self, fabric, link, raw_dir: Path, notes: MeasureLog, progress_stream=None):
+    def __init__(self, fabric, link: SharedLink, raw_dir: Path, notes: MeasureLog, progress_stream=None):
         self.fabric, self.link, self.raw_dir, self.notes = fabric, link, Path(raw_dir), notes
         self.progress_stream = progress_stream
 

@@ -18,6 +18,7 @@ from controller.theory.policies import get_policy
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import Measurement
 from scenarios.results import TABLES, ResultsWriter
+from scenarios.sharedlink import SharedLink
 from scenarios.summary_record import Crosschecks
 
 ITERATION_COLUMNS = list(TABLES["iterations.csv"])
@@ -54,7 +55,7 @@ class PolicyRecord:
         self.intervals: dict[str, tuple[float, float]] = {}  # policy -> (epoch, end) compared with port counters
         self.outgoing: dict[str, pd.DataFrame] = {}  # policy -> time and size of packets leaving through the link
 
-    def record(self, writer: ResultsWriter, link, policy: str, doc: dict, epoch_s: float,
+    def record(self, writer: ResultsWriter, link: SharedLink, policy: str, doc: dict, epoch_s: float,
                measured: Measurement, specs, senders: set[str]) -> None:
         """Keep and write one policy's measurement; ``senders``: the IPs whose packets leave through ``link``."""
         rows, packets, labels = measured.rows, measured.packets, measured.labels
@@ -97,7 +98,7 @@ class PolicyRecord:
         captured = analysis.unique_payload_bytes(packets[mask])
         self.bytes[policy] = {"captured": captured, "reported": reported}
 
-    def crosschecks(self, port_stats_csv: Path, link) -> Crosschecks:
+    def crosschecks(self, port_stats_csv: Path, link: SharedLink | None) -> Crosschecks:
         """The capture against iperf3's byte counts, against the port counters, and a gate's bytes."""
         iperf_err_pct = None
         if self.bytes:
@@ -107,7 +108,7 @@ class PolicyRecord:
         return Crosschecks(capture_vs_iperf_bytes_err_pct=iperf_err_pct, gate_bytes_in_window=self.gate_bytes_in_window,
                            capture_vs_portstats_util_err_pct=self._util_check(port_stats_csv, link))
 
-    def _util_check(self, port_stats_csv: Path, link) -> float | None:
+    def _util_check(self, port_stats_csv: Path, link: SharedLink | None) -> float | None:
         """Link utilisation from the capture vs from OpenFlow port counters, over the same interval."""
         if not port_stats_csv.exists() or link is None:
             return None

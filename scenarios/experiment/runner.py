@@ -49,7 +49,7 @@ from scenarios.experiment.record import PolicyRecord, write_port_stats
 from scenarios.experiment.summary import build_summary
 from scenarios.results import ResultsWriter
 from scenarios.schedule_record import schedule_record
-from scenarios.sharedlink import fabric_params, planned_solo_mbps, shared_link
+from scenarios.sharedlink import SharedLink, fabric_params, planned_solo_mbps, shared_link
 from scenarios.summary_record import Gap, SummaryRecord
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class Experiment:
         self.progress_stream = progress_stream
         self.schedule = compute_schedule(scenario.timings(), scenario.quantum_ms)
         self.writer: ResultsWriter | None = None  # the results folder, once the run started
-        self.link = None  # the shared link (sharedlink.SharedLink), once the fabric is up
+        self.link: SharedLink | None = None  # the link the jobs share, once the fabric is up
         self.queue_ms: float | None = None  # the fabric's queue, once it is up
         self.link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
         self.expected_solo_mbps: dict[str, float] = {}  # per job: its solo rate on the shared link, as planned

@@ -15,6 +15,7 @@ from scenarios.experiment.fidelity import judge_fidelity
 from scenarios.experiment.prediction import MeasuredRun, RunModel, knife_edge
 from scenarios.experiment.record import PolicyRecord
 from scenarios.results import throughput_change_pct
+from scenarios.sharedlink import SharedLink
 from scenarios.summary_record import Gap, JobSummary, PolicySummary, SummaryRecord
 
 
@@ -68,7 +69,7 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
 
 
 def build_summary(*, scenario, complete: bool, reason: str | None, run: MeasuredRun, record: PolicyRecord,
-                  notes: MeasureLog, link, queue_ms: float | None, link_mbps: float,
+                  notes: MeasureLog, link: SharedLink | None, queue_ms: float | None, link_mbps: float,
                   expected_solo_mbps: dict[str, float], port_stats_csv: Path, gaps: list[Gap]) -> SummaryRecord:
     """The summary record of a run of ``scenario``; ``link`` (the shared link) and ``queue_ms`` (the
     fabric's) are None when no fabric came up, and then no policy was measured either."""
