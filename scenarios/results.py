@@ -58,7 +58,7 @@ import yaml
 
 from scenarios.errors import InputError
 from scenarios.schedule_record import ScheduleRecord
-from scenarios.summary_record import FORMAT, SummaryRecord
+from scenarios.summary_record import FORMAT, FORMATS_READ, SummaryRecord
 
 BANDWIDTH_BIN_S = 0.010
 
@@ -360,6 +360,9 @@ def _parse_summary(path: Path, data: Any) -> SummaryRecord:
     if not isinstance(data, dict) or not isinstance(data.get("complete"), bool):
         raise _bad(path, "not a shiftbed summary (no boolean 'complete'); "
                          "expected a folder written by `shiftbed run`")
+    if data.get("format", FORMATS_READ[0]) not in FORMATS_READ:
+        raise _bad(path, f"summary format {data['format']!r} is newer than this shiftbed reads "
+                         f"({', '.join(FORMATS_READ)}); update shiftbed")
     try:
         return SummaryRecord.from_dict(data)
     except ValueError as exc:

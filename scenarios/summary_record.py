@@ -16,7 +16,7 @@ computed from the two means).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 FORMAT = "shiftbed-results/2"
@@ -47,7 +47,7 @@ def _range(value: Any) -> tuple[float, float] | None:
 
 def _plain(value: Any) -> Any:
     """A field's value as JSON holds it: records as objects, tuples as lists."""
-    if hasattr(value, "to_dict"):
+    if is_dataclass(value):
         return value.to_dict()
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}

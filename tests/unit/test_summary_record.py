@@ -9,6 +9,7 @@ from results_example import MEASURED_MS, PREDICTED_MS, error_pct, write_example
 
 from controller.theory.schedule import JobTiming, compute_schedule
 from scenarios import spec
+from scenarios.errors import InputError
 from scenarios.experiment.prediction import MeasuredRun
 from scenarios.experiment.record import PolicyRecord
 from scenarios.experiment.runner import Experiment, RunOptions
@@ -46,6 +47,14 @@ def test_a_format_1_summary_still_loads(tmp_path):
     again = summary.fidelity.measured_again[0]
     assert (again.measurement, again.mean_pct, again.peak_pct) == ("solo a", 8.2, None)
     assert summary.crosschecks.gate_bytes_in_window is None
+
+
+def test_a_summary_of_a_newer_format_is_refused_in_one_line(tmp_path):
+    folder = write_example(tmp_path)
+    (folder / "summary.json").write_text(json.dumps({**FORMAT_1_SUMMARY, "format": "shiftbed-results/3"}))
+    with pytest.raises(InputError, match="summary format 'shiftbed-results/3' is newer") as caught:
+        load_results(folder)
+    assert "\n" not in str(caught.value)
 
 
 def test_what_the_runner_writes_reads_back_as_the_same_record(tmp_path):
