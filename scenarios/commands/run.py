@@ -132,7 +132,8 @@ def run(args) -> int:
     preflight()
 
     from controller.process import ControllerError
-    from scenarios.experiment.runner import Experiment, RunAborted, RunOptions
+    from scenarios.experiment.drive import RunAborted
+    from scenarios.experiment.runner import Experiment, RunOptions
     from topo.fabric import FabricError
     from topo.runrecord import FabricBusy
 
