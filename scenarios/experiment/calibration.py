@@ -23,7 +23,7 @@ import pandas as pd
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import MEASURE_ATTEMPTS, START_IN_S, Measurer
 from scenarios.experiment.prediction import typical_lead_ms
-from scenarios.experiment.progress import stages
+from scenarios.experiment.progress import calibrated_line, figures_line, stages
 
 log = logging.getLogger(__name__)
 
@@ -105,19 +105,6 @@ def trimmed_to_target(spec, solo: dict):
         return spec, solo
     return trimmed, {**solo, "iteration_ms": target_ms, "measured_iteration_ms": solo["iteration_ms"],
                      "compute_trim_ms": trimmed.compute_ms - spec.compute_ms}
-
-
-def calibrated_line(name: str, period_ms: float, solo: dict) -> str:
-    """One human line for a calibrated job: its solo iteration against its period, its bursts alone."""
-    return (f"calibrated {name}: {solo['iteration_ms']:.1f} ms per iteration for a {period_ms:g}-ms period; "
-            f"bursts of {solo['comm_ms']:.1f} ms ({solo['data_ms']:.1f} ms of data) "
-            f"at {solo['sustained_mbps']:.1f} Mbit/s alone")
-
-
-def figures_line(name: str, solo: dict) -> str:
-    """Every number of a job's solo figures, named (the detail behind :func:`calibrated_line`)."""
-    figures = ", ".join(f"{key} {round(value, 2):g}" for key, value in solo.items() if isinstance(value, float))
-    return f"solo {name}: {figures}"
 
 
 class Calibration:

@@ -16,6 +16,38 @@ stages = logging.getLogger("scenarios.experiment.stages")
 stages.setLevel(logging.INFO)
 
 
+def plan_line(scenario_name: str, schedule, policies: tuple[str, ...], duration_s: float) -> str:
+    """The theory's verdict on the scenario, and what the run will measure."""
+    verdict = "feasible" if schedule.feasible else "infeasible"
+    return (f"{scenario_name}: theory says {verdict} (hyper-period {schedule.hyperperiod_ms:g} ms); "
+            f"{', '.join(policies)} for {duration_s:g} s each")
+
+
+def fabric_line(fabric, link) -> str:
+    """The fabric up: how long it took, its datapath, and the link the jobs share."""
+    return (f"fabric up in {fabric.startup_s:.1f} s ({fabric.datapath} datapath, MTU {fabric.mtu}); "
+            f"shared link {link.name} at {link.mbps:g} Mbit/s")
+
+
+def calibrated_line(name: str, period_ms: float, solo: dict) -> str:
+    """One human line for a calibrated job: its solo iteration against its period, its bursts alone."""
+    return (f"calibrated {name}: {solo['iteration_ms']:.1f} ms per iteration for a {period_ms:g}-ms period; "
+            f"bursts of {solo['comm_ms']:.1f} ms ({solo['data_ms']:.1f} ms of data) "
+            f"at {solo['sustained_mbps']:.1f} Mbit/s alone")
+
+
+def figures_line(name: str, solo: dict) -> str:
+    """Every number of a job's solo figures, named (the detail behind :func:`calibrated_line`)."""
+    figures = ", ".join(f"{key} {round(value, 2):g}" for key, value in solo.items() if isinstance(value, float))
+    return f"solo {name}: {figures}"
+
+
+def policy_line(policy: str, measured: dict[str, dict]) -> str:
+    """A policy measured: each job's mean iteration time (``analysis.job_means``)."""
+    means = ", ".join(f"{job} {m['mean_iteration_ms']:.1f}" for job, m in measured.items())
+    return f"{policy} done: {means} ms per iteration"
+
+
 class Progress:
     """A live line on stderr: policy, elapsed/total, iterations per job, link utilisation."""
 

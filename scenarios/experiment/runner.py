@@ -44,7 +44,7 @@ from scenarios.experiment.drive import (
 )
 from scenarios.experiment.environment import environment_record
 from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
-from scenarios.experiment.progress import stages
+from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
 from scenarios.experiment.summary import build_summary
 from scenarios.results import ResultsWriter
@@ -110,9 +110,7 @@ class Experiment:
         f = sc.fabric
         params = fabric_params(sc)
         pins = self._pins(Pin)
-        stages.info("%s: theory says %s (hyper-period %g ms); %s for %g s each", sc.name,
-                    "feasible" if self.schedule.feasible else "infeasible", self.schedule.hyperperiod_ms,
-                    ", ".join(self.options.policies), self.options.duration_s)
+        stages.info("%s", plan_line(sc.name, self.schedule, self.options.policies, self.options.duration_s))
         self.writer = ResultsWriter(self.options.out_root, sc.name)
         complete, reason = False, None
         try:
@@ -127,8 +125,7 @@ class Experiment:
                 self.queue_ms = fabric.queue_ms
                 self.expected_solo_mbps = planned_solo_mbps(sc, fabric.wiring, self.link)
                 self.writer.write_json("environment.json", environment_record(fabric))
-                stages.info("fabric up in %.1f s (%s datapath, MTU %d); shared link %s at %g Mbit/s",
-                            fabric.startup_s, fabric.datapath, fabric.mtu, self.link.name, self.link.mbps)
+                stages.info("%s", fabric_line(fabric, self.link))
                 try:
                     self._run_on(fabric)
                 finally:  # the controller's log goes with the results (the fabric's workdir does not stay)
@@ -207,8 +204,7 @@ class Experiment:
             measurer.measure_again(policy, attempt, run_dir, measured.steal)
         self.record.record(self.writer, self.link, policy, doc, epoch_s, measured, self.specs,
                            measurer.link_senders(self.specs))
-        stages.info("%s done: %s", policy, ", ".join(f"{job} {m['mean_iteration_ms']:.1f} ms per iteration"
-                                                     for job, m in self.record.measured[policy].items()))
+        stages.info("%s", policy_line(policy, self.record.measured[policy]))
 
     def _drive_policy(self, measurer: Measurer, policy, run_dir, epoch_s, enforced):
         """One measurement of ``policy`` (a ``drive.Measurement``), or None if a worker fault stopped it."""

@@ -3,10 +3,18 @@
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from scenarios.experiment.calibration import calibrated_line, figures_line
+from controller.theory.schedule import JobTiming, compute_schedule
+from scenarios.experiment.progress import (
+    calibrated_line,
+    fabric_line,
+    figures_line,
+    plan_line,
+    policy_line,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SOLO = {"iteration_ms": 288.0, "comm_ms": 68.64, "data_ms": 45.1, "startup_ms": 23.54, "lead_ms": 12.0,
@@ -23,6 +31,17 @@ def test_the_detail_behind_it_names_every_figure_without_a_python_dict():
     line = figures_line("alpha", SOLO)
     assert line.startswith("solo alpha: iteration_ms 288, comm_ms 68.64, data_ms 45.1,")
     assert line.endswith(", fill 0.42") and "{" not in line and "[" not in line and "None" not in line
+
+
+def test_the_plan_the_fabric_and_each_policy_are_one_line_each():
+    schedule = compute_schedule([JobTiming("alpha", 300, 100), JobTiming("beta", 600, 150)])
+    assert plan_line("classroom", schedule, ("none", "gate"), 12.0) == (
+        "classroom: theory says feasible (hyper-period 600 ms); none, gate for 12 s each")
+    fabric = SimpleNamespace(startup_s=4.26, datapath="user", mtu=9000)
+    link = SimpleNamespace(name="s1-l1", mbps=50.0)
+    assert fabric_line(fabric, link) == "fabric up in 4.3 s (user datapath, MTU 9000); shared link s1-l1 at 50 Mbit/s"
+    measured = {"alpha": {"iterations": 40, "mean_iteration_ms": 301.24}, "beta": {"mean_iteration_ms": 602.0}}
+    assert policy_line("gate", measured) == "gate done: alpha 301.2, beta 602.0 ms per iteration"
 
 
 LOG_LINES = ("import logging\n"
