@@ -4,10 +4,15 @@ Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int`
 Modules are imported only when their subcommand runs, so ``shiftbed plan`` never
 pays for Mininet or Ryu. Bad input (``InputError``) is one line on stderr and
 exit status 2; a missing component (``EnvironmentProblem``) is exit status 1.
+
+The terminal stays quiet: warnings, and the stage lines of a run
+(``scenarios/experiment/progress.py``); ``-v`` adds each module's detail,
+``-vv`` everything down to the libraries' debug output.
 """
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 
@@ -22,6 +27,20 @@ SUBCOMMANDS = {
     "clean": ("scenarios.commands.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
     "demo": ("scenarios.commands.demo", "run the demo scenarios and print where the reports are"),
 }
+
+VERBOSE_COMMANDS = ("run", "demo", "check")  # the subcommands that build a fabric: they have -v
+
+
+def configure_logging(verbosity: int) -> None:
+    """Logs on stderr, the message only: warnings by default, INFO with ``-v``, DEBUG with ``-vv``.
+
+    Libraries speak only at ``-vv``: matplotlib, for one, warns that it is
+    building its font cache the first time it draws on a fresh machine.
+    """
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
+    if verbosity < 2:
+        logging.getLogger("matplotlib").setLevel(logging.ERROR)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,7 +59,11 @@ def main(argv=None) -> int:
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:  # only the chosen subcommand's module is imported
             importlib.import_module(module_name).add_arguments(sub_parser)
+            if name in VERBOSE_COMMANDS:
+                sub_parser.add_argument("-v", "--verbose", action="count", default=0,
+                                        help="more detail on stderr (-vv: debug, libraries included)")
     args = parser.parse_args(argv)
+    configure_logging(getattr(args, "verbose", 0))
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
     try:
         return int(module.run(args) or 0)

@@ -1,6 +1,6 @@
 """The results folder of one run: its schema, how it is written, how it is read.
 
-A run is data first, pictures second (STYLE.md): the runner writes tables and
+A run is data first, pictures second: the runner writes tables and
 records into a folder, and ``shiftbed report`` redraws every plot and the
 report from that folder alone. Everything here is about the folder; nothing
 here measures or draws.
@@ -13,10 +13,8 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
                             mtu, machine cores, link_mbps (a flow's configured rate: the
                             slower of host and fabric links), shared_link_mbps (the
                             shared leaf uplink's, the fabric links' rate)
-        schedule.json       {quantum_ms, hyperperiod_ms, feasible, overlap_ms, method,
-                             jobs: [{name, period_ms, comm_ms, shift_ms,
-                                     solo_period_ms?, solo_comm_ms?}],
-                             pairs: [{a, b, gcd_ms, comm_sum_ms, separable}]}
+        schedule.json       the schedule and each pair's gcd test: a
+                            scenarios.schedule_record.ScheduleRecord
         iterations.csv      policy, job, worker, iteration, start, comm_start, comm_end,
                             end, bytes                  (absolute unix times)
         link_bandwidth.csv  policy, link, t_s, job, mbps
@@ -25,22 +23,13 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
                             (scheduled windows, seconds since the policy's epoch)
         port_stats.csv      time, dpid, port, rx_bytes, tx_bytes, rx_packets, tx_packets,
                             rx_dropped, tx_dropped     (absolute unix time)
-        summary.json        {format, scenario, results_dir, complete, incomplete_reason,
-                             fidelity_ok, fidelity: {solo_rate_ratio, expected_solo_mbps, unmeasured_jobs,
-                                                     capture_drops, advice},
-                             crosschecks: {capture_vs_iperf_bytes_err_pct,
-                                           capture_vs_portstats_util_err_pct, ...},
-                             policies: {<policy>: {throughput_change_vs_none_pct, epoch_s?,
-                                 jobs: {<job>: {iterations, mean_iteration_ms,
-                                     predicted_iteration_ms, predicted_range_ms?, knife_edge?,
-                                     solo_iteration_ms, model_solo_iteration_ms?,
-                                     model_quiet_bursts?, error_pct}}}}}
+        summary.json        the verdicts and the numbers behind them: a
+                            scenarios.summary_record.SummaryRecord
         plots/*.png, report.md                   drawn by ``shiftbed report``
 
-Tables may carry extra columns after the schema's. ``error_pct`` is
-``(measured - predicted) / predicted * 100``; ``throughput_change_vs_none_pct``
-is :func:`throughput_change_pct`. ``epoch_s`` (optional) is the unix time that a
-policy's ``t_s``/``open_s`` count from. Full description: docs/results.md.
+Tables may carry extra columns after the schema's. ``throughput_change_vs_none_pct``
+is :func:`throughput_change_pct`; a policy's ``epoch_s`` is the unix time that its
+``t_s``/``open_s`` count from. Full description: docs/results.md.
 
 Writing is atomic: :class:`ResultsWriter` fills a hidden sibling
 ``.<timestamp>.partial`` and renames it to ``<timestamp>`` in :meth:`finish`,
@@ -58,7 +47,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,8 +57,9 @@ import pandas as pd
 import yaml
 
 from scenarios.errors import InputError
+from scenarios.schedule_record import ScheduleRecord
+from scenarios.summary_record import FORMAT, FORMATS_READ, SummaryRecord
 
-FORMAT = "shiftbed-results/1"
 BANDWIDTH_BIN_S = 0.010
 
 SCENARIO_FILE = "scenario.yaml"
@@ -260,19 +250,8 @@ class ResultsWriter:
         missing = [n for n in REQUIRED_FILES if n != SUMMARY_FILE and not (self.partial_dir / n).exists()]
         if complete and missing:
             complete, reason = False, f"files not written: {', '.join(missing)}"
-        summary_path = self.partial_dir / SUMMARY_FILE
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-        summary.update(
-            format=FORMAT,
-            results_dir=str(self.final_dir),
-            complete=bool(complete),
-            incomplete_reason=None if complete else (reason or "interrupted"),
-        )
-        summary.setdefault("scenario", self.scenario_name)
-        summary.setdefault("fidelity_ok", False)  # unknown fidelity is not good fidelity
-        for key in ("fidelity", "crosschecks", "policies"):
-            summary.setdefault(key, {})
-        self.write_json(SUMMARY_FILE, summary)
+        summary = _stamped(self.partial_dir / SUMMARY_FILE, self.scenario_name, self.final_dir, complete, reason)
+        self.write_json(SUMMARY_FILE, summary.to_dict())
         os.rename(self.partial_dir, self.final_dir)
         self._finished = self.final_dir
         self._give_to_sudo_user()
@@ -315,19 +294,22 @@ def finish_abandoned(partial_dir: str | Path, reason: str) -> Path | None:
     final = partial.with_name(name[1:-len(".partial")])
     if final.exists():
         return None
-    summary_path = partial / SUMMARY_FILE
-    try:
-        summary = json.loads(summary_path.read_text())
-    except (OSError, ValueError):
-        summary = {}
-    summary.update(format=FORMAT, results_dir=str(final), complete=False, incomplete_reason=reason)
-    summary.setdefault("scenario", partial.parent.name)
-    summary.setdefault("fidelity_ok", False)
-    for key in ("fidelity", "crosschecks", "policies"):
-        summary.setdefault(key, {})
-    atomic_write_bytes(summary_path, json_text(summary).encode())
+    summary = _stamped(partial / SUMMARY_FILE, partial.parent.name, final, False, reason)
+    atomic_write_bytes(partial / SUMMARY_FILE, json_text(summary.to_dict()).encode())
     os.rename(partial, final)
     return final
+
+
+def _stamped(summary_path: Path, scenario_name: str, final_dir: Path, complete: bool,
+             reason: str | None) -> SummaryRecord:
+    """The summary the run wrote (an empty one if it wrote none that reads), stamped with its
+    format, its final folder and whether it completed."""
+    try:
+        summary = SummaryRecord.from_dict(json.loads(summary_path.read_text()))
+    except (OSError, ValueError):
+        summary = SummaryRecord(scenario=scenario_name)
+    return replace(summary, format=FORMAT, scenario=summary.scenario or scenario_name, results_dir=str(final_dir),
+                   complete=bool(complete), incomplete_reason=None if complete else (reason or "interrupted"))
 
 
 def throughput_change_pct(mean_iteration_ms: Mapping[str, float],
@@ -340,124 +322,7 @@ def throughput_change_pct(mean_iteration_ms: Mapping[str, float],
     return sum(changes) / len(changes)
 
 
-def schedule_record(schedule: Any, solo: Mapping[str, tuple[float, float]] | None = None) -> dict:
-    """The ``schedule.json`` record of a ``controller.theory.schedule.Schedule``.
-
-    ``solo`` maps a job to its measured ``(solo_period_ms, solo_comm_ms)``.
-    Pair facts use the schedule's quantum, so they say exactly why it is
-    (in)feasible: a pair separates iff ``comm_sum_ms <= gcd_ms``.
-    """
-    quantum_ms = schedule.quantum_ms
-    jobs = list(schedule.jobs)
-
-    def quanta(ms: float) -> int:
-        return round(ms / quantum_ms)
-
-    records = []
-    for job in jobs:
-        record = {"name": job.name, "period_ms": job.period_ms, "comm_ms": job.comm_ms,
-                  "shift_ms": schedule.shifts_ms[job.name]}
-        if solo and job.name in solo:
-            record["solo_period_ms"], record["solo_comm_ms"] = solo[job.name]
-        records.append(record)
-    pairs = []
-    for i, a in enumerate(jobs):
-        for b in jobs[i + 1:]:
-            gcd_ms = math.gcd(quanta(a.period_ms), quanta(b.period_ms)) * quantum_ms
-            comm_sum_ms = a.comm_ms + b.comm_ms
-            pairs.append({"a": a.name, "b": b.name, "gcd_ms": gcd_ms, "comm_sum_ms": comm_sum_ms,
-                          "separable": quanta(comm_sum_ms) <= quanta(gcd_ms)})
-    return {"quantum_ms": quantum_ms, "hyperperiod_ms": schedule.hyperperiod_ms,
-            "feasible": bool(schedule.feasible), "overlap_ms": schedule.overlap_ms,
-            "method": schedule.method, "jobs": records, "pairs": pairs}
-
-
 # --------------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True)
-class JobSchedule:
-    """One job in ``schedule.json``: the period and burst the schedule used, and its shift."""
-
-    name: str
-    period_ms: float
-    comm_ms: float
-    shift_ms: float
-    solo_period_ms: float | None = None
-    solo_comm_ms: float | None = None
-
-
-@dataclass(frozen=True)
-class PairFact:
-    """Why two jobs can or cannot be kept apart: separable iff ``comm_sum_ms <= gcd_ms``."""
-
-    a: str
-    b: str
-    gcd_ms: float
-    comm_sum_ms: float
-    separable: bool
-
-
-@dataclass(frozen=True)
-class ScheduleRecord:
-    """``schedule.json``."""
-
-    quantum_ms: float
-    hyperperiod_ms: float
-    feasible: bool
-    overlap_ms: float
-    method: str
-    jobs: tuple[JobSchedule, ...]
-    pairs: tuple[PairFact, ...]
-
-    def job(self, name: str) -> JobSchedule | None:
-        return next((j for j in self.jobs if j.name == name), None)
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """One job under one policy in ``summary.json`` (``None`` where the run did not get there).
-
-    ``error_pct`` is computed from the two means when the summary lacks it.
-    """
-
-    iterations: int | None
-    mean_iteration_ms: float | None
-    predicted_iteration_ms: float | None
-    solo_iteration_ms: float | None
-    error_pct: float | None
-    burst_lead_ms: float | None = None  # median launch -> first data packet on the link (older runs: None)
-    burst_all_flows_ms: float | None = None  # median launch -> first data packet of the last flow to start
-    burst_data_ms: float | None = None  # median first -> last data packet
-    predicted_range_ms: tuple[float, float] | None = None  # the model with busy starts costing 0-10 ms (older runs: None)
-    knife_edge: bool | None = None  # that range is wider than a tenth of the prediction (scenarios/experiment/prediction.py)
-    iteration_se_ms: float | None = None  # the measured mean's standard error, batch means (older runs: None)
-    busy_start_ms: float | None = None  # what the model took a busy start to cost (older runs: None, 5 ms)
-    median_iteration_ms: float | None = None  # what a gated job is held to (older runs: None)
-
-
-@dataclass(frozen=True)
-class PolicyResult:
-    """One policy in ``summary.json``."""
-
-    throughput_change_vs_none_pct: float | None
-    jobs: dict[str, JobResult]
-    epoch_s: float | None = None
-
-
-@dataclass(frozen=True)
-class Summary:
-    """``summary.json``; ``raw`` keeps every key, including ones added later."""
-
-    scenario: str
-    results_dir: str
-    complete: bool
-    incomplete_reason: str | None
-    fidelity_ok: bool
-    fidelity: dict[str, Any]
-    crosschecks: dict[str, Any]
-    policies: dict[str, PolicyResult]
-    raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -465,7 +330,7 @@ class Results:
     """Everything in one results folder. Tables missing from an incomplete run are empty."""
 
     path: Path
-    summary: Summary
+    summary: SummaryRecord
     scenario_yaml: str
     scenario: dict[str, Any]
     environment: dict[str, Any]
@@ -491,96 +356,22 @@ def _read_json(path: Path) -> Any:
         raise _bad(path, f"unreadable JSON ({exc})") from None
 
 
-def _number(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _parse_summary(path: Path, data: Any) -> Summary:
+def _parse_summary(path: Path, data: Any) -> SummaryRecord:
     if not isinstance(data, dict) or not isinstance(data.get("complete"), bool):
         raise _bad(path, "not a shiftbed summary (no boolean 'complete'); "
                          "expected a folder written by `shiftbed run`")
+    if data.get("format", FORMATS_READ[0]) not in FORMATS_READ:
+        raise _bad(path, f"summary format {data['format']!r} is newer than this shiftbed reads "
+                         f"({', '.join(FORMATS_READ)}); update shiftbed")
     try:
-        policies = _parse_policies(data.get("policies") or {})
-    except (AttributeError, TypeError, ValueError) as exc:
-        raise _bad(path, f"policies: not in the shiftbed summary form ({exc})") from None
-    return Summary(
-        scenario=str(data.get("scenario", "")),
-        results_dir=str(data.get("results_dir", "")),
-        complete=data["complete"],
-        incomplete_reason=data.get("incomplete_reason"),
-        fidelity_ok=bool(data.get("fidelity_ok", False)),
-        fidelity=dict(data.get("fidelity") or {}),
-        crosschecks=dict(data.get("crosschecks") or {}),
-        policies=policies,
-        raw=data,
-    )
-
-
-def _parse_policies(policies_raw: dict) -> dict[str, PolicyResult]:
-    policies = {}
-    for policy, entry in policies_raw.items():
-        jobs = {}
-        for job, j in (entry.get("jobs") or {}).items():
-            iterations = j.get("iterations")
-            measured_ms = _number(j.get("mean_iteration_ms"))
-            predicted_ms = _number(j.get("predicted_iteration_ms"))
-            error_pct = _number(j.get("error_pct"))
-            if error_pct is None and measured_ms is not None and predicted_ms:
-                error_pct = (measured_ms - predicted_ms) / predicted_ms * 100
-            jobs[str(job)] = JobResult(
-                iterations=None if iterations is None else int(iterations),
-                mean_iteration_ms=measured_ms,
-                predicted_iteration_ms=predicted_ms,
-                solo_iteration_ms=_number(j.get("solo_iteration_ms")),
-                error_pct=error_pct,
-                burst_lead_ms=_number(j.get("burst_lead_ms")),
-                burst_all_flows_ms=_number(j.get("burst_all_flows_ms")),
-                burst_data_ms=_number(j.get("burst_data_ms")),
-                predicted_range_ms=_range(j.get("predicted_range_ms")),
-                knife_edge=j.get("knife_edge") if isinstance(j.get("knife_edge"), bool) else None,
-                iteration_se_ms=_number(j.get("iteration_se_ms")),
-                busy_start_ms=_number(j.get("busy_start_ms")),
-                median_iteration_ms=_number(j.get("median_iteration_ms")),
-            )
-        policies[str(policy)] = PolicyResult(
-            throughput_change_vs_none_pct=_number(entry.get("throughput_change_vs_none_pct")),
-            jobs=jobs,
-            epoch_s=_number(entry.get("epoch_s")),
-        )
-    return policies
-
-
-def _range(value: Any) -> tuple[float, float] | None:
-    """A ``[low, high]`` pair of numbers, else None."""
-    if isinstance(value, list | tuple) and len(value) == 2:
-        low, high = _number(value[0]), _number(value[1])
-        if low is not None and high is not None:
-            return low, high
-    return None
+        return SummaryRecord.from_dict(data)
+    except ValueError as exc:
+        raise _bad(path, str(exc)) from None
 
 
 def _parse_schedule(path: Path, data: Any) -> ScheduleRecord:
     try:
-        return ScheduleRecord(
-            quantum_ms=float(data["quantum_ms"]),
-            hyperperiod_ms=float(data["hyperperiod_ms"]),
-            feasible=bool(data["feasible"]),
-            overlap_ms=float(data["overlap_ms"]),
-            method=str(data["method"]),
-            jobs=tuple(
-                JobSchedule(
-                    name=str(j["name"]), period_ms=float(j["period_ms"]), comm_ms=float(j["comm_ms"]),
-                    shift_ms=float(j["shift_ms"]), solo_period_ms=_number(j.get("solo_period_ms")),
-                    solo_comm_ms=_number(j.get("solo_comm_ms")),
-                )
-                for j in data["jobs"]
-            ),
-            pairs=tuple(
-                PairFact(a=str(p["a"]), b=str(p["b"]), gcd_ms=float(p["gcd_ms"]),
-                         comm_sum_ms=float(p["comm_sum_ms"]), separable=bool(p["separable"]))
-                for p in data.get("pairs", [])
-            ),
-        )
+        return ScheduleRecord.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(path, f"not a shiftbed schedule record (bad or missing {exc})") from None
 

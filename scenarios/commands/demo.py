@@ -7,12 +7,13 @@ Two scenarios, under two minutes each on 2 cores:
 - ``two-jobs-coprime``: periods 401 and 600 ms, gcd 1 — no shift separates
   them, and static shifting does not help (the ~73 % case).
 
-For each it prints the theory's verdict (``plan``), runs the emulation under
-every policy (``run``) and prints where the report is.
+For each it runs the emulation under every policy (``run``: one line per
+stage, the theory's verdict first) and prints where the report is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ SCENARIOS_DIR = Path(__file__).resolve().parents[1]
 DEMO_SCENARIOS = ("classroom.yaml", "two-jobs-coprime.yaml")
 # Seconds per policy. At 6 s a job with a 600-ms period had ~9 iterations, so one
 # 50-ms stall of the machine that cost it a window moved its mean by 10 % (classroom
-# gate beta +10.0 %, standard error 9 %; docs/accuracy.md, tenth session).
+# gate beta +10.0 %, standard error 9 %; measured 2026-12-01, docs/accuracy.md).
 DEMO_DURATION_S = 12.0
 
 
@@ -50,7 +51,6 @@ def run(args) -> int:
     import json
 
     from scenarios import spec
-    from scenarios.commands import plan
     from scenarios.commands import run as run_command
 
     duration = run_command.parse_duration(args.duration, DEMO_DURATION_S)
@@ -60,11 +60,10 @@ def run(args) -> int:
     for name in DEMO_SCENARIOS:
         path = SCENARIOS_DIR / name
         scenario = spec.load(path)
-        doc = plan.build_plan(scenario)
-        verdict = "feasible" if doc["feasible"] else "infeasible"
-        print(f"== {scenario.name}: {scenario.description} — theory says {verdict} "
-              f"(hyper-period {doc['hyperperiod_ms']} ms)", file=sys.stderr)
-        code = run_command.run(run_arguments(path, duration, args.out))
+        print(f"== {scenario.name}: {scenario.description}", file=sys.stderr)
+        # with --json, stdout holds the demo's one object: each run's table goes to stderr
+        with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+            code = run_command.run(run_arguments(path, duration, args.out))
         if code != 0:
             return code
         latest = max((p for p in (Path(args.out) / scenario.name).iterdir() if not p.name.startswith(".")),

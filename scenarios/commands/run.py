@@ -10,7 +10,6 @@ and the exit status is 130.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import signal
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
+from scenarios.summary_record import SummaryRecord
 
 DEFAULT_DURATION_S = 20.0
 MAX_DURATION_S = 3600.0
@@ -132,11 +132,11 @@ def run(args) -> int:
     preflight()
 
     from controller.process import ControllerError
-    from scenarios.experiment.runner import Experiment, RunAborted, RunOptions
+    from scenarios.experiment.drive import RunAborted
+    from scenarios.experiment.runner import Experiment, RunOptions
     from topo.fabric import FabricError
     from topo.runrecord import FabricBusy
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     options = RunOptions(policies=policies, duration_s=duration_s, out_root=Path(args.out), seed=args.seed,
                          datapath=args.datapath)
     experiment = Experiment(scenario, Path(args.scenario).read_text(), options, progress_stream=sys.stderr)
@@ -152,14 +152,15 @@ def run(args) -> int:
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
-    summary = json.loads((results_dir / "summary.json").read_text())
+    summary = SummaryRecord.from_dict(json.loads((results_dir / "summary.json").read_text()))
     if args.json:
         print(json.dumps(_json_view(summary, results_dir)))
+        print(f"report: {results_dir / 'report.md'}", file=sys.stderr)
     else:
         _print_table(summary, results_dir)
-    for gap in summary.get("gaps") or []:  # the other policies ran; say what is missing
-        print(f"shiftbed run: policy {gap['policy']} stopped early: {gap['message']}", file=sys.stderr)
-    return 1 if summary.get("gaps") else 0
+    for gap in summary.gaps:  # the other policies ran; say what is missing
+        print(f"shiftbed run: policy {gap.policy} stopped early: {gap.message}", file=sys.stderr)
+    return 1 if summary.gaps else 0
 
 
 def preflight() -> None:
@@ -189,26 +190,26 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _json_view(summary: dict, results_dir: Path) -> dict:
-    return {"results_dir": str(results_dir), "fidelity_ok": summary["fidelity_ok"],
-            "complete": summary["complete"], "crosschecks": summary.get("crosschecks", {}),
-            "policies": summary["policies"], "gaps": summary.get("gaps") or []}
+def _json_view(summary: SummaryRecord, results_dir: Path) -> dict:
+    """``--json``'s one object: the summary's verdicts and numbers, and where the folder is."""
+    whole = summary.to_dict()
+    return {"results_dir": str(results_dir), **{key: whole[key] for key in
+                                                ("fidelity_ok", "complete", "crosschecks", "policies", "gaps")}}
 
 
-def _print_table(summary: dict, results_dir: Path) -> None:
+def _print_table(summary: SummaryRecord, results_dir: Path) -> None:
     print(f"{'policy':<8} {'job':<10} {'iters':>5} {'measured ms ± se':>17} {'predicted ms':>13} {'error':>7} "
           f"{'vs none':>8}")
-    for policy, entry in summary["policies"].items():
-        change = entry.get("throughput_change_vs_none_pct")
-        for job, j in entry["jobs"].items():
-            err = j.get("error_pct")
-            se = j.get("iteration_se_ms")
-            measured = f"{j['mean_iteration_ms']:.1f}" + (f" ±{se:4.1f}" if se is not None else " " * 6)
-            print(f"{policy:<8} {job:<10} {j['iterations']:>5} {measured:>17} "
-                  f"{j['predicted_iteration_ms']:>13.1f} {err:>+6.1f}% "
+    for policy, entry in summary.policies.items():
+        change = entry.throughput_change_vs_none_pct
+        for job, j in entry.jobs.items():
+            se = j.iteration_se_ms
+            measured = f"{j.mean_iteration_ms:.1f}" + (f" ±{se:4.1f}" if se is not None else " " * 6)
+            print(f"{policy:<8} {job:<10} {j.iterations:>5} {measured:>17} "
+                  f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}% "
                   + (f"{change:>+7.1f}%" if change is not None else " " * 8)
-                  + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j["predicted_range_ms"])
-                     if j.get("knife_edge") else ""))
-    if not summary["fidelity_ok"]:
-        print(f"FIDELITY LOST: {summary['fidelity'].get('advice')}")
+                  + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
+                     if j.knife_edge else ""))
+    if not summary.fidelity_ok:
+        print(f"FIDELITY LOST: {summary.fidelity.advice}")
     print(f"report: {results_dir / 'report.md'}")

@@ -30,8 +30,8 @@ that much more of the link (``FluidJob.busy_start_ms``): per job, how much
 later than alone its data started in such bursts of the run's *other*
 policies (:func:`busy_start_costs_ms`; a policy's prediction never uses its
 own bursts), else :data:`BUSY_START_MS`; each busy start draws its cost from
-those bursts' where there are enough (``analysis.busy_start_samples_ms``). Measured: 2-6 ms on the ninth
-session's machine, 5-15 ms per job and run on the tenth's (docs/accuracy.md).
+those bursts' where there are enough (``analysis.busy_start_samples_ms``). Measured 2026-12-01:
+2-6 ms on one machine, 5-15 ms per job and run on another (docs/accuracy.md).
 
 **Quiet bursts of the other policies.** A run's policies come minutes after
 its calibration, and this machine's speed drifts in between: in one
@@ -41,7 +41,7 @@ missed a window in every sixth iteration where the solo figures made every
 one. So each prediction pools a job's solo bursts with its bursts in the
 run's *other* policies that met no other job's burst (:func:`pooled_solo`).
 Over 550 pairs of 59 kept runs this moved the mean |error| from 2.68 to
-2.36 % (docs/accuracy.md, fourteenth session).
+2.36 % (measured 2026-12-01, docs/accuracy.md).
 
 **Knife edges.** Most predictions hardly move with that figure; but where a
 gated job's burst ends within a few ms of the moment that decides whether it
@@ -67,8 +67,8 @@ from scenarios.analysis import tables as analysis
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its
 # solo length when the run has no figure of its own (a single policy, or fewer than
-# three such bursts elsewhere): on the ninth session's machine its first data packet
-# came 2-6 ms later than alone (medians per job and policy, 5.1 over all).
+# three such bursts elsewhere): on one machine its first data packet came 2-6 ms
+# later than alone (medians per job and policy, 5.1 over all; measured 2026-12-01).
 BUSY_START_MS = 5.0
 KNIFE_EDGE_SHARE = 0.10  # a prediction that moves by more than this share of itself is on a knife edge
 
@@ -157,7 +157,7 @@ def typical_lead_ms(solo: dict) -> float:
 
     The median, because leads have a long tail of slow process starts: a
     job launched its mean lead early sent its first data before its window
-    opened in 10 of 15 gated bursts (h10's b, seventeenth session), and data
+    opened in 10 of 15 gated bursts (h10's b, measured 2026-12-02), and data
     meeting a closed gate is policed. A gated burst's lateness beyond the
     median is in its link samples (``analysis.link_time_samples_ms``)."""
     return float(solo.get("burst_lead_ms", solo["lead_ms"]))
@@ -216,3 +216,37 @@ def knife_edge(predicted_ms: float, range_ms: tuple[float, float]) -> bool:
     """Does a few ms more or less per busy start move this prediction by more than :data:`KNIFE_EDGE_SHARE`?"""
     low, high = range_ms
     return high - low > KNIFE_EDGE_SHARE * predicted_ms
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """What a run measured that its predictions draw from: calibration's solo figures, bursts and
+    launch leads, and every policy's bursts."""
+
+    schedule: Schedule
+    solo: dict[str, dict]
+    solo_spans: dict[str, pd.DataFrame]  # per job: the bursts of the solo run kept in ``solo``
+    bursts: dict[str, pd.DataFrame]  # policy -> its bursts (analysis.burst_spans)
+    launch_lead_ms: dict[str, float]
+
+    def other_bursts(self, policy: str | None) -> pd.DataFrame:
+        """The bursts of the run's policies but ``policy`` (a policy's prediction never uses its own;
+        None: every policy's)."""
+        others = [b for p, b in self.bursts.items() if p != policy and not b.empty]
+        return pd.concat(others, ignore_index=True) if others else pd.DataFrame()
+
+    def model_solo(self, policy: str) -> dict[str, dict]:
+        """The solo figures the model is fed for ``policy``: pooled with the quiet bursts of the
+        run's other policies (:func:`pooled_solo`)."""
+        return pooled_solo(self.solo, self.solo_spans, self.other_bursts(policy))
+
+    def busy_starts_ms(self, policy: str, figures: dict[str, dict] | None = None,
+                       ) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
+        """Per job, what a busy start cost in the run's other policies (:func:`busy_start_costs_ms`):
+        the median (or the default) and each such burst's, beyond the lead in ``figures``
+        (default: the solo figures)."""
+        spans = self.other_bursts(policy)
+        lead_ms = {name: s["lead_ms"] for name, s in (figures or self.solo).items()}
+        costs = busy_start_costs_ms(analysis.busy_start_extra_ms(spans, lead_ms),
+                                    [j.name for j in self.schedule.jobs])
+        return costs, analysis.busy_start_samples_ms(spans, lead_ms)

@@ -23,7 +23,7 @@ from scenarios.results import (
     throughput_change_pct,
 )
 
-ACCURACY_GOAL_PCT = 10.0  # issue 5: measured mean within 10 % of the prediction
+ACCURACY_GOAL_PCT = 10.0  # the model's goal: the measured mean within 10 % of the prediction
 LATE_START_NOTE_MS = 5.0  # a miss whose bursts start this much later than alone gets a sentence saying so
 SOLO_RATE_MIN = 0.90  # realised / configured rate of a solo burst below this = fidelity lost
 CROSSCHECK_BOUNDS_PCT = {
@@ -73,7 +73,7 @@ def _ms(value: float | None) -> str:
 
 def _fidelity_measured(results: Results) -> bool:
     fidelity = results.summary.fidelity
-    return any(fidelity.get(k) is not None for k in ("solo_rate_ratio", "capture_drops"))
+    return fidelity.solo_rate_ratio is not None or fidelity.capture_drops is not None
 
 
 def _banners(results: Results) -> list[str]:
@@ -90,27 +90,26 @@ def _banners(results: Results) -> list[str]:
     elif not summary.fidelity_ok:
         fidelity = summary.fidelity
         facts = []
-        ratio = fidelity.get("solo_rate_ratio")
+        ratio = fidelity.solo_rate_ratio
         if ratio is not None:
             facts.append(f"solo bursts at the scenario's size reached {ratio * 100:.0f} % of the rate the "
                          f"configured links give them (needs at least {SOLO_RATE_MIN * 100:.0f} %)")
-        if fidelity.get("unmeasured_jobs"):
-            facts.append(f"the solo bursts of {', '.join(fidelity['unmeasured_jobs'])} were too short to "
+        if fidelity.unmeasured_jobs:
+            facts.append(f"the solo bursts of {', '.join(fidelity.unmeasured_jobs)} were too short to "
                          "measure a rate")
-        if fidelity.get("overrun_jobs"):
-            facts.append(f"alone, {', '.join(fidelity['overrun_jobs'])} could not keep their periods")
-        drops = fidelity.get("capture_drops")
-        if drops:
-            facts.append(f"the capture dropped {drops} packets")
-        if fidelity.get("disturbed"):
-            facts.append(f"the machine's host took more than {fidelity.get('host_steal_max_pct', 0):g} % of its CPU "
-                         f"during {', '.join(fidelity['disturbed'])}")
+        if fidelity.overrun_jobs:
+            facts.append(f"alone, {', '.join(fidelity.overrun_jobs)} could not keep their periods")
+        if fidelity.capture_drops:
+            facts.append(f"the capture dropped {fidelity.capture_drops} packets")
+        if fidelity.disturbed:
+            facts.append(f"the machine's host took more than {fidelity.host_steal_max_pct or 0:g} % of its CPU "
+                         f"during {', '.join(fidelity.disturbed)}")
         why = "; ".join(facts) or "the run marked fidelity as lost"
         lines += [f"> **⚠ FIDELITY LOST: the emulated fabric did not deliver what the scenario "
                   f"configured, so these measurements may show the emulator, not the model.** "
                   f"{why[0].upper() + why[1:]}.", ">", "> What to change:"]
-        if fidelity.get("advice"):
-            lines.append(f"> - {fidelity['advice']}")
+        if fidelity.advice:
+            lines.append(f"> - {fidelity.advice}")
         lines += [f"> - {remedy}" for remedy in FIDELITY_REMEDIES]
         lines.append("")
     return lines
@@ -284,8 +283,7 @@ def _range_cell(r) -> str:
 
 def _burst_section(results: Results) -> list[str]:
     """The run's bursts beside the solo bursts the model was fed, and what that says about a miss."""
-    solo = {j: s for j, s in (results.summary.fidelity.get("solo") or {}).items()
-            if isinstance(s, dict) and s.get("burst_all_flows_ms") is not None}
+    solo = {j: s for j, s in results.summary.fidelity.solo.items() if s.get("burst_all_flows_ms") is not None}
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items() if r.burst_all_flows_ms is not None]
     if not rows:
@@ -321,39 +319,41 @@ def _fidelity_section(results: Results) -> tuple[str, list[str]]:
     verdict = ("ok" if summary.fidelity_ok else
                "**LOST** (see the warning at the top)" if _fidelity_measured(results) else
                "**not confirmed** (not measured)")
-    ratio = fidelity.get("solo_rate_ratio")
+    ratio = fidelity.solo_rate_ratio
+    drops = "n/a" if fidelity.capture_drops is None else fidelity.capture_drops
     lines = [f"- Fidelity: {verdict}.",
              f"- Solo bursts at the scenario's size reached {'n/a' if ratio is None else f'{ratio * 100:.1f} %'} "
              f"of the rate the configured links give them (needs at least {SOLO_RATE_MIN * 100:.0f} %).",
-             f"- Packets dropped by the capture: {fidelity.get('capture_drops', 'n/a')}."]
-    steal = fidelity.get("host_steal_pct")
-    peaks = fidelity.get("host_steal_peak_pct") or {}  # runs before the sixteenth session: none
-    if steal:  # runs before the twelfth session did not measure it
+             f"- Packets dropped by the capture: {drops}."]
+    steal, peaks = fidelity.host_steal_pct, fidelity.host_steal_peak_pct  # format 1 folders may lack them
+    if steal:
         lines.append(f"- CPU taken by the machine's host (steal; a measurement above "
-                     f"{fidelity.get('host_steal_max_pct', 0):g} % is measured again; its worst second): "
+                     f"{fidelity.host_steal_max_pct or 0:g} % is measured again; its worst second): "
                      + ", ".join(f"{what} {pct:.1f} %" + (f" ({peaks[what]:.0f} %)" if what in peaks else "")
                                  for what, pct in steal.items()) + ".")
-    drift = {job: pct for job, pct in (fidelity.get("speed_drift_pct_of_period") or {}).items() if pct is not None}
-    if drift:  # runs before the fourteenth session did not measure it
+    drift = {job: pct for job, pct in fidelity.speed_drift_pct_of_period.items() if pct is not None}
+    if drift:
         line = ("- The machine's speed during the policies: how much longer each job's bursts that met no "
                 "other job's took from launch to end than its solo bursts in calibration, as a share of its "
                 "period: " + ", ".join(f"{job} {pct:+.1f} %" for job, pct in drift.items()))
-        if fidelity.get("drifted"):
-            line += (f"; **{', '.join(fidelity['drifted'])} drifted by more than "
-                     f"{fidelity.get('drift_max_pct', 0):g} %**, so ran off the period calibration set, and what "
+        if fidelity.drifted:
+            line += (f"; **{', '.join(fidelity.drifted)} drifted by more than "
+                     f"{fidelity.drift_max_pct or 0:g} %**, so ran off the period calibration set, and what "
                      "depends on it on the wire (a `shift` keeping free-running bursts apart) may not hold; "
                      "the model's figures follow the drift")
         lines.append(line + ".")
-    for again in fidelity.get("measured_again") or []:
-        lines.append(f"- Measured again: {again['measurement']} (attempt {again['attempt']}, "
-                     f"{again['mean_pct']:.1f} % stolen; kept in `raw/{again['run']}`).")
-    for name, value in checks.items():
+    for again in fidelity.measured_again:
+        lines.append(f"- Measured again: {again.measurement} (attempt {again.attempt}, "
+                     f"{again.mean_pct:.1f} % stolen; kept in `raw/{again.run}`).")
+    for name, value in checks.to_dict().items():
         bound = CROSSCHECK_BOUNDS_PCT.get(name)
         if isinstance(value, int | float) and bound is not None:
             within = "within" if abs(value) <= bound else "**outside**"
             lines.append(f"- Cross-check `{name}`: {value:.2f} % ({within} ±{bound:g} %).")
+        elif isinstance(value, dict):  # per job
+            lines.append(f"- Cross-check `{name}`: " + ", ".join(f"{k} {v:.3g}" for k, v in value.items()) + ".")
         else:
-            lines.append(f"- Cross-check `{name}`: {value}.")
+            lines.append(f"- Cross-check `{name}`: {'not measured' if value is None else value}.")
     lines.append("")
     return verdict, lines
 

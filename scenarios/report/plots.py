@@ -25,7 +25,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, Patch, Wedge
 
-from scenarios.results import BANDWIDTH_BIN_S, Results, ScheduleRecord, atomic_write_bytes
+from scenarios.results import BANDWIDTH_BIN_S, Results, atomic_write_bytes
+from scenarios.schedule_record import ScheduleRecord
 
 POLICY_ORDER = ("none", "shift", "gate", "random")
 WIDTH_IN = 11.0

@@ -1,10 +1,10 @@
-"""Calibration's period check (scenarios.experiment.runner.with_phase, period_correction): a job's solo
+"""Calibration's period check (scenarios.experiment.calibration.with_phase, period_correction): a job's solo
 iteration lands on (1 − PERIOD_MARGIN) of its period, with the bytes of its bursts unchanged."""
 
 import pytest
 
 from apps.dltjob import JobSpec, Worker, burst_bytes
-from scenarios.experiment.runner import (
+from scenarios.experiment.calibration import (
     PERIOD_MARGIN,
     PERIOD_TOLERANCE,
     period_correction,

@@ -1,7 +1,11 @@
 """`shiftbed demo` hands `shiftbed run` the arguments its own parser makes (no root needed)."""
 
+import json
+from types import SimpleNamespace
+
 import pytest
 
+from scenarios import spec
 from scenarios.commands import demo
 from scenarios.commands import run as run_command
 from scenarios.errors import EnvironmentProblem
@@ -14,3 +18,21 @@ def test_every_demo_scenario_passes_the_run_commands_input_checks(name, tmp_path
     monkeypatch.setattr(run_command.os, "geteuid", lambda: 1000)  # stop where the fabric would be built
     with pytest.raises(EnvironmentProblem, match="needs root"):
         run_command.run(args)
+
+
+
+def test_with_json_the_demo_prints_one_object_and_each_runs_table_goes_to_stderr(tmp_path, monkeypatch, capsys):
+    def fake_run(args):  # what `shiftbed run` leaves: a results folder, and its table on stdout
+        name = spec.load(args.scenario).name
+        (tmp_path / name / "20261130T020000Z").mkdir(parents=True)
+        print(f"policy job ... table of {name}")
+        return 0
+
+    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(demo.os, "geteuid", lambda: 0)
+    assert demo.run(SimpleNamespace(duration="6", out=str(tmp_path), json=True)) == 0
+    out, err = capsys.readouterr()
+    reports = json.loads(out)["reports"]  # the whole of stdout is one JSON object
+    assert reports == {name: str(tmp_path / name / "20261130T020000Z" / "report.md")
+                       for name in ("classroom", "two-jobs-coprime")}
+    assert "table of classroom" in err and "table of two-jobs-coprime" in err

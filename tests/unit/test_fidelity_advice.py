@@ -1,8 +1,8 @@
-"""What a run tells the user to change when fidelity is lost (scenarios.experiment.runner.fidelity_advice)."""
+"""What a run tells the user to change when fidelity is lost (scenarios.experiment.fidelity.fidelity_advice)."""
 
-from scenarios.experiment.runner import (
+from scenarios.experiment.drive import MEASURE_ATTEMPTS
+from scenarios.experiment.fidelity import (
     FIDELITY_MIN_RATIO,
-    MEASURE_ATTEMPTS,
     SOLO_OVERRUN_SHARE,
     fidelity_advice,
     overrun_jobs,
@@ -43,7 +43,7 @@ def test_a_job_that_cannot_keep_its_period_alone_is_named_with_its_times():
 
 
 def test_the_first_solo_run_whose_rate_is_the_fidelity_figure_is_judged_for_the_host_too():
-    from scenarios.experiment.runner import measurement_steal
+    from scenarios.experiment.fidelity import measurement_steal
 
     solo = {"a": {"nominal_host_steal_pct": 12.3, "host_steal_pct": 1.2}, "b": {"host_steal_pct": 3.8}}
     steal = measurement_steal(solo, {"gate": {"mean_pct": 3.8, "peak_pct": 9.0}})

@@ -135,7 +135,7 @@ def test_solo_figures_are_pooled_with_the_other_policies_quiet_bursts():
 
 def test_the_typical_lead_is_the_median_where_known():
     """Leads have a long tail of slow process starts: launching the mean early sent data before
-    the window opened in 10 of 15 gated bursts (h10's b, seventeenth session)."""
+    the window opened in 10 of 15 gated bursts (h10's b, measured 2026-12-02)."""
     assert typical_lead_ms({"lead_ms": 12.6, "burst_lead_ms": 11.0}) == 11.0
     assert typical_lead_ms({"lead_ms": 12.6}) == 12.6
 

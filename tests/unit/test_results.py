@@ -27,9 +27,9 @@ from scenarios.results import (
     ResultsWriter,
     finish_abandoned,
     load_results,
-    schedule_record,
     throughput_change_pct,
 )
+from scenarios.schedule_record import schedule_record
 
 
 def test_loader_round_trips_what_the_writer_wrote(tmp_path):
@@ -38,7 +38,7 @@ def test_loader_round_trips_what_the_writer_wrote(tmp_path):
 
     assert folder == tmp_path.resolve() / SCENARIO / "20261130T020000Z"
     assert results.complete and results.summary.incomplete_reason is None
-    assert results.summary.raw["format"] == FORMAT
+    assert results.summary.format == FORMAT
     assert results.summary.results_dir == str(folder)
     assert results.scenario == {"name": SCENARIO, "link_mbps": LINK_MBPS}
     assert results.environment["datapath"] == "netdev"

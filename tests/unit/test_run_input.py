@@ -1,4 +1,4 @@
-"""`shiftbed run` refuses bad input before it builds or starts anything (issue 6).
+"""`shiftbed run` refuses bad input before it builds or starts anything.
 
 Each case drives the installed command as a subprocess: exit status 2, at most
 three lines on stderr naming the file/flag and what is wrong, no traceback,

@@ -2,13 +2,17 @@
 
 from pathlib import Path
 
+import pytest
 from results_example import MEASURED_MS, PREDICTED_MS, summary_json
 
 from scenarios.commands.run import _print_table
+from scenarios.summary_record import SummaryRecord
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(capsys):
-    _print_table(summary_json(), Path("/r"))
+    _print_table(SummaryRecord.from_dict(summary_json()), Path("/r"))
     lines = capsys.readouterr().out.splitlines()
     assert "measured ms ± se" in lines[0]
     rows = {tuple(line.split()[:2]): line for line in lines[1:] if line.split()[0] in MEASURED_MS}
@@ -19,3 +23,46 @@ def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(ca
     for (policy, job), line in rows.items():
         assert f"{PREDICTED_MS[policy][job]:.1f}" in line
     assert lines[-1] == "report: /r/report.md"
+
+
+def test_json_is_one_object_with_the_summarys_verdicts_and_numbers(tmp_path):
+    import json
+
+    from results_example import write_example
+
+    from scenarios.commands.run import _json_view
+    from scenarios.results import load_results
+
+    folder = write_example(tmp_path)
+    view = json.loads(json.dumps(_json_view(load_results(folder).summary, folder)))
+    assert list(view) == ["results_dir", "fidelity_ok", "complete", "crosschecks", "policies", "gaps"]
+    written = json.loads((folder / "summary.json").read_text())
+    assert view["results_dir"] == str(folder)
+    assert {key: view[key] for key in list(view)[1:]} == {key: written[key] for key in list(view)[1:]}
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_after_the_run_the_command_prints_its_table_or_one_json_object(as_json, tmp_path, monkeypatch, capsys):
+    """Everything `shiftbed run` does once the experiment has written its folder (no fabric built)."""
+    import argparse
+    import json
+
+    from results_example import write_example
+
+    from scenarios.commands import run as run_command
+    from scenarios.experiment import runner
+
+    folder = write_example(tmp_path / "results")
+    monkeypatch.setattr(run_command.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(run_command, "preflight", lambda: None)
+    monkeypatch.setattr(runner.Experiment, "run", lambda self: folder)
+    parser = argparse.ArgumentParser()
+    run_command.add_arguments(parser)
+    argv = [str(REPO / "scenarios" / "classroom.yaml"), "--out", str(tmp_path)] + (["--json"] if as_json else [])
+    assert run_command.run(parser.parse_args(argv)) == 0
+    out, err = capsys.readouterr()
+    if as_json:
+        assert json.loads(out)["results_dir"] == str(folder)  # the whole of stdout is one object
+        assert err.splitlines() == [f"report: {folder / 'report.md'}"]
+    else:
+        assert out.splitlines()[-1] == f"report: {folder / 'report.md'}" and err == ""

@@ -1,0 +1,229 @@
+"""One measurement: the job drivers run with the shared link captured, and are watched as they go.
+
+:class:`Measurer` starts the drivers (``apps/jobrun.py``) and tcpdump on the
+shared link, checks every :data:`WATCH_INTERVAL_S` that the controller lives
+and no worker failed, and reads back the drivers' rows and the capture. A
+measurement during which the machine's host took its CPU is kept in ``raw/``
+and measured again (:meth:`Measurer.measure_again`).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from apps import hoststeal
+from scenarios.experiment.progress import Progress
+from scenarios.sharedlink import SharedLink
+from scenarios.summary_record import Remeasurement
+
+log = logging.getLogger(__name__)
+
+# A solo run or a policy's run during which the host took more than
+# apps.hoststeal.MAX_STEAL_PCT of the CPU is kept in raw/ and measured again, up
+# to this many times in all; still disturbed, the run loses fidelity. With 3, 10
+# of 37 kept runs on this machine lost fidelity so: of 61 measurements disturbed
+# once, 31 were disturbed again, and 10 of those a third time (measured 2026-12-02).
+MEASURE_ATTEMPTS = 5
+START_IN_S = 1.5  # epoch this far ahead of the policy request, so every driver is ready
+WATCH_INTERVAL_S = 0.2  # how often a running policy checks the controller and the workers
+
+
+class RunAborted(Exception):
+    """The run cannot go on (controller died, a worker failed, a signal); measurements are kept."""
+
+
+class WorkerFault(RunAborted):
+    """A job's driver or one of its iperf3 processes failed; names the job and the worker.
+
+    During a policy this stops that policy's measurement only (a gap in the
+    results); during calibration it ends the run.
+    """
+
+    def __init__(self, job: str, worker: str | None, message: str):
+        super().__init__(message)
+        self.job, self.worker = job, worker
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one run of the drivers left: their rows, the captured packets and each packet's job."""
+
+    rows: pd.DataFrame  # the drivers' CSVs, one row per worker and iteration
+    packets: pd.DataFrame  # the shared link's capture
+    labels: pd.Series  # each packet's job ("" for none)
+    window: tuple[float, float]  # (start, end) of the drivers' run, unix s
+    steal: hoststeal.Steal  # the CPU the host took meanwhile
+
+
+@dataclass
+class MeasureLog:
+    """What measuring noticed on the way; both make the run lose fidelity (``fidelity.py``)."""
+
+    capture_drops: int = 0  # packets tcpdump reported dropped, over every measurement
+    measured_again: list[Remeasurement] = field(default_factory=list)  # measurements the host disturbed
+
+
+class Measurer:
+    """Runs the job drivers on ``fabric`` with ``link`` captured, one folder under ``raw_dir`` each."""
+
+    def __init__(self, fabric, link: SharedLink, raw_dir: Path, notes: MeasureLog, progress_stream=None):
+        self.fabric, self.link, self.raw_dir, self.notes = fabric, link, Path(raw_dir), notes
+        self.progress_stream = progress_stream
+
+    def work_dir(self, *parts) -> str:
+        """A new folder under raw/ for one run of the drivers (their CSVs append: never reuse one)."""
+        path = self.raw_dir / "-".join(parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir()
+        return str(path)
+
+    def link_senders(self, specs) -> set[str]:
+        """IPs of hosts on the captured link's leaf (their packets leave through it)."""
+        return {w.ip for s in specs for w in s.workers if self.fabric.wiring.host(w.name).leaf == self.link.leaf}
+
+    def measure_again(self, measurement: str, attempt: int, run_dir: str, steal: hoststeal.Steal) -> None:
+        """Record a measurement the host disturbed (its folder stays in raw/) and wait for a quiet host."""
+        taken = steal.as_dict()
+        self.notes.measured_again.append(Remeasurement(measurement, attempt, os.path.basename(run_dir),
+                                                       taken["mean_pct"], taken["peak_pct"]))
+        log.warning("%s: measuring it again (attempt %d of %d)", measurement, attempt + 1, MEASURE_ATTEMPTS)
+        hoststeal.wait_until_quiet()
+
+    def drive(self, specs, run_dir: str, label: str, *, plans=None, iterations=None, until_s=None,
+              launch_lead_ms: dict[str, float] | None = None,
+              burst_ms: dict[str, float] | None = None) -> Measurement:
+        """Run job drivers with the shared link captured (``apps.jobrun.start_drivers`` for the arguments)."""
+        from apps import dltjob, jobrun
+        from apps.capture import Capture
+        from apps.dltjob import data_flows
+        from scenarios.analysis.pcap import label_flows, read_pcap
+
+        fabric = self.fabric
+        pcap = os.path.join(run_dir, "shared.pcap")
+        cap = Capture(self.link.interface, pcap, on_start=lambda pid: fabric.track(pid, "tcpdump"),
+                      log_path=os.path.join(run_dir, "tcpdump.err"))
+        progress = None
+        if self.progress_stream is not None:
+            progress = Progress(self.progress_stream, self.link.interface, self.link.mbps)
+            total = (until_s - time.time()) if until_s else sum(s.period_ms for s in specs) / 1000 * (iterations or 1)
+            progress.start(label, total, {s.name: (os.path.join(run_dir, f"{s.name}.csv"), len(s.workers))
+                                          for s in specs})
+        t0 = time.time()
+        drivers = {}
+        meter = hoststeal.StealMeter().start()
+        try:
+            drivers = jobrun.start_drivers(specs, run_dir, fabric.controller.rest_url, plans=plans,
+                                           iterations=iterations, until_s=until_s, fabric=fabric,
+                                           launch_lead_ms=launch_lead_ms, burst_ms=burst_ms)
+            budget = (until_s - time.time() if until_s else 0) + 60 + sum(s.period_ms for s in specs) / 1000 * (
+                iterations or 0) * 3
+            self._watch(drivers, run_dir, label, budget)
+        finally:
+            if progress:
+                progress.stop()
+            for proc in drivers.values():  # interrupted or faulted: end the jobs first
+                dltjob.stop_driver(proc)
+            cap.stop()
+            jobrun.end_leftover_servers(run_dir)
+            steal = meter.stop()
+        t1 = time.time()
+        rows = pd.concat([pd.read_csv(os.path.join(run_dir, f"{s.name}.csv")) for s in specs], ignore_index=True)
+        packets = read_pcap(pcap)
+        flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
+                 for s in specs}
+        labels = label_flows(packets, flows)
+        self._count_capture_drops(run_dir)
+        if steal.disturbed:
+            log.warning("%s: the host took %.1f %% of this machine's CPU (more than %g %%)", label, steal.mean_pct,
+                        hoststeal.MAX_STEAL_PCT)
+        return Measurement(rows, packets, labels, (t0, t1), steal)
+
+    def _watch(self, drivers, run_dir, label, budget_s) -> None:
+        """Wait for the job drivers, checking every ``WATCH_INTERVAL_S`` the controller and the workers.
+
+        A dead controller is a :class:`RunAborted` naming it; a driver that
+        exits with an error or a burst that fails (iperf3 killed, refused) is
+        a :class:`WorkerFault` naming the job and the worker. Either way the
+        drivers are stopped at once (the caller's ``finally``).
+        """
+        from apps import dltjob
+
+        fabric = self.fabric
+        deadline = time.monotonic() + budget_s
+        tracked: set[str] = set()
+        while True:
+            _track_servers(fabric, run_dir, tracked)
+            if not fabric.controller.alive():
+                raise RunAborted(f"the controller (pid {fabric.controller.pid}) died during {label}; "
+                                 "its log is controller.log in the results folder")
+            running = False
+            for name, proc in drivers.items():
+                code = proc.poll()
+                running |= code is None
+                if code not in (None, 0):
+                    raise WorkerFault(name, None, f"job {name}: its driver exited with status {code} "
+                                      f"(see {run_dir}/{name}.driver.err)")
+                fault = _first_error(os.path.join(run_dir, f"{name}.csv"))
+                if fault:
+                    worker, error = fault
+                    raise WorkerFault(name, worker, f"job {name}, worker {worker}: {error}")
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                for proc in drivers.values():
+                    dltjob.stop_driver(proc)
+                raise RunAborted(f"{label}: the jobs did not finish within {budget_s:.0f} s (see {run_dir})")
+            time.sleep(WATCH_INTERVAL_S)
+
+    def _count_capture_drops(self, run_dir) -> None:
+        """tcpdump reports kernel drops on exit; any drop makes the run lose fidelity."""
+        text = Path(run_dir, "tcpdump.err").read_text(errors="replace")
+        dropped = 0
+        for line in text.splitlines():
+            if "dropped by kernel" in line:
+                dropped += int(line.split()[0])
+        self.notes.capture_drops += dropped
+
+
+def _first_error(csv_path: str) -> tuple[str, str] | None:
+    """(worker, error) of the first row of a driver's CSV that reports an error, else None.
+
+    The error names the flow and the host whose iperf3 client failed
+    (``apps/dltjob.py``); that host is the worker named.
+    """
+    import csv
+
+    try:
+        with open(csv_path, newline="") as f:
+            for row in csv.DictReader(f):
+                error = (row.get("error") or "").strip()
+                if error:
+                    named = re.search(r"client on (\S+?)\)", error)
+                    return (named.group(1) if named else row.get("worker", "?")), error
+    except OSError:
+        pass
+    return None
+
+
+def _track_servers(fabric, run_dir: str, tracked: set[str]) -> None:
+    """The drivers' iperf3 servers are daemons: put their PIDs (from their pid files) in the run record.
+
+    So ``shiftbed clean`` ends them even when the run and its drivers were SIGKILLed.
+    """
+    for path in glob.glob(os.path.join(run_dir, "iperf3-*.pid")):
+        if path in tracked:
+            continue
+        try:
+            pid = int(Path(path).read_text().strip().strip("\x00"))
+        except (OSError, ValueError):  # not written yet: next time
+            continue
+        tracked.add(path)
+        fabric.track(pid, "iperf3-server")

@@ -1,0 +1,42 @@
+"""``environment.json``: the versions and settings a reader needs to reproduce a run."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from apps import iperf as iperf_app
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def environment_record(fabric) -> dict:
+    """Versions and settings a reader needs to reproduce the run."""
+
+    def output(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    iperf = output(["iperf3", "--version"])
+    return {
+        "shiftbed_commit": output(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
+        "ovs_version": fabric.ovs_version,
+        "ryu_version": output([str(Path(os.sys.executable)), "-c", "import ryu; print(ryu.version)"]),
+        "iperf3_version": iperf.splitlines()[0] if iperf else None,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "datapath": fabric.datapath,
+        "mtu": fabric.mtu,
+        "queue_ms": fabric.queue_ms,
+        "cores": os.cpu_count(),
+        "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),  # a flow's rate
+        "shared_link_mbps": fabric.params.fabric_link_mbps,  # what the jobs' bursts share (a leaf uplink)
+        "fabric_startup_s": fabric.startup_s,
+        "ovs_tx_sndbuf_bytes": fabric.ovs_tx_sndbuf_bytes,
+        "ovs_heap": fabric.ovs_heap,  # topo/ovs_heap.py: tuned, warmed or shared (userspace datapath)
+        "burst_tcp": {"congestion_control": iperf_app.CONGESTION, "nodelay": True},
+    }

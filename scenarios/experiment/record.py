@@ -1,0 +1,159 @@
+"""Recording each policy's measurement: its rows and bursts, its tables, and the capture's cross-checks.
+
+For every policy, :class:`PolicyRecord` appends the drivers' rows to
+``iterations.csv``, the shared link's bandwidth to ``link_bandwidth.csv`` and
+the scheduled windows to ``windows.csv``, keeps each job's means and bursts
+for the prediction, and counts the captured bytes against what iperf3
+reported. :meth:`PolicyRecord.crosschecks` sums those checks up at the end.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from controller.theory.policies import get_policy
+from scenarios.analysis import tables as analysis
+from scenarios.experiment.drive import Measurement
+from scenarios.results import TABLES, ResultsWriter
+from scenarios.sharedlink import SharedLink
+from scenarios.summary_record import Crosschecks
+
+ITERATION_COLUMNS = list(TABLES["iterations.csv"])
+
+
+def scheduled_windows(policy: str, doc: dict, duration_s: float) -> list[dict]:
+    """``windows.csv`` rows of one policy: each job's windows from its offset, seconds since the epoch.
+
+    ``doc`` is the scheduler's answer to the policy request (``apps.jobrun.set_policy``)."""
+    wins = []
+    for name, j in doc["jobs"].items():
+        first = float(j["offset_ms"]) / 1000  # gate: its offset is the shift
+        period_s, window_s = float(j["period_ms"]) / 1000, float(j["window_ms"]) / 1000
+        k = 0
+        while first + k * period_s < duration_s:
+            wins.append({"policy": policy, "job": name, "open_s": first + k * period_s,
+                         "close_s": first + k * period_s + window_s})
+            k += 1
+    return wins
+
+
+class PolicyRecord:
+    """What each policy measured, as the prediction and the summary need it, and its tables written."""
+
+    def __init__(self, duration_s: float):
+        self.duration_s = duration_s
+        self.measured: dict[str, dict[str, dict]] = {}  # policy -> job -> analysis.job_means + burst medians
+        self.bursts: dict[str, pd.DataFrame] = {}  # policy -> its bursts (analysis.burst_spans)
+        self.offsets: dict[str, dict[str, float]] = {}  # policy -> job -> the offset the scheduler used (ms)
+        self.epochs: dict[str, float] = {}  # policy -> its epoch (unix s)
+        self.steal: dict[str, dict] = {}  # policy -> the CPU the host took during its kept measurement
+        self.bytes: dict[str, dict[str, float]] = {}  # policy -> captured and reported payload bytes
+        self.gate_bytes_in_window: dict[str, float] | None = None  # per gated job (None: no gated policy)
+        self.intervals: dict[str, tuple[float, float]] = {}  # policy -> (epoch, end) compared with port counters
+        self.outgoing: dict[str, pd.DataFrame] = {}  # policy -> time and size of packets leaving through the link
+
+    def record(self, writer: ResultsWriter, link: SharedLink, policy: str, doc: dict, epoch_s: float,
+               measured: Measurement, specs, senders: set[str]) -> None:
+        """Keep and write one policy's measurement; ``senders``: the IPs whose packets leave through ``link``."""
+        rows, packets, labels = measured.rows, measured.packets, measured.labels
+        self.steal[policy] = measured.steal.as_dict()
+        self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
+        it = analysis.iteration_table(rows)
+        self.measured[policy] = analysis.job_means(it)
+        steady = it[it["iteration"] >= 1]  # job_means' warm-up
+        self.bursts[policy] = analysis.burst_spans(packets, labels, steady, it)
+        for job, medians in analysis.burst_medians_ms(self.bursts[policy]).items():
+            if job in self.measured[policy]:
+                self.measured[policy][job].update(medians)
+        writer.append_rows("iterations.csv", rows[ITERATION_COLUMNS].to_dict("records"))
+        out = packets["src_ip"].isin(senders)
+        t_end = max(measured.window[1], epoch_s + self.duration_s)
+        bins = analysis.bandwidth_bins(packets[out], labels[out], epoch_s, t_end)
+        if not bins.empty:
+            writer.append_rows("link_bandwidth.csv", bins.assign(policy=policy, link=link.name)
+                               [["policy", "link", "t_s", "job", "mbps"]].to_dict("records"))
+        pol = get_policy(policy)
+        if pol.uses_schedule or pol.realigns():  # planned (shift) or realigned-to / enforced windows
+            writer.append_rows("windows.csv", scheduled_windows(policy, doc, self.duration_s))
+        self._check_bytes(policy, rows, packets, labels, specs, senders)
+        if pol.enforces_windows:
+            from scenarios.analysis import gatecheck
+
+            if self.gate_bytes_in_window is None:
+                self.gate_bytes_in_window = {}
+            self.gate_bytes_in_window.update(
+                {job: v["in_window"] for job, v in gatecheck.bytes_in_windows(packets, labels, doc).items()})
+        self.intervals[policy] = (epoch_s, t_end)
+        self.outgoing[policy] = packets.loc[out, ["time_s", "wire_bytes"]]
+        self.epochs[policy] = epoch_s
+
+    def _check_bytes(self, policy, rows, packets, labels, specs, senders) -> None:
+        """Captured payload bytes of flows leaving through the link vs what iperf3 reported sending."""
+        sender_names = {w.name for s in specs for w in s.workers if w.ip in senders}
+        reported = float(rows[rows["worker"].isin(sender_names)]["bytes"].sum())
+        mask = packets["src_ip"].isin(senders) & (labels != "")
+        captured = analysis.unique_payload_bytes(packets[mask])
+        self.bytes[policy] = {"captured": captured, "reported": reported}
+
+    def crosschecks(self, port_stats_csv: Path, link: SharedLink | None) -> Crosschecks:
+        """The capture against iperf3's byte counts, against the port counters, and a gate's bytes."""
+        iperf_err_pct = None
+        if self.bytes:
+            captured = sum(v["captured"] for v in self.bytes.values())
+            reported = sum(v["reported"] for v in self.bytes.values())
+            iperf_err_pct = analysis.percent_error(captured, reported)
+        return Crosschecks(capture_vs_iperf_bytes_err_pct=iperf_err_pct, gate_bytes_in_window=self.gate_bytes_in_window,
+                           capture_vs_portstats_util_err_pct=self._util_check(port_stats_csv, link))
+
+    def _util_check(self, port_stats_csv: Path, link: SharedLink | None) -> float | None:
+        """Link utilisation from the capture vs from OpenFlow port counters, over the same interval."""
+        if not port_stats_csv.exists() or link is None:
+            return None
+        stats = pd.read_csv(port_stats_csv)
+        from topo.wiring import leaf_dpid
+
+        errors = []
+        for policy, (t0, t1) in self.intervals.items():
+            tx, t_lo, t_hi = analysis.port_tx_bytes(stats, leaf_dpid(link.leaf), link.port, t0, t1)
+            outgoing = self.outgoing[policy]
+            if t_hi <= t_lo:
+                continue
+            times = outgoing["time_s"].to_numpy()
+            captured = float(outgoing["wire_bytes"].to_numpy()[(times >= t_lo) & (times < t_hi)].sum())
+            if tx > 0:
+                errors.append(abs(analysis.percent_error(captured, tx)))
+        return max(errors) if errors else None
+
+    def keep_rows(self, writer: ResultsWriter, policy: str, run_dir: str, specs) -> int:
+        """Append the iterations a cut-short policy completed without error to iterations.csv."""
+        frames = []
+        for spec in specs:
+            path = os.path.join(run_dir, f"{spec.name}.csv")
+            try:
+                frames.append(pd.read_csv(path))
+            except (OSError, pd.errors.EmptyDataError):
+                continue
+        if not frames:
+            return 0
+        rows = pd.concat(frames, ignore_index=True)
+        rows = rows[rows["error"].isna() | (rows["error"].astype(str) == "")]
+        if rows.empty:
+            return 0
+        writer.append_rows("iterations.csv", rows.assign(policy=policy)[ITERATION_COLUMNS].to_dict("records"))
+        return len(rows)
+
+
+def write_port_stats(writer: ResultsWriter) -> None:
+    """``port_stats.csv`` from the counters the controller polled (``controller.port_stats``)."""
+    raw = writer.partial_dir / "port_stats.raw.csv"
+    if raw.exists() and raw.stat().st_size:
+        from controller.port_stats import read_port_stats
+
+        stats = read_port_stats(raw).rename(columns={"time_s": "time"})
+        cols = ["time", "dpid", "port", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
+                "rx_dropped", "tx_dropped", "switch"]
+        writer.write_table("port_stats.csv", stats[cols])
+        raw.unlink()

@@ -1,0 +1,84 @@
+"""The run's summary record: each policy's measurement beside its prediction, fidelity and the cross-checks.
+
+Built once, when the run ends however it ended, from what the stages kept:
+calibration's solo figures, each policy's record, what measuring noticed.
+The record's form is ``scenarios/summary_record.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scenarios.analysis import tables as analysis
+from scenarios.experiment.drive import MeasureLog
+from scenarios.experiment.fidelity import judge_fidelity
+from scenarios.experiment.prediction import MeasuredRun, RunModel, knife_edge
+from scenarios.experiment.record import PolicyRecord
+from scenarios.results import throughput_change_pct
+from scenarios.sharedlink import SharedLink
+from scenarios.summary_record import Gap, JobSummary, PolicySummary, SummaryRecord
+
+
+def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[str, dict],
+            busy_start_ms: dict[str, float], busy_start_samples_ms: dict[str, tuple[float, ...]],
+            link_mbps: float, queue_ms: float) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """Each job's predicted mean iteration time under ``policy`` and its range (``prediction.RunModel``).
+
+    The fluid model is fed with ``figures`` (:meth:`MeasuredRun.model_solo`) and the
+    offsets the scheduler used. It counts as many iterations as the measurement:
+    that skips only the first (launch to first burst's end, analysis.job_means)
+    and counts from the first burst's end on.
+    """
+    model = RunModel(run.schedule, figures, run.launch_lead_ms, link_mbps, queue_ms)
+    iterations = max(m["iterations"] for m in record.measured[policy].values()) + 1
+    return model.predict_with_range(policy, record.offsets[policy], iterations, busy_start_ms,
+                                    busy_start_samples_ms)
+
+
+def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
+                     queue_ms: float) -> dict[str, PolicySummary]:
+    """Every measured policy: each job measured and predicted, and the throughput change against ``none``."""
+    jobs_of, predictions = {}, {}
+    for policy, jobs in record.measured.items():
+        figures = run.model_solo(policy)
+        busy, busy_samples = run.busy_starts_ms(policy, figures)
+        predictions[policy], ranges = predict(run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms)
+        entry = {}
+        for name, m in jobs.items():
+            predicted = predictions[policy][name]
+            entry[name] = JobSummary(**m, predicted_iteration_ms=predicted,
+                                     predicted_range_ms=tuple(ranges[name]), busy_start_ms=busy[name],
+                                     knife_edge=knife_edge(predicted, ranges[name]),
+                                     solo_iteration_ms=run.solo[name]["iteration_ms"],
+                                     model_solo_iteration_ms=figures[name]["iteration_ms"],
+                                     model_quiet_bursts=figures[name]["quiet_bursts"],
+                                     error_pct=analysis.percent_error(m["mean_iteration_ms"], predicted))
+        jobs_of[policy] = entry
+    changes = {policy: (None, None) for policy in jobs_of}
+    if "none" in jobs_of:
+        none_ms = {j: v.mean_iteration_ms for j, v in jobs_of["none"].items()}
+        none_pred = predictions["none"]
+        for policy, entry in jobs_of.items():
+            measured_ms = {j: v.mean_iteration_ms for j, v in entry.items()}
+            changes[policy] = (throughput_change_pct(measured_ms, none_ms),
+                               throughput_change_pct(predictions[policy], none_pred))
+    return {policy: PolicySummary(jobs=entry, epoch_s=record.epochs.get(policy),
+                                  throughput_change_vs_none_pct=changes[policy][0],
+                                  predicted_throughput_change_vs_none_pct=changes[policy][1])
+            for policy, entry in jobs_of.items()}
+
+
+def build_summary(*, scenario, complete: bool, reason: str | None, run: MeasuredRun, record: PolicyRecord,
+                  notes: MeasureLog, link: SharedLink | None, queue_ms: float | None, link_mbps: float,
+                  expected_solo_mbps: dict[str, float], port_stats_csv: Path, gaps: list[Gap]) -> SummaryRecord:
+    """The summary record of a run of ``scenario``; ``link`` (the shared link) and ``queue_ms`` (the
+    fabric's) are None when no fabric came up, and then no policy was measured either."""
+    policies = policy_summaries(run, record, link.mbps, queue_ms) if record.measured else {}
+    period_ms = {j.name: j.period_ms for j in scenario.jobs}
+    fidelity_ok, fidelity = judge_fidelity(run.solo, run.solo_spans, run.other_bursts(None), expected_solo_mbps,
+                                           link_mbps, period_ms, record.steal, notes)
+    return SummaryRecord(scenario=scenario.name, complete=complete, incomplete_reason=reason,
+                         fidelity_ok=fidelity_ok, fidelity=fidelity,
+                         crosschecks=record.crosschecks(port_stats_csv, link),
+                         shared_link=link.name if link is not None else None,
+                         policies=policies, gaps=tuple(gaps))
