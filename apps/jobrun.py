@@ -13,9 +13,7 @@ same few steps, so they live here once::
     wait_drivers(drivers)                       # rows in <run_dir>/<job>.csv
     scheduler.stop()
 
-The scheduler's REST API is :class:`controller.scheduler_client.SchedulerClient`;
-:func:`set_policy`, :func:`stop_gate`, :func:`get` and :func:`remove_jobs` are
-one-line shorthands for its methods, taking the controller's URL.
+The scheduler's REST API is :class:`controller.scheduler_client.SchedulerClient`.
 
 Nothing here imports Mininet or Ryu: the fabric is duck-typed (``host(name).pid``,
 ``ip(name)``, ``wiring.host(name).leaf``, ``track(pid, label)``).
@@ -26,8 +24,6 @@ from __future__ import annotations
 import glob
 import os
 import time
-
-import requests  # noqa: F401  (tests/integration/test_gate_jobs.py sends raw requests as jobrun.requests)
 
 from apps import dltjob
 from apps.iperf import kill_pid
@@ -63,26 +59,6 @@ def register_jobs(rest_url: str, wiring, specs) -> dict:
     for spec in specs:
         doc = client.replace_job(job_request(wiring, spec))
     return doc.get("schedule", {})
-
-
-def remove_jobs(rest_url: str, names) -> None:
-    client = SchedulerClient(rest_url)
-    for name in names:
-        client.remove_job(name)
-
-
-def set_policy(rest_url: str, policy: str, **options) -> dict:
-    """:meth:`SchedulerClient.set_policy <controller.scheduler_client.SchedulerClient.set_policy>`."""
-    return SchedulerClient(rest_url).set_policy(policy, **options)
-
-
-def stop_gate(rest_url: str) -> dict:
-    return SchedulerClient(rest_url).stop()
-
-
-def get(rest_url: str, what: str) -> dict:
-    """``GET /shiftbed/<what>``: schedule, status, edges, jobs."""
-    return SchedulerClient(rest_url).get(what)
 
 
 def start_drivers(specs, run_dir: str, rest_url: str | None = None, *, plans: dict | None = None,
@@ -126,7 +102,6 @@ def wait_drivers(drivers: dict, timeout_s: float = 120.0) -> dict:
     return codes
 
 
-per_iteration = iteration_table  # the name tests/integration/test_gate_jobs.py reads
 
 
 def calibrate(specs, run_dir: str, *, iterations: int = 8, fabric=None, start_in_s: float = 1.0) -> dict:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from apps.iterations import iteration_table  # noqa: F401  (the run's iterations, read here)
-
 BIN_MS = 10.0
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from apps.iterations import iteration_table
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import MEASURE_ATTEMPTS, START_IN_S, Measurer
 from scenarios.experiment.prediction import typical_lead_ms
@@ -197,7 +198,7 @@ class Calibration:
     def _figures(self, spec, measured, senders: set[str]) -> dict:
         """The solo figures of one kept solo run; its bursts become the job's solo bursts."""
         rows, packets, labels, steal = measured.rows, measured.packets, measured.labels, measured.steal
-        it = analysis.iteration_table(rows)
+        it = iteration_table(rows)
         steady = it[it["iteration"] >= 1]
         rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
         sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from apps.iterations import iteration_table
 from controller.theory.policies import get_policy
+from scenarios.analysis import gatecheck
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import Measurement
 from scenarios.results import TABLES, ResultsWriter
@@ -22,22 +24,6 @@ from scenarios.sharedlink import SharedLink
 from scenarios.summary_record import Crosschecks
 
 ITERATION_COLUMNS = list(TABLES["iterations.csv"])
-
-
-def scheduled_windows(policy: str, doc: dict, duration_s: float) -> list[dict]:
-    """``windows.csv`` rows of one policy: each job's windows from its offset, seconds since the epoch.
-
-    ``doc`` is the scheduler's answer to the policy request (``apps.jobrun.set_policy``)."""
-    wins = []
-    for name, j in doc["jobs"].items():
-        first = float(j["offset_ms"]) / 1000  # gate: its offset is the shift
-        period_s, window_s = float(j["period_ms"]) / 1000, float(j["window_ms"]) / 1000
-        k = 0
-        while first + k * period_s < duration_s:
-            wins.append({"policy": policy, "job": name, "open_s": first + k * period_s,
-                         "close_s": first + k * period_s + window_s})
-            k += 1
-    return wins
 
 
 class PolicyRecord:
@@ -61,7 +47,7 @@ class PolicyRecord:
         rows, packets, labels = measured.rows, measured.packets, measured.labels
         self.steal[policy] = measured.steal.as_dict()
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
-        it = analysis.iteration_table(rows)
+        it = iteration_table(rows)
         self.measured[policy] = analysis.job_means(it)
         steady = it[it["iteration"] >= 1]  # job_means' warm-up
         self.bursts[policy] = analysis.burst_spans(packets, labels, steady, it)
@@ -77,11 +63,9 @@ class PolicyRecord:
                                [["policy", "link", "t_s", "job", "mbps"]].to_dict("records"))
         pol = get_policy(policy)
         if pol.uses_schedule or pol.realigns():  # planned (shift) or realigned-to / enforced windows
-            writer.append_rows("windows.csv", scheduled_windows(policy, doc, self.duration_s))
+            writer.append_rows("windows.csv", gatecheck.window_rows(policy, doc, self.duration_s))
         self._check_bytes(policy, rows, packets, labels, specs, senders)
         if pol.enforces_windows:
-            from scenarios.analysis import gatecheck
-
             if self.gate_bytes_in_window is None:
                 self.gate_bytes_in_window = {}
             self.gate_bytes_in_window.update(

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from controller.scheduler_client import SchedulerClient
 from controller.theory.policies import get_policy
 from controller.theory.schedule import compute_schedule
 from scenarios.experiment.calibration import Calibration
@@ -51,12 +52,11 @@ from scenarios.results import ResultsWriter
 from scenarios.schedule_record import schedule_record
 from scenarios.sharedlink import SharedLink, fabric_params, planned_solo_mbps, shared_link
 from scenarios.summary_record import Gap, SummaryRecord
+from topo import tcp_ports
 
 log = logging.getLogger(__name__)
 
 GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of the link (FINs pass)
-PORT_STRIDE = 10  # job i's iperf3 servers use ports base + PORT_STRIDE*i + k (apps/iperf.receiver_port: clients')
-BASE_PORT = 5201
 
 
 def job_dscp(index: int) -> int:
@@ -145,10 +145,10 @@ class Experiment:
         marked with the job's own DSCP so that links share fairly between jobs."""
         pins = []
         for i, job in enumerate(self.scenario.jobs):
-            first = BASE_PORT + PORT_STRIDE * i
+            ports = tcp_ports.job_port_range(i)
             spine, dscp = job.pin_spine or 1, job_dscp(i)
-            pins.append(Pin(spine=spine, src_port_range=(first, first + PORT_STRIDE - 1), dscp=dscp))
-            pins.append(Pin(spine=spine, dst_port_range=(first, first + PORT_STRIDE - 1), dscp=dscp))
+            pins.append(Pin(spine=spine, src_port_range=ports, dscp=dscp))
+            pins.append(Pin(spine=spine, dst_port_range=ports, dscp=dscp))
         return pins
 
     def _run_on(self, fabric) -> None:
@@ -159,7 +159,7 @@ class Experiment:
         self.specs = [
             jobrun.job_on_fabric(fabric, job.name, timings[job.name].period_ms, timings[job.name].comm_ms,
                                  list(job.workers), pattern=job.pattern, link_mbps=self.link_mbps,
-                                 fill=self.options.fill, base_port=BASE_PORT + PORT_STRIDE * i,
+                                 fill=self.options.fill, base_port=tcp_ports.job_first_port(i),
                                  jitter_ms=job.jitter_ms, seed=self.options.seed + i)
             for i, job in enumerate(sc.jobs)]
         self._classify_host_egress(fabric)
@@ -185,15 +185,13 @@ class Experiment:
     # -- each policy -----------------------------------------------------------
 
     def _run_policy(self, measurer: Measurer, policy: str) -> None:
-        from apps import jobrun
-
-        rest = measurer.fabric.controller.rest_url
+        scheduler = SchedulerClient(measurer.fabric.controller.rest_url)
         options = {}
         enforced = get_policy(policy).enforces_windows
         if enforced:  # a floor, not a wall: a burst's closing handshake after its window still passes
             options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000)}
         for attempt in range(1, MEASURE_ATTEMPTS + 1):  # a run the host disturbed is kept, and run again
-            doc = jobrun.set_policy(rest, policy, start_in_s=START_IN_S, seed=self.options.seed, **options)
+            doc = scheduler.set_policy(policy, start_in_s=START_IN_S, seed=self.options.seed, **options)
             epoch_s = float(doc["epoch_s"])
             run_dir = measurer.work_dir(policy) if attempt == 1 else measurer.work_dir(policy, f"attempt{attempt}")
             measured = self._drive_policy(measurer, policy, run_dir, epoch_s, enforced)
@@ -208,10 +206,7 @@ class Experiment:
 
     def _drive_policy(self, measurer: Measurer, policy, run_dir, epoch_s, enforced):
         """One measurement of ``policy`` (a ``drive.Measurement``), or None if a worker fault stopped it."""
-        from apps import jobrun
-
         fabric = measurer.fabric
-        rest = fabric.controller.rest_url
         try:
             return measurer.drive(self.specs, run_dir, policy, until_s=epoch_s + self.options.duration_s,
                                   launch_lead_ms=self.calibration.launch_lead_ms,
@@ -228,7 +223,7 @@ class Experiment:
             raise
         finally:
             if enforced and fabric.controller.alive():
-                jobrun.stop_gate(rest)
+                SchedulerClient(fabric.controller.rest_url).stop()
 
     # -- the results folder ----------------------------------------------------
 

@@ -27,6 +27,8 @@ import pytest
 from apps import hoststeal, iperf, jobrun
 from apps.capture import Capture
 from apps.dltjob import JobPlan, data_flows
+from apps.iterations import iteration_table
+from controller.scheduler_client import SchedulerClient
 from scenarios.analysis import gatecheck
 from scenarios.analysis.pcap import label_flows, read_pcap
 
@@ -100,7 +102,7 @@ def _run_jobs_once(fabric, specs, run_dir, policy, plans, capture):
     rest = fabric.controller.rest_url
     try:
         if policy is not None:
-            schedule = jobrun.set_policy(rest, policy, start_in_s=EPOCH_LEAD_S)
+            schedule = SchedulerClient(rest).set_policy(policy, start_in_s=EPOCH_LEAD_S)
         if plans is not None:
             plans = plans(time.time() + EPOCH_LEAD_S)
         longest = max(s.period_ms for s in specs)
@@ -113,7 +115,7 @@ def _run_jobs_once(fabric, specs, run_dir, policy, plans, capture):
         if cap is not None:
             cap.stop()
         if policy == "gate":
-            jobrun.stop_gate(rest)
+            SchedulerClient(rest).stop()
         jobrun.end_leftover_servers(run_dir)
     assert codes == {s.name: 0 for s in specs}, [open(os.path.join(run_dir, f"{s.name}.driver.err")).read()
                                                  for s in specs]
@@ -162,7 +164,7 @@ def solo(calibration, fabric, specs, tmp_path_factory):
 @pytest.fixture(scope="module")
 def registered(fabric, specs):
     jobrun.register_jobs(fabric.controller.rest_url, fabric.wiring, specs)
-    schedule = jobrun.get(fabric.controller.rest_url, "schedule")
+    schedule = SchedulerClient(fabric.controller.rest_url).schedule()
     assert schedule["feasible"] and schedule["hyperperiod_ms"] == 600
     return schedule
 
@@ -243,7 +245,7 @@ def aligned_windows(specs):
 def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_path):
     rows, schedule, _ = run_jobs(fabric, specs, str(tmp_path / "none"), policy="none")
     assert schedule["policy"] == "none"
-    it = jobrun.per_iteration(rows)
+    it = iteration_table(rows)
     # every job's first burst starts at the common epoch, so the first bursts meet
     first = it[it.iteration == 0].comm_start
     assert first.max() - first.min() < 0.02
@@ -257,7 +259,7 @@ def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_pa
     # bursts (mostly iperf3 start-up) were 11-50 ms; and running free, the bursts drift apart
     # (by 29 ms per iteration of b in one run). Aligned windows make them meet every time.
     rows, _, _ = run_jobs(fabric, specs, str(tmp_path / "aligned"), plans=aligned_windows(specs))
-    it = jobrun.per_iteration(rows)
+    it = iteration_table(rows)
     for job, other in (("a", "b"), ("b", "a")):
         mine = it[it.job == job]
         met = mine[overlap_ms(it, job, other) >= 0.5 * solo[job]["comm_ms"]]
@@ -271,7 +273,7 @@ def test_none_bursts_overlap_and_stretch(fabric, specs, solo, registered, tmp_pa
 def test_first_bursts_follow_the_controllers_offsets(fabric, specs, registered, tmp_path, policy):
     rows, schedule, _ = run_jobs(fabric, specs, str(tmp_path), policy=policy)
     assert schedule["policy"] == policy
-    it = jobrun.per_iteration(rows)
+    it = iteration_table(rows)
     for spec in specs:
         due_s = schedule["epoch_s"] + schedule["jobs"][spec.name]["offset_ms"] / 1000
         first = it[(it.job == spec.name) & (it.iteration == 0)].comm_start.iloc[0]
@@ -291,7 +293,7 @@ def test_gate_confines_bytes_to_windows_and_keeps_iterations_near_solo(fabric, s
     labels = label_flows(packets, flows)
     shares = gatecheck.bytes_in_windows(packets, labels, schedule)
     print("bytes in windows", shares)
-    it = jobrun.per_iteration(rows)
+    it = iteration_table(rows)
     for spec in specs:
         assert shares[spec.name]["bytes"] > 0
         assert shares[spec.name]["in_window"] >= MIN_IN_WINDOW, shares
@@ -327,7 +329,8 @@ def _gated_probe_edges(fabric, tmp_path):
 
     tmp_path.mkdir()
     rest = fabric.controller.rest_url
-    jobrun.remove_jobs(rest, ["a", "b"])
+    for name in ("a", "b"):
+        SchedulerClient(rest).remove_job(name)
     probes = {"pa": ("h1", "h3", 7201, 7701, 200, 60), "pb": ("h2", "h4", 7202, 7702, 400, 100)}
     servers, clients = [], []
     try:
@@ -338,7 +341,7 @@ def _gated_probe_edges(fabric, tmp_path):
             body = {"name": name, "period_ms": period_ms, "comm_ms": comm_ms, "workers": [src, dst],
                     "flows": [{"dpid": leaf_dpid(fabric.wiring.host(src).leaf), "src_ip": fabric.ip(src),
                                "dst_ip": fabric.ip(dst), "tcp_src": port, "tcp_dst": cport, "proto": "udp"}]}
-            assert jobrun.requests.post(f"{rest}/shiftbed/jobs", json=body, timeout=5).status_code == 201
+            SchedulerClient(rest).add_job(body)
         with Capture(SHARED_LINK_IF, str(tmp_path / "probe.pcap"),
                      on_start=lambda pid: fabric.track(pid, "tcpdump")):
             for name, (src, dst, port, cport, _, _) in probes.items():
@@ -347,17 +350,18 @@ def _gated_probe_edges(fabric, tmp_path):
             time.sleep(0.5)  # UDP set-up must pass before the gate closes anything
             # edges sent 1.3 ms early: Open vSwitch's measured time to apply a
             # flow-mod (docs/gate.md), which centres the error for 1-2 jobs
-            schedule = jobrun.set_policy(rest, "gate", start_in_s=0.3, advance_ms=EDGE_ADVANCE_MS)
+            schedule = SchedulerClient(rest).set_policy("gate", start_in_s=0.3, advance_ms=EDGE_ADVANCE_MS)
             for c in clients:
                 c.popen.wait(timeout=15)
-        status = jobrun.get(rest, "status")
+        status = SchedulerClient(rest).status()
     finally:
-        jobrun.stop_gate(rest)
+        SchedulerClient(rest).stop()
         for c in clients:
             fabric.stop_process(c)
         for s in servers:
             s.stop()
-        jobrun.remove_jobs(rest, probes)
+        for name in probes:
+            SchedulerClient(rest).remove_job(name)
     packets = read_pcap(str(tmp_path / "probe.pcap"))
     errors = []
     for name, (_, _, port, cport, _, _) in probes.items():
@@ -372,15 +376,14 @@ def _gated_probe_edges(fabric, tmp_path):
 
 def test_live_rest_refuses_bad_requests_and_keeps_serving(fabric):
     rest = fabric.controller.rest_url
-    post = jobrun.requests.post
+    client = SchedulerClient(rest)
     bad = [("post", "/shiftbed/jobs", b"{not json"), ("post", "/shiftbed/jobs", b"[1]"),
            ("post", "/shiftbed/jobs", b'{"name": "x", "period_ms": "fast"}'),
            ("post", "/shiftbed/policy", b'{"policy": "sometimes"}'),
            ("post", "/shiftbed/policy", b'{"policy": "gate", "epoch_s": 1e300}'),
            ("delete", "/shiftbed/jobs/nobody", None)]
     for method, path, body in bad:
-        answer = (post(rest + path, data=body, timeout=5) if method == "post"
-                  else jobrun.requests.delete(rest + path, timeout=5))
+        answer = client.request(method.upper(), path, data=body)
         assert 400 <= answer.status_code < 500, (path, answer.status_code, answer.text)
         assert "error" in answer.json()
-    assert jobrun.get(rest, "status")["openflow_errors"] == 0
+    assert client.status()["openflow_errors"] == 0

@@ -15,7 +15,8 @@ from apps.hoststeal import (
     undisturbed,
     wait_until_quiet,
 )
-from scenarios.experiment.runner import MEASURE_ATTEMPTS, fidelity_advice
+from scenarios.experiment.drive import MEASURE_ATTEMPTS
+from scenarios.experiment.fidelity import fidelity_advice
 
 # a real /proc/stat head from this machine (2 vCPUs): user nice system idle iowait irq softirq steal guest guest_nice
 STAT = """cpu  587416 0 413923 3549705 6462 0 55487 43434 0 0

@@ -117,8 +117,8 @@ def test_the_glue_and_the_driver_use_the_same_client(server):
     assert schedule["jobs"]["a"]["workers"] == ["h1", "h3"]
     registered = handler.core.jobs["a"]
     assert {f.dpid for f in registered.flows} == {leaf_dpid(1), leaf_dpid(2)}  # each sender's leaf
-    doc = jobrun.set_policy(url, "gate", start_in_s=1.0)
+    doc = SchedulerClient(url).set_policy("gate", start_in_s=1.0)
     plan = fetch_plan(url, "a")
     assert (plan.policy, plan.epoch_s, plan.offset_ms) == ("gate", doc["epoch_s"], doc["jobs"]["a"]["offset_ms"])
-    jobrun.remove_jobs(url, ["a"])
+    assert SchedulerClient(url).remove_job("a")
     assert handler.core.jobs == {}
