@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, Patch, Wedge
 
+from controller.theory.windows import window_start_ms
 from scenarios.results import BANDWIDTH_BIN_S, Results, atomic_write_bytes
 from scenarios.schedule_record import ScheduleRecord
 
@@ -310,7 +311,7 @@ def _busy_intervals(schedule: ScheduleRecord) -> dict[str, list[tuple[float, flo
     for job in schedule.jobs:
         spans = []
         for k in range(round(hyper_ms / job.period_ms)):
-            start = (job.shift_ms + k * job.period_ms) % hyper_ms
+            start = window_start_ms(job.shift_ms, job.period_ms, k) % hyper_ms
             end = start + job.comm_ms
             spans += [(start, hyper_ms), (0.0, end - hyper_ms)] if end > hyper_ms else [(start, end)]
         busy[job.name] = spans

@@ -233,7 +233,7 @@ def test_throughput_change_is_the_mean_per_job_rate_change():
     assert throughput_change_pct({"a": 80.0, "b": 250.0}, {"a": 100.0, "b": 200.0}) == pytest.approx(2.5)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give files away")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: only root can give files away")
 def test_under_sudo_the_folder_goes_to_the_invoking_user(tmp_path, monkeypatch):
     monkeypatch.setenv("SUDO_UID", "65534")
     monkeypatch.setenv("SUDO_GID", "65534")
