@@ -156,6 +156,23 @@ class FluidPolicyResult:
         return sum(j.solo_period_ms / j.mean_iteration_ms for j in self.jobs.values()) / len(self.jobs)
 
 
+def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> None:
+    """ValueError for a job or window the model cannot run."""
+    for j in jobs:
+        if not 0 < j.comm_ms < j.period_ms:
+            raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
+        if not j.busy_start_ms >= 0.0 or any(not c >= 0.0 for c in j.busy_start_samples_ms):
+            raise ValueError(f"{j.name}: busy_start_ms and busy_start_samples_ms must be >= 0, got "
+                             f"{j.busy_start_ms}, {j.busy_start_samples_ms}")
+        if not j.link_headroom >= 1.0:
+            raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
+        if any(not 0 < c < j.period_ms for c in j.comm_samples_ms):
+            raise ValueError(f"{j.name}: every burst sample must be in (0, period_ms), got {j.comm_samples_ms}")
+    for name, w in windows.items():
+        if not 0 < w.length_ms <= w.period_ms:
+            raise ValueError(f"{name}: need 0 < window length <= period, got {w.length_ms}, {w.period_ms}")
+
+
 def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              windows: dict[str, FluidWindow] | None = None, iterations: int = 40,
              warmup: int = 2, waits: Callable[[int], bool] | None = None,
@@ -186,19 +203,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
-    for j in jobs:
-        if not 0 < j.comm_ms < j.period_ms:
-            raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
-        if not j.busy_start_ms >= 0.0 or any(not c >= 0.0 for c in j.busy_start_samples_ms):
-            raise ValueError(f"{j.name}: busy_start_ms and busy_start_samples_ms must be >= 0, got "
-                             f"{j.busy_start_ms}, {j.busy_start_samples_ms}")
-        if not j.link_headroom >= 1.0:
-            raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
-        if any(not 0 < c < j.period_ms for c in j.comm_samples_ms):
-            raise ValueError(f"{j.name}: every burst sample must be in (0, period_ms), got {j.comm_samples_ms}")
-    for name, w in windows.items():
-        if not 0 < w.length_ms <= w.period_ms:
-            raise ValueError(f"{name}: need 0 < window length <= period, got {w.length_ms}, {w.period_ms}")
+    _check_inputs(jobs, windows)
     n = len(jobs)
     compute = [j.period_ms - j.comm_ms for j in jobs]
     gate = [windows.get(j.name) for j in jobs]
