@@ -19,6 +19,18 @@ docs/gate.md), so a measured constant can be pre-compensated; lateness in
 
 Gate rules carry :data:`GATE_COOKIE`, so the fabric app never deletes them and
 ``POST /shiftbed/stop`` removes all of them (and the meters) at once.
+
+The schedule is computed on a native thread (``eventlet.tpool``), not in the
+hub. Ryu's hub is eventlet: every green thread — the edge firer, each
+switch connection's echo replies and barriers, each REST request — runs in
+one OS thread, and CPU-bound NumPy work never yields, so ``hub.spawn`` would
+only move the stall to another green thread. On a native thread the
+computation lets the hub run (the interpreter hands the GIL over every few
+ms, NumPy releases it), and its size is bounded before it starts
+(``controller/limits.py``). Requests that change the state are served one at
+a time (:attr:`SchedulerApp.changes`), since a request now yields while its
+schedule is computed; jobs and policy are refused while the gate runs, so a
+computation never competes with the edges.
 """
 
 import controller.ryu_compat  # noqa: F401,I001  (must come before every ryu import)
@@ -28,7 +40,7 @@ import json
 import logging
 import time
 
-from eventlet import patcher
+from eventlet import patcher, tpool
 from ryu.app.wsgi import ControllerBase, Response, WSGIApplication, route
 from ryu.base import app_manager
 from ryu.controller import ofp_event
@@ -61,7 +73,8 @@ class SchedulerApp(app_manager.RyuApp):
         names = load_from_environment()  # policy files the run was given (SHIFTBED_POLICY_FILES)
         if names:
             log.info("policies loaded from files: %s", ", ".join(names))
-        self.core = SchedulerCore()
+        self.core = SchedulerCore(compute_with=tpool.execute)
+        self.changes = hub.Semaphore(1)  # one state-changing request at a time
         self.datapaths = {}
         self.gate: WindowGate | None = None
         self._runner = None
@@ -256,19 +269,26 @@ class SchedulerRest(ControllerBase):
     def list_jobs(self, req, **_kw):
         return self._answer(lambda: {"jobs": [j.as_dict() for j in self.app.core.jobs.values()]})
 
+    def _change(self, fn, status=200):
+        """Answer a request that changes the state, after any other such request has finished."""
+        def serialised():
+            with self.app.changes:
+                return fn()
+        return self._answer(serialised, status)
+
     @route("shiftbed", "/shiftbed/jobs", methods=["POST"])
     def add_job(self, req, **_kw):
         def do():
             job = self.app.core.add_job(parse_body(req.body))
             return {"job": job.as_dict(), "schedule": self.app.core.schedule_doc()}
-        return self._answer(do, 201)
+        return self._change(do, 201)
 
     @route("shiftbed", "/shiftbed/jobs/{name}", methods=["DELETE"])
     def remove_job(self, req, name, **_kw):
         def do():
             self.app.core.remove_job(name)
             return {"removed": name, "schedule": self.app.core.schedule_doc()}
-        return self._answer(do)
+        return self._change(do)
 
     @route("shiftbed", "/shiftbed/schedule", methods=["GET"])
     def get_schedule(self, req, **_kw):
@@ -281,14 +301,14 @@ class SchedulerRest(ControllerBase):
             if self.app.core.enforces_windows:
                 self.app.start_gate()
             return self.app.core.schedule_doc()
-        return self._answer(do)
+        return self._change(do)
 
     @route("shiftbed", "/shiftbed/stop", methods=["POST"])
     def stop(self, req, **_kw):
         def do():
             self.app.stop_gate()
             return self.app.status()
-        return self._answer(do)
+        return self._change(do)
 
     @route("shiftbed", "/shiftbed/status", methods=["GET"])
     def get_status(self, req, **_kw):
