@@ -52,14 +52,14 @@ def fair_classid(dscp: int) -> str:
 #   apps/iperf.py): it sends no data, so these (the data connection's cookie,
 #   its FIN) jump nothing of their own connection. In the job's data class, the
 #   cookie of a burst's second flow waited up to ~20 ms behind the first flow's
-#   data on every hop (docs/accuracy.md, seventh session).
+#   data on every hop (docs/accuracy.md).
 # Size alone (every packet under 128 bytes) also sent a data flow's small
 # segments and FINs ahead of its queued data: the receiver saw a hole, SACKed,
 # and the sender resent segments that were not lost (seen in solo captures).
 # Pure ACKs alone left the control messages behind up to ``queue_ms`` of the
 # other direction's data: a 2-worker ring's bursts took 10-35 ms longer at
 # random, because iperf3 ends a test with three control round trips
-# (docs/accuracy.md, sixth session).
+# (docs/accuracy.md).
 PURE_ACK_MATCH = ("match u16 0x0000 0xff80 at 2 match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 "
                   "match u8 0x10 0x19 at 33")
 SYN_MATCH = "match u8 0x06 0xff at 9 match u8 0x05 0x0f at 0 match u8 0x02 0x02 at 33"
@@ -85,7 +85,7 @@ class FabricIntf(TCIntf):
     """A TC-shaped interface that also sets its MTU (jumbo frames by default).
 
     Jumbo frames are what lets the single-threaded userspace datapath keep up
-    (see PLATFORM.md: 4 flows at 50 Mbit/s hold 98 % with MTU 9000, 34 % with 1500).
+    (docs/platform.md: 4 flows at 50 Mbit/s hold 98 % with MTU 9000, 34 % with 1500).
     """
 
     def config(self, mtu=JUMBO_MTU, queue_ms=DEFAULT_QUEUE_MS, **params):
@@ -150,7 +150,7 @@ class FabricLink(TCLink):
     """veth pair with HTB rate, MTU and TX/RX checksum offload off on both ends.
 
     Offload must be off: with the userspace datapath, TCP through veth hangs
-    otherwise (PLATFORM.md).
+    otherwise (docs/platform.md).
     """
 
     def __init__(self, *args, **kwargs):
