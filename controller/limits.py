@@ -10,11 +10,12 @@ the quantum grid, so its size is bounded before anything is computed:
   :data:`MAX_SCHEDULE_CELLS` (measured 2026-12-02 at the bound, 3-64 jobs with
   equal periods, the worst case: 60-90 MB peak, 0.1-1.2 s);
 - time: the exact search visits at most :func:`search_nodes` nodes, about
-  40 µs each plus a pass over the arrays; past that budget ``auto`` falls back
-  to the heuristic, which states its gap.
+  2 s of work; past that budget ``auto`` falls back to the heuristic, which
+  states its gap (measured 2026-12-02: the slowest of ~2 400 random instances
+  of 3-20 jobs took 2.0 s).
 
-Standard library only: ``scenarios/spec.py`` and ``controller/scheduler.py``
-both import this.
+``scenarios/spec.py`` and ``controller/scheduler.py`` both import this; it
+imports only the theory's own budget.
 """
 
 from __future__ import annotations

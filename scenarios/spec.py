@@ -9,7 +9,7 @@ Keys (``*`` = required)::
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
     policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
     fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms
-    jobs*: - name*  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
+    jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
              pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
              model_workers  model_link_mbps (default 10000)  time_scale (default 1)
 
