@@ -3,7 +3,9 @@
 Runs ``ryu-manager`` in this process with the eventlet shim applied. Without
 apps it runs the fabric app; with apps (module names or files) it runs the
 fabric app *and* them, e.g. ``python -m controller controller.scheduler_app``.
-The REST server listens on 127.0.0.1 unless ``--wsapi-host`` says otherwise.
+Both listeners are on 127.0.0.1 unless ``--ofp-host`` / ``--wsapi-host`` say
+otherwise: the fabric's switches connect over loopback, and any host that
+reaches an OpenFlow port could otherwise join the fabric as a switch.
 """
 
 import argparse
@@ -16,32 +18,37 @@ from controller.fabric_config import CONFIG_ENV
 FABRIC_APP = "controller.fabric_app"
 DEFAULT_OFP_PORT = 6653
 DEFAULT_WSAPI_PORT = 8080
+LOOPBACK = "127.0.0.1"
 
 
 def ryu_argv(args) -> list[str]:
+    """The ``ryu-manager`` command line (Ryu 4.34's options) for parsed ``args``."""
     apps = [FABRIC_APP] + [app for app in args.apps if app not in (FABRIC_APP, "controller/fabric_app.py")]
-    argv = apps + ["--ofp-tcp-listen-port", str(args.ofp_port),
+    argv = apps + ["--ofp-listen-host", args.ofp_host, "--ofp-tcp-listen-port", str(args.ofp_port),
                    "--wsapi-host", args.wsapi_host, "--wsapi-port", str(args.wsapi_port)]
-    if args.ofp_host:
-        argv += ["--ofp-listen-host", args.ofp_host]
     if args.verbose:
         argv.append("--verbose")
     return argv
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[2])
+    p.add_argument("apps", nargs="*", help="extra Ryu apps (module names or .py files)")
+    p.add_argument("--config", help=f"fabric config JSON (else ${CONFIG_ENV}, else defaults)")
+    p.add_argument("--ofp-port", type=int, default=DEFAULT_OFP_PORT)
+    p.add_argument("--ofp-host", default=LOOPBACK, help=f"OpenFlow listen address (default: {LOOPBACK})")
+    p.add_argument("--wsapi-port", type=int, default=DEFAULT_WSAPI_PORT)
+    p.add_argument("--wsapi-host", default=LOOPBACK, help=f"REST listen address (default: {LOOPBACK})")
+    p.add_argument("--verbose", action="store_true")
+    return p
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[2])
-    parser.add_argument("apps", nargs="*", help="extra Ryu apps (module names or .py files)")
-    parser.add_argument("--config", help=f"fabric config JSON (else ${CONFIG_ENV}, else defaults)")
-    parser.add_argument("--ofp-port", type=int, default=DEFAULT_OFP_PORT)
-    parser.add_argument("--ofp-host", default="", help="OpenFlow listen address (default: all)")
-    parser.add_argument("--wsapi-port", type=int, default=DEFAULT_WSAPI_PORT)
-    parser.add_argument("--wsapi-host", default="127.0.0.1")
-    parser.add_argument("--verbose", action="store_true")
-    args = parser.parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
     if args.config:
         if not os.path.isfile(args.config):
-            parser.error(f"--config: no such file: {args.config}")
+            cli.error(f"--config: no such file: {args.config}")
         os.environ[CONFIG_ENV] = os.path.abspath(args.config)
     from ryu.cmd import manager
 

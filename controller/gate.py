@@ -40,7 +40,6 @@ from dataclasses import dataclass
 
 from controller.forwarding import (
     ETH_TYPE_IPV4,
-    GOTO_TABLE_AFTER_GATE,  # noqa: F401  (controller/scheduler_app.py imports it from here)
     IP_PROTOS,
     SCHEDULER_MIN_PRIORITY,
 )
@@ -114,9 +113,6 @@ class GateWindow:
     def __post_init__(self):
         if not 0 < self.window_ms < self.period_ms:
             raise ValueError(f"need 0 < window_ms < period_ms, got {self.window_ms}, {self.period_ms}")
-
-
-JobWindow = GateWindow  # the name controller/scheduler_app.py imports
 
 
 @dataclass(frozen=True)

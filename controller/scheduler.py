@@ -18,6 +18,10 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
   its windows (``gate``) the controller starts firing edges
 - ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
   ``GET /edges``
+
+A refused request changes nothing (:class:`SchedulerCore`). Job names follow
+the scenario files' rule and schedules are bounded in size before they are
+computed (``controller/limits.py``).
 """
 
 from __future__ import annotations
@@ -31,11 +35,25 @@ import time
 from dataclasses import dataclass
 
 from controller.gate import MODES, TOGGLES, DataFlow
+from controller.limits import (
+    MAX_JOBS,
+    MAX_PERIOD_MS,
+    job_name_problem,
+    period_quanta_problem,
+    schedule_size_problem,
+    search_nodes,
+)
 from controller.theory.policies import POLICIES, get_policy
+from controller.theory.schedule import (
+    BeyondExactMethod,
+    JobTiming,
+    Schedule,
+    compute_schedule,
+    to_quanta,
+)
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-MAX_PERIOD_MS = 600_000.0
-MAX_JOBS = 64
+HOST_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+DEFAULT_QUANTUM_MS = 1.0
 MAX_FLOWS = 256
 MAX_BODY_BYTES = 1 << 20
 MAX_EPOCH_SKEW_S = 3600.0
@@ -97,8 +115,8 @@ def _number(doc: dict, key: str, where: str, lo: float, hi: float, *, lo_open=Tr
     return value
 
 
-def _name(value, where: str) -> str:
-    if not isinstance(value, str) or not NAME_RE.match(value):
+def _host_name(value, where: str) -> str:
+    if not isinstance(value, str) or not HOST_NAME_RE.fullmatch(value):
         raise ApiError(400, f"{where}: must be 1-64 characters of letters, digits, '_', '-', '.', "
                             f"got {value!r}"[:200])
     return value
@@ -135,7 +153,10 @@ def validate_job(doc: dict) -> JobRequest:
     _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows"}, "job")
     if "name" not in doc:
         raise ApiError(400, "job.name: missing")
-    name = _name(doc["name"], "job.name")
+    problem = job_name_problem(doc["name"])
+    if problem:
+        raise ApiError(400, f"job.name: {problem}"[:300])
+    name = doc["name"]
     where = f"job {name}"
     period_ms = float(_number(doc, "period_ms", where, 0.0, MAX_PERIOD_MS))
     comm_ms = float(_number(doc, "comm_ms", where, 0.0, MAX_PERIOD_MS))
@@ -144,7 +165,7 @@ def validate_job(doc: dict) -> JobRequest:
     workers = doc.get("workers")
     if not isinstance(workers, list) or not workers:
         raise ApiError(400, f"{where}.workers: must be a non-empty list of host names")
-    workers = [_name(w, f"{where}.workers[{i}]") for i, w in enumerate(workers)]
+    workers = [_host_name(w, f"{where}.workers[{i}]") for i, w in enumerate(workers)]
     if len(set(workers)) != len(workers):
         raise ApiError(400, f"{where}.workers: a worker is listed twice")
     flows_doc = doc.get("flows")
@@ -214,15 +235,34 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
                          advance_ms)
 
 
-class SchedulerCore:
-    """Registered jobs, the current schedule and policy; raises :class:`ApiError` on misuse."""
+def _compute(timings: list[JobTiming], quantum_ms: float, max_nodes: int) -> Schedule | Exception:
+    """The schedule, or the refusal as a value: it may run on another thread, which should not
+    print a traceback for a refused instance."""
+    try:
+        return compute_schedule(timings, quantum_ms=quantum_ms, max_nodes=max_nodes)
+    except (ValueError, BeyondExactMethod) as exc:
+        return exc
 
-    def __init__(self):
+
+class SchedulerCore:
+    """Registered jobs, the current schedule and policy; raises :class:`ApiError` on misuse.
+
+    Every request is a transaction: the new state is computed aside and
+    assigned only once nothing can refuse it any more, so a refused request
+    leaves ``jobs``, ``schedule``, ``policy`` and ``offsets_ms`` as they were.
+
+    ``compute_with(fn, *args)`` runs the schedule computation (default: here, in
+    this thread); the Ryu app passes one that runs it on a native thread.
+    Requests must not interleave: the app serialises them.
+    """
+
+    def __init__(self, compute_with=None):
         self.jobs: dict[str, JobRequest] = {}
-        self.schedule = None
+        self.schedule: Schedule | None = None
         self.policy: PolicyRequest | None = None
         self.offsets_ms: dict[str, float] = {}
         self.gating = False  # set by the app while edges are being fired
+        self._compute_with = compute_with or (lambda fn, *args: fn(*args))
 
     # -- jobs ----------------------------------------------------------------------------
     def add_job(self, doc: dict) -> JobRequest:
@@ -232,35 +272,48 @@ class SchedulerCore:
         if len(self.jobs) >= MAX_JOBS:
             raise ApiError(409, f"jobs: at most {MAX_JOBS}")
         self._refuse_while_gating("register a job")
-        self.jobs[job.name] = job
-        self._recompute()
+        jobs = {**self.jobs, job.name: job}
+        self._set_jobs(jobs, self.schedule_for(jobs))
         return job
 
     def remove_job(self, name: str) -> None:
         if name not in self.jobs:
             raise ApiError(404, f"job {name!r}: not registered"[:200])
         self._refuse_while_gating("remove a job")
-        del self.jobs[name]
-        self._recompute()
+        jobs = {key: job for key, job in self.jobs.items() if key != name}
+        self._set_jobs(jobs, self.schedule_for(jobs))
+
+    def _set_jobs(self, jobs: dict[str, JobRequest], schedule: Schedule | None) -> None:
+        """A new job set: its schedule, and no policy until one is set again."""
+        self.jobs, self.schedule, self.policy, self.offsets_ms = jobs, schedule, None, {}
 
     def _refuse_while_gating(self, what: str) -> None:
         if self.gating:
             raise ApiError(409, f"cannot {what} while the gate runs: POST /shiftbed/stop first")
 
-    def _recompute(self, quantum_ms: float | None = None) -> None:
-        """New job set → new schedule (the theory module decides) and no policy until set again."""
-        from controller.theory.schedule import BeyondExactMethod, JobTiming, compute_schedule
+    def schedule_for(self, jobs: dict[str, JobRequest], quantum_ms: float | None = None) -> Schedule | None:
+        """The schedule of ``jobs`` (the theory module decides); changes nothing.
 
-        self.policy, self.offsets_ms = None, {}
-        if not self.jobs:
-            self.schedule = None
-            return
-        quantum_ms = quantum_ms or 1.0
-        timings = [JobTiming(j.name, j.period_ms, j.comm_ms) for j in self.jobs.values()]
-        try:
-            self.schedule = compute_schedule(timings, quantum_ms=quantum_ms)
-        except (ValueError, BeyondExactMethod) as exc:
-            raise ApiError(400, f"schedule: {str(exc).splitlines()[0][:200]}") from None
+        Refused (400) before anything is computed when it would exceed the
+        bounds of ``controller/limits.py``; the exact search gets the node
+        budget of :func:`controller.limits.search_nodes`.
+        """
+        if not jobs:
+            return None
+        quantum_ms = quantum_ms or DEFAULT_QUANTUM_MS
+        for job in jobs.values():
+            problem = period_quanta_problem(job.period_ms, quantum_ms)
+            if problem:
+                raise ApiError(400, f"job {job.name}.period_ms: {problem}")
+        periods = [to_quanta(job.period_ms, quantum_ms) for job in jobs.values()]
+        problem = schedule_size_problem(periods, quantum_ms)
+        if problem:
+            raise ApiError(400, f"schedule: {problem}")
+        timings = [JobTiming(job.name, job.period_ms, job.comm_ms) for job in jobs.values()]
+        outcome = self._compute_with(_compute, timings, quantum_ms, search_nodes(periods))
+        if isinstance(outcome, Exception):
+            raise ApiError(400, f"schedule: {str(outcome).splitlines()[0][:200]}")
+        return outcome
 
     # -- policy --------------------------------------------------------------------------
     def set_policy(self, doc: dict, now_s: float | None = None) -> PolicyRequest:
@@ -268,11 +321,12 @@ class SchedulerCore:
         if not self.jobs:
             raise ApiError(409, "policy: no jobs registered")
         self._refuse_while_gating("change the policy")
-        if self.schedule is None or request.quantum_ms != self.schedule.quantum_ms:
-            self._recompute(request.quantum_ms)
-        offsets = get_policy(request.policy).initial_offsets_ms(self.schedule, random.Random(request.seed))
-        self.offsets_ms = {name: float(offsets[name]) for name in self.jobs}
-        self.policy = request
+        schedule = self.schedule
+        if schedule is None or request.quantum_ms != schedule.quantum_ms:
+            schedule = self.schedule_for(self.jobs, request.quantum_ms)
+        offsets = get_policy(request.policy).initial_offsets_ms(schedule, random.Random(request.seed))
+        offsets_ms = {name: float(offsets[name]) for name in self.jobs}
+        self.schedule, self.policy, self.offsets_ms = schedule, request, offsets_ms
         return request
 
     @property

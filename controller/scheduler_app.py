@@ -19,6 +19,18 @@ docs/gate.md), so a measured constant can be pre-compensated; lateness in
 
 Gate rules carry :data:`GATE_COOKIE`, so the fabric app never deletes them and
 ``POST /shiftbed/stop`` removes all of them (and the meters) at once.
+
+The schedule is computed on a native thread (``eventlet.tpool``), not in the
+hub. Ryu's hub is eventlet: every green thread — the edge firer, each
+switch connection's echo replies and barriers, each REST request — runs in
+one OS thread, and CPU-bound NumPy work never yields, so ``hub.spawn`` would
+only move the stall to another green thread. On a native thread the
+computation lets the hub run (the interpreter hands the GIL over every few
+ms, NumPy releases it), and its size is bounded before it starts
+(``controller/limits.py``). Requests that change the state are served one at
+a time (:attr:`SchedulerApp.changes`), since a request now yields while its
+schedule is computed; jobs and policy are refused while the gate runs, so a
+computation never competes with the edges.
 """
 
 import controller.ryu_compat  # noqa: F401,I001  (must come before every ryu import)
@@ -28,7 +40,7 @@ import json
 import logging
 import time
 
-from eventlet import patcher
+from eventlet import patcher, tpool
 from ryu.app.wsgi import ControllerBase, Response, WSGIApplication, route
 from ryu.base import app_manager
 from ryu.controller import ofp_event
@@ -38,7 +50,8 @@ from ryu.ofproto import ofproto_v1_3
 
 from controller.theory.policies import load_from_environment
 from controller.scheduler import ApiError, SchedulerCore, parse_body
-from controller.gate import GOTO_TABLE_AFTER_GATE, GateFlowMod, JobWindow, MeterMod, WindowGate
+from controller import openflow
+from controller.gate import GateWindow, WindowGate
 
 GATE_COOKIE = 0x5B0F_6A7E_0000_0000
 APP_KEY = "scheduler_app"
@@ -61,7 +74,8 @@ class SchedulerApp(app_manager.RyuApp):
         names = load_from_environment()  # policy files the run was given (SHIFTBED_POLICY_FILES)
         if names:
             log.info("policies loaded from files: %s", ", ".join(names))
-        self.core = SchedulerCore()
+        self.core = SchedulerCore(compute_with=tpool.execute)
+        self.changes = hub.Semaphore(1)  # one state-changing request at a time
         self.datapaths = {}
         self.gate: WindowGate | None = None
         self._runner = None
@@ -93,31 +107,6 @@ class SchedulerApp(app_manager.RyuApp):
                                 "time_s": time.time()})
 
     # -- messages ----------------------------------------------------------------------
-    def _to_ofp(self, dp, mod):
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        if isinstance(mod, MeterMod):
-            if mod.command == "add":
-                band = parser.OFPMeterBandDrop(rate=mod.rate_kbps, burst_size=mod.burst_kbit)
-                return parser.OFPMeterMod(dp, command=ofp.OFPMC_ADD,
-                                          flags=ofp.OFPMF_KBPS | ofp.OFPMF_BURST | ofp.OFPMF_STATS,
-                                          meter_id=mod.meter_id, bands=[band])
-            return parser.OFPMeterMod(dp, command=ofp.OFPMC_DELETE, meter_id=mod.meter_id)
-        assert isinstance(mod, GateFlowMod)
-        match = parser.OFPMatch(**mod.match)
-        if mod.command == "delete":
-            return parser.OFPFlowMod(dp, cookie=GATE_COOKIE, table_id=mod.table, priority=mod.priority,
-                                     command=ofp.OFPFC_DELETE_STRICT, match=match,
-                                     out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)
-        instructions = []
-        if mod.meter_id is not None:
-            instructions = [parser.OFPInstructionMeter(mod.meter_id),
-                            parser.OFPInstructionGotoTable(GOTO_TABLE_AFTER_GATE)]
-        elif mod.pass_through:
-            instructions = [parser.OFPInstructionGotoTable(GOTO_TABLE_AFTER_GATE)]
-        command = ofp.OFPFC_MODIFY_STRICT if mod.command == "modify" else ofp.OFPFC_ADD
-        return parser.OFPFlowMod(dp, cookie=GATE_COOKIE, table_id=mod.table, priority=mod.priority,
-                                 command=command, match=match, instructions=instructions)
-
     def prepare(self, mods, record=None) -> list:
         """Serialise ``mods`` and one barrier per switch touched, ahead of time: ``[(dp, bytes)]``.
 
@@ -131,7 +120,7 @@ class SchedulerApp(app_manager.RyuApp):
                 if record is not None:
                     record["missing_dpids"] = sorted(set(record.get("missing_dpids", [])) | {mod.dpid})
                 continue
-            msg = self._to_ofp(dp, mod)
+            msg = openflow.gate_message(dp, mod, GATE_COOKIE)
             dp.set_xid(msg)
             msg.serialize()
             out.append((dp, msg.buf))
@@ -161,7 +150,7 @@ class SchedulerApp(app_manager.RyuApp):
     # -- the gate ----------------------------------------------------------------------
     def start_gate(self) -> None:
         core = self.core
-        windows = {name: JobWindow(*w) for name, w in core.windows_ms().items()}
+        windows = {name: GateWindow(*w) for name, w in core.windows_ms().items()}
         flows = {name: list(job.flows) for name, job in core.jobs.items()}
         self.gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
                                floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle)
@@ -178,10 +167,7 @@ class SchedulerApp(app_manager.RyuApp):
         if self.gate is not None:
             self.send(self.gate.teardown())
         for dp in list(self.datapaths.values()):  # and anything left with our cookie
-            ofp, parser = dp.ofproto, dp.ofproto_parser
-            dp.send_msg(parser.OFPFlowMod(dp, cookie=GATE_COOKIE, cookie_mask=0xFFFF_FFFF_FFFF_FFFF,
-                                          table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE,
-                                          out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY))
+            dp.send_msg(openflow.delete_by_cookie(dp, GATE_COOKIE, 0xFFFF_FFFF_FFFF_FFFF))
         self.gate = None
         self.core.gating = False
 
@@ -256,19 +242,26 @@ class SchedulerRest(ControllerBase):
     def list_jobs(self, req, **_kw):
         return self._answer(lambda: {"jobs": [j.as_dict() for j in self.app.core.jobs.values()]})
 
+    def _change(self, fn, status=200):
+        """Answer a request that changes the state, after any other such request has finished."""
+        def serialised():
+            with self.app.changes:
+                return fn()
+        return self._answer(serialised, status)
+
     @route("shiftbed", "/shiftbed/jobs", methods=["POST"])
     def add_job(self, req, **_kw):
         def do():
             job = self.app.core.add_job(parse_body(req.body))
             return {"job": job.as_dict(), "schedule": self.app.core.schedule_doc()}
-        return self._answer(do, 201)
+        return self._change(do, 201)
 
     @route("shiftbed", "/shiftbed/jobs/{name}", methods=["DELETE"])
     def remove_job(self, req, name, **_kw):
         def do():
             self.app.core.remove_job(name)
             return {"removed": name, "schedule": self.app.core.schedule_doc()}
-        return self._answer(do)
+        return self._change(do)
 
     @route("shiftbed", "/shiftbed/schedule", methods=["GET"])
     def get_schedule(self, req, **_kw):
@@ -281,14 +274,14 @@ class SchedulerRest(ControllerBase):
             if self.app.core.enforces_windows:
                 self.app.start_gate()
             return self.app.core.schedule_doc()
-        return self._answer(do)
+        return self._change(do)
 
     @route("shiftbed", "/shiftbed/stop", methods=["POST"])
     def stop(self, req, **_kw):
         def do():
             self.app.stop_gate()
             return self.app.status()
-        return self._answer(do)
+        return self._change(do)
 
     @route("shiftbed", "/shiftbed/status", methods=["GET"])
     def get_status(self, req, **_kw):

@@ -9,13 +9,18 @@ Keys (``*`` = required)::
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
     policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
     fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms
-    jobs*: - name*  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
+    jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
              pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
              model_workers  model_link_mbps (default 10000)  time_scale (default 1)
 
 A job given by ``model`` gets its period and burst from the zoo
 (``controller/theory/zoo.py``) at ``model_link_mbps`` with ``len(workers)`` (or
 ``model_workers``) workers; times are kept and bytes scaled to the fabric.
+
+Bounds are shared, not repeated: a job's name, period and the size of the
+schedule come from ``controller/limits.py`` (the scheduler's REST API applies
+the same), the fabric's from ``topo/wiring.py`` (the fabric builder applies
+the same), so what ``plan`` accepts, ``run`` can build.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from controller import limits
 from controller.theory import zoo
 from controller.theory.policies import (
     POLICIES,
@@ -37,6 +43,8 @@ from controller.theory.policies import (
 )
 from controller.theory.schedule import JobTiming, comm_quanta, period_quanta, quantize_job
 from scenarios.errors import InputError
+from scenarios.policyfiles import writable_by_others
+from topo.wiring import FabricParamError, FabricParams, check_queue_ms
 
 PATTERNS = ("ring", "ps")
 TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "fabric", "jobs")
@@ -44,10 +52,12 @@ FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_l
 FABRIC_REQUIRED = FABRIC_KEYS[:5]
 JOB_KEYS = ("name", "period_ms", "comm_ms", "workers", "pattern", "pin_spine", "gradient_mb",
             "jitter_ms", "model", "model_workers", "model_link_mbps", "time_scale")
+MAX_DURATION_S = 3600.0
+MAX_MODEL_WORKERS = 100_000
 
 
 @dataclass(frozen=True)
-class Fabric:
+class FabricSpec:
     """Leaf-spine fabric; hosts are ``h1 .. h{leaves*hosts_per_leaf}``, leaf by leaf."""
 
     spines: int
@@ -85,7 +95,7 @@ class Scenario:
     name: str
     quantum_ms: float
     jobs: tuple[ScenarioJob, ...]
-    fabric: Fabric | None = None
+    fabric: FabricSpec | None = None
     description: str = ""
     policies: tuple[str, ...] = ("none", "shift", "gate", "random")
     duration_s: float | None = None
@@ -148,31 +158,41 @@ class _Checker:
             if key not in allowed:
                 near = difflib.get_close_matches(str(key), allowed, n=1)
                 hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(allowed)})"
-                self.fail(f"{prefix}{key}", f"unknown key{hint}")
+                shown = key if isinstance(key, str) and key.isidentifier() else _short(key)  # one line
+                self.fail(f"{prefix}{shown}", f"unknown key{hint}")
         for key in required:
             if key not in value:
                 self.fail(f"{prefix}{key}", "missing required key")
         return value
 
-    def number(self, value: Any, field: str, *, minimum: float = 0.0, strict: bool = True) -> float:
+    def number(self, value: Any, field: str, *, minimum: float = 0.0, strict: bool = True,
+               maximum: float = math.inf) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.fail(field, f"must be a number, got {value!r}")
-        if not math.isfinite(value):
-            self.fail(field, f"must be finite, got {value!r}")
-        if value < minimum or (strict and value == minimum):
+            self.fail(field, f"must be a number, got {_short(value)}")
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond any float
+            number = math.inf
+        if not math.isfinite(number):
+            self.fail(field, f"must be finite, got {_short(value)}")
+        if number < minimum or (strict and number == minimum):
             self.fail(field, f"must be {'>' if strict else '>='} {minimum:g}, got {value!r}")
-        return float(value)
+        if number > maximum:
+            self.fail(field, f"must be <= {maximum:g}, got {value!r}")
+        return number
 
-    def integer(self, value: Any, field: str, minimum: int = 1) -> int:
+    def integer(self, value: Any, field: str, minimum: int = 1, maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(field, f"must be a whole number, got {value!r}")
+            self.fail(field, f"must be a whole number, got {_short(value)}")
         if value < minimum:
-            self.fail(field, f"must be >= {minimum}, got {value!r}")
+            self.fail(field, f"must be >= {minimum}, got {_short(value)}")
+        if maximum is not None and value > maximum:
+            self.fail(field, f"must be <= {maximum}, got {_short(value)}")
         return value
 
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
-            self.fail(field, f"must be a non-empty string, got {value!r}")
+            self.fail(field, f"must be a non-empty string, got {_short(value)}")
         return value
 
     def scenario(self, doc: Any) -> Scenario:
@@ -184,11 +204,15 @@ class _Checker:
             self.fail("description", f"must be a string, got {_kind(description)}")
         policy_files = self.policy_files(doc.get("policy_files", []))
         policies = self.policies(doc.get("policies", list(POLICIES)))
-        duration_s = self.number(doc["duration_s"], "duration_s") if "duration_s" in doc else None
+        duration_s = None
+        if "duration_s" in doc:
+            duration_s = self.number(doc["duration_s"], "duration_s", maximum=MAX_DURATION_S)
         fabric = self.fabric(doc["fabric"]) if doc.get("fabric") is not None else None
         jobs_doc = doc["jobs"]
         if not isinstance(jobs_doc, list) or not jobs_doc:
             self.fail("jobs", f"expected a non-empty list of jobs, got {_kind(jobs_doc)}")
+        if len(jobs_doc) > limits.MAX_JOBS:
+            self.fail("jobs", f"at most {limits.MAX_JOBS} jobs, got {len(jobs_doc)}")
         jobs, seen = [], {}
         for i, job_doc in enumerate(jobs_doc):
             job = self.job(job_doc, f"jobs[{i}]", quantum_ms, fabric)
@@ -196,6 +220,9 @@ class _Checker:
                 self.fail(f"jobs[{i}].name", f"duplicate job name {job.name!r} (also jobs[{seen[job.name]}])")
             seen[job.name] = i
             jobs.append(job)
+        problem = limits.schedule_size_problem([period_quanta(j.period_ms, quantum_ms) for j in jobs], quantum_ms)
+        if problem:
+            self.fail("jobs", problem)
         return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
                         policy_files)
 
@@ -209,6 +236,9 @@ class _Checker:
             if not isinstance(entry, str) or not entry.strip():
                 self.fail(f"policy_files[{i}]", f"must be a path to a .py file, got {entry!r}")
             path = Path(entry) if Path(entry).is_absolute() else base / entry
+            problem = writable_by_others(path)
+            if problem:
+                self.fail(f"policy_files[{i}]", problem)
             try:
                 load_policy_file(path)
             except PolicyFileError as exc:
@@ -227,20 +257,28 @@ class _Checker:
                 self.fail(f"policies[{i}]", f"unknown policy {p!r}{hint}")
         return tuple(value)
 
-    def fabric(self, doc: Any) -> Fabric:
+    def fabric(self, doc: Any) -> FabricSpec:
+        """Types here; bounds from the fabric builder's own checks (``topo/wiring.py``)."""
         doc = self.mapping(doc, "fabric", FABRIC_KEYS, FABRIC_REQUIRED)
         counts = {k: self.integer(doc[k], f"fabric.{k}") for k in ("spines", "leaves", "hosts_per_leaf")}
         rates = {k: self.number(doc[k], f"fabric.{k}") for k in ("host_link_mbps", "fabric_link_mbps")}
         queue_ms = None
         if doc.get("queue_ms") is not None:
             queue_ms = self.number(doc["queue_ms"], "fabric.queue_ms")
-            if queue_ms > 10_000:
-                self.fail("fabric.queue_ms", f"must be <= 10000, got {doc['queue_ms']!r}")
-        return Fabric(**counts, **rates, queue_ms=queue_ms)
+        try:
+            FabricParams(**counts, **{k: doc[k] for k in rates})  # as written: its message quotes them
+            if queue_ms is not None:
+                check_queue_ms(queue_ms)
+        except FabricParamError as exc:
+            self.fail(f"fabric.{exc.field}", exc.problem)
+        return FabricSpec(**counts, **rates, queue_ms=queue_ms)
 
-    def job(self, doc: Any, field: str, quantum_ms: float, fabric: Fabric | None) -> ScenarioJob:
+    def job(self, doc: Any, field: str, quantum_ms: float, fabric: FabricSpec | None) -> ScenarioJob:
         doc = self.mapping(doc, field, JOB_KEYS, ("name",))
-        name = self.text(doc["name"], f"{field}.name")
+        problem = limits.job_name_problem(doc["name"])
+        if problem:
+            self.fail(f"{field}.name", problem)
+        name = doc["name"]
         workers = self.workers(doc.get("workers", []), f"{field}.workers", fabric)
         if "model" in doc:
             period_ms, comm_ms, model = self.model_times(doc, field, workers)
@@ -248,11 +286,14 @@ class _Checker:
             for key in ("period_ms", "comm_ms"):
                 if key not in doc:
                     self.fail(f"{field}.{key}", "missing required key (or give 'model')")
-            period_ms = self.number(doc["period_ms"], f"{field}.period_ms")
+            period_ms = self.number(doc["period_ms"], f"{field}.period_ms", maximum=limits.MAX_PERIOD_MS)
             comm_ms = self.number(doc["comm_ms"], f"{field}.comm_ms")
             model = None
         if comm_ms >= period_ms:
             self.fail(f"{field}.comm_ms", f"must be less than period_ms ({period_ms:g}), got {comm_ms:g}")
+        problem = limits.period_quanta_problem(period_ms, quantum_ms)
+        if problem:
+            self.fail(f"{field}.period_ms", problem)
         t, c = period_quanta(period_ms, quantum_ms), comm_quanta(comm_ms, quantum_ms)
         if c >= t:
             self.fail(f"{field}.comm_ms", f"on the {quantum_ms:g} ms grid comm rounds up to {c * quantum_ms:g} ms, "
@@ -269,15 +310,15 @@ class _Checker:
         jitter = self.number(doc.get("jitter_ms", 0.0), f"{field}.jitter_ms", strict=False)
         return ScenarioJob(name, period_ms, comm_ms, workers, pattern, pin, gradient, jitter, model)
 
-    def workers(self, value: Any, field: str, fabric: Fabric | None) -> tuple[str, ...]:
+    def workers(self, value: Any, field: str, fabric: FabricSpec | None) -> tuple[str, ...]:
         if not isinstance(value, list):
             self.fail(field, f"expected a list of host names like [h1, h3], got {_kind(value)}")
         hosts = fabric.hosts if fabric else None
         for k, w in enumerate(value):
             if not isinstance(w, str):
-                self.fail(f"{field}[{k}]", f"must be a host name like 'h1', got {w!r}")
+                self.fail(f"{field}[{k}]", f"must be a host name like 'h1', got {_short(w)}")
             if hosts is not None and w not in hosts:
-                self.fail(f"{field}[{k}]", f"{w!r} is not a host of the fabric (hosts are h1..h{len(hosts)})")
+                self.fail(f"{field}[{k}]", f"{_short(w)} is not a host of the fabric (hosts are h1..h{len(hosts)})")
             if w in value[:k]:
                 self.fail(f"{field}[{k}]", f"worker {w!r} is used twice in this job")
         return tuple(value)
@@ -285,7 +326,7 @@ class _Checker:
     def model_times(self, doc: dict, field: str, workers: tuple[str, ...]) -> tuple[float, float, str]:
         model = doc["model"]
         known = zoo.models()
-        if model not in known:
+        if not isinstance(model, str) or model not in known:
             near = difflib.get_close_matches(str(model), known, n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(known)})"
             self.fail(f"{field}.model", f"unknown model {model!r}{hint}")
@@ -293,7 +334,7 @@ class _Checker:
             if key in doc:
                 self.fail(f"{field}.{key}", "give either 'model' or period_ms/comm_ms, not both")
         if "model_workers" in doc:
-            n = self.integer(doc["model_workers"], f"{field}.model_workers", minimum=2)
+            n = self.integer(doc["model_workers"], f"{field}.model_workers", minimum=2, maximum=MAX_MODEL_WORKERS)
         elif len(workers) >= 2:
             n = len(workers)
         else:
@@ -301,7 +342,16 @@ class _Checker:
         link = self.number(doc.get("model_link_mbps", zoo.DEFAULT_MODEL_LINK_MBPS), f"{field}.model_link_mbps")
         scale = self.number(doc.get("time_scale", 1.0), f"{field}.time_scale")
         timing = zoo.job_timing(model, n, link, scale)
+        if not timing.period_ms <= limits.MAX_PERIOD_MS:
+            self.fail(f"{field}.model", f"{model} gives a period of {timing.period_ms:g} ms at model_link_mbps "
+                      f"{link:g} and time_scale {scale:g}, more than the {limits.MAX_PERIOD_MS:g} ms a job may have")
         return timing.period_ms, timing.comm_ms, model
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to a readable length (a message stays one short line)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _kind(value: Any) -> str:

@@ -30,7 +30,7 @@ except ModuleNotFoundError:  # `mn --custom topo/leafspine.py`: the repository i
     from topo import tcp_ports
     from topo import wiring as numbering
 
-JUMBO_MTU = 9000
+JUMBO_MTU = numbering.MAX_MTU  # the default: the largest MTU the fabric supports
 # Per-port data queue, in ms at the link rate (see FabricIntf.bwCmds). At 10 ms
 # (8 jumbo frames at 50 Mbit/s) the userspace switch's scheduling jitter
 # overflowed leaf uplinks and solo bursts lost packets: 44-46 of 50 Mbit/s in
@@ -185,10 +185,8 @@ class LeafSpineTopo(Topo):
     def build(self, spines=2, leaves=2, hosts_per_leaf=2, host_link_mbps=50.0,
               fabric_link_mbps=50.0, mtu=JUMBO_MTU, queue_ms=DEFAULT_QUEUE_MS):
         params = numbering.FabricParams(spines, leaves, hosts_per_leaf, host_link_mbps, fabric_link_mbps)
-        if isinstance(mtu, bool) or not isinstance(mtu, int) or not 576 <= mtu <= JUMBO_MTU:
-            raise ValueError(f"mtu: must be a whole number in [576, {JUMBO_MTU}], got {mtu!r}")
-        if isinstance(queue_ms, bool) or not isinstance(queue_ms, int | float) or not 0 < queue_ms <= 10_000:
-            raise ValueError(f"queue_ms: must be in (0, 10000] ms, got {queue_ms!r}")
+        numbering.check_mtu(mtu)
+        numbering.check_queue_ms(queue_ms)
         self.wiring = numbering.fabric_wiring(params)
         for leaf in range(1, leaves + 1):
             self.addSwitch(numbering.leaf_name(leaf), dpid=f"{numbering.leaf_dpid(leaf):016x}", protocols="OpenFlow13")

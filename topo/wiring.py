@@ -24,13 +24,28 @@ import ipaddress
 import math
 from dataclasses import dataclass
 
+# The fabric's bounds, for the builder and the scenario schema (scenarios/spec.py) alike.
 LEAF_DPID_BASE = 0x100
 SPINE_DPID_BASE = 0x200
 MAX_SWITCHES_PER_TIER = 255
-MAX_LINK_MBPS = 1000  # Mininet's HTB helper ignores rates above 1000 Mbit/s
+MAX_LINK_MBPS = 1000  # Mininet's TCLink ignores rates above 1000 Mbit/s (and shapes nothing)
 HOST_IP_BASE = ipaddress.IPv4Address("10.0.0.0")
 HOST_PREFIX_LEN = 8
-MAX_HOSTS = 2**24 - 2
+# One machine emulates the whole fabric (a shell and a namespace per host, dozens of tc commands
+# a port); this many hosts also keeps every interface name within Linux's 15 characters
+# (leaf255-eth4351) and every address within 10.0.0.0/8.
+MAX_HOSTS = 4096
+MIN_MTU, MAX_MTU = 576, 9000
+MAX_QUEUE_MS = 10_000
+
+
+class FabricParamError(ValueError):
+    """A fabric parameter out of bounds; the message starts with its name (``field``)."""
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -47,20 +62,22 @@ class FabricParams:
         for name in ("spines", "leaves", "hosts_per_leaf"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name}: must be a whole number, got {value!r}")
+                raise FabricParamError(name, f"must be a whole number, got {value!r}")
             if value < 1:
-                raise ValueError(f"{name}: must be at least 1, got {value}")
+                raise FabricParamError(name, f"must be at least 1, got {value}")
         for name in ("spines", "leaves"):
             if getattr(self, name) > MAX_SWITCHES_PER_TIER:
-                raise ValueError(f"{name}: at most {MAX_SWITCHES_PER_TIER} (DPID numbering), got {getattr(self, name)}")
-        if self.leaves * self.hosts_per_leaf > MAX_HOSTS:
-            raise ValueError(f"hosts_per_leaf: too many hosts in total ({self.leaves * self.hosts_per_leaf})")
+                raise FabricParamError(name, f"at most {MAX_SWITCHES_PER_TIER} (DPID numbering), got {getattr(self, name)}")
+        hosts = self.leaves * self.hosts_per_leaf
+        if hosts > MAX_HOSTS:
+            raise FabricParamError("hosts_per_leaf", f"at most {MAX_HOSTS} hosts in all (leaves × hosts_per_leaf), "
+                                                     f"got {hosts}")
         for name in ("host_link_mbps", "fabric_link_mbps"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise ValueError(f"{name}: must be a finite number of Mbit/s, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+                raise FabricParamError(name, f"must be a finite number of Mbit/s, got {value!r}")
             if not 0 < value <= MAX_LINK_MBPS:
-                raise ValueError(f"{name}: must be in (0, {MAX_LINK_MBPS}] Mbit/s, got {value}")
+                raise FabricParamError(name, f"must be in (0, {MAX_LINK_MBPS}] Mbit/s, got {value}")
 
     @classmethod
     def from_dict(cls, data: dict) -> "FabricParams":
@@ -73,6 +90,26 @@ class FabricParams:
 
     def as_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def check_mtu(mtu) -> None:
+    """Every port's MTU, bytes; :class:`FabricParamError` if out of bounds."""
+    if isinstance(mtu, bool) or not isinstance(mtu, int) or not MIN_MTU <= mtu <= MAX_MTU:
+        raise FabricParamError("mtu", f"must be a whole number in [{MIN_MTU}, {MAX_MTU}], got {mtu!r}")
+
+
+def check_queue_ms(queue_ms) -> None:
+    """Every port's data queue, ms at its link rate; :class:`FabricParamError` if out of bounds."""
+    if isinstance(queue_ms, bool) or not isinstance(queue_ms, int | float) or not _finite(queue_ms) \
+            or not 0 < queue_ms <= MAX_QUEUE_MS:
+        raise FabricParamError("queue_ms", f"must be in (0, {MAX_QUEUE_MS}] ms, got {queue_ms!r}")
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,37 @@ def put(url, body):
         return exc.code, json.load(exc)
 
 
+def listening_addresses(port: int) -> list[str]:
+    """Local addresses (hex, as /proc/net/tcp{,6} give them) of the sockets listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, port_hex = fields[1].rsplit(":", 1)
+            if fields[3] == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
+                found.append(address)
+    return found
+
+
+def test_the_ryu_command_line_listens_on_loopback_unless_told_otherwise():
+    from controller.__main__ import parser, ryu_argv
+
+    argv = ryu_argv(parser().parse_args(["controller.scheduler_app", "--ofp-port", "6700"]))
+    assert argv[:2] == ["controller.fabric_app", "controller.scheduler_app"]
+    options = dict(zip(argv[2::2], argv[3::2], strict=True))
+    assert options == {"--ofp-listen-host": "127.0.0.1", "--ofp-tcp-listen-port": "6700",
+                       "--wsapi-host": "127.0.0.1", "--wsapi-port": "8080"}
+    argv = ryu_argv(parser().parse_args(["--ofp-host", "0.0.0.0", "--wsapi-host", "::1"]))
+    assert argv[argv.index("--ofp-listen-host") + 1] == "0.0.0.0" and argv[argv.index("--wsapi-host") + 1] == "::1"
+
+
 def test_python_m_controller_serves_status_and_validates_pins(config_path):
     controller = ControllerProcess(config_path)
     controller.start()
     try:
+        # Ryu took the option: OpenFlow and REST listen on 127.0.0.1 only
+        assert listening_addresses(controller.ofp_port) == ["0100007F"]
+        assert listening_addresses(controller.wsapi_port) == ["0100007F"]
         status = controller.status()
         assert status["expected_dpids"] == [0x101, 0x102, 0x103, 0x201, 0x202]
         assert status["ready"] is False and status["connected_dpids"] == []

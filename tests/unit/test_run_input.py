@@ -107,6 +107,15 @@ def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
                   ""), "fabric", "required to run"),
     (GOOD.replace("spines: 1", "spines: 0"), "fabric.spines", "must be >= 1"),
     (GOOD.replace("host_link_mbps: 50", "host_link_mbps: .nan"), "fabric.host_link_mbps", "finite"),
+    # what the fabric builder cannot build is refused by the schema, in the builder's words
+    (GOOD.replace("host_link_mbps: 50", "host_link_mbps: 2000"), "fabric.host_link_mbps",
+     "must be in (0, 1000] Mbit/s, got 2000"),
+    (GOOD.replace("leaves: 2", "leaves: 300"), "fabric.leaves", "at most 255 (DPID numbering), got 300"),
+    # a job name becomes file names and a URL
+    (GOOD.replace("name: b", "name: ../b"), "jobs[1].name", "must be 1-32 characters of letters, digits"),
+    (GOOD.replace("name: b", "name: b c"), "jobs[1].name", "not starting with '.', got 'b c'"),
+    # more quanta than a schedule can be computed for
+    (GOOD.replace("name: rel\n", "name: rel\nquantum_ms: 1.0e-9\n"), "jobs[0].period_ms", "quanta of 1e-09 ms"),
     # the model shares one link between all jobs, and the run captures that link
     (THREE_LEAVES, "jobs[2] (c)", "its bursts do not cross leaf1->spine1"),
     (GOOD.replace("spines: 1", "spines: 2").replace("[h2, h4]}", "[h2, h4], pin_spine: 2}"), "jobs[1] (b)",
@@ -115,6 +124,15 @@ def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
 def test_bad_scenario_files_through_run(tmp_path, text, field, words):
     (line,) = refused(tmp_path, text)
     assert line.startswith(f"shiftbed run: {tmp_path / 's.yaml'}: {field}") and words in line, line
+
+
+def test_a_policy_file_others_can_write_is_refused(tmp_path):
+    policy = tmp_path / "mine.py"
+    policy.write_text("raise SystemExit('imported')\n")
+    policy.chmod(0o666)
+    (line,) = refused(tmp_path, GOOD, "--policy-file", str(policy))
+    assert line.startswith(f"shiftbed run: --policy-file: {policy}: the policy file {policy} is writable by group "
+                           "or others (mode 0666) and policy files run as root: chmod go-w"), line
 
 
 def test_missing_scenario_file(tmp_path):

@@ -1,5 +1,6 @@
-"""Scenario validation: one test per bad-input class (issue 6), one line naming file and field."""
+"""Scenario validation: one test per bad-input class, one line naming file and field."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def test_fabric_queue_depth_is_optional_and_checked():
     assert deep.fabric.queue_ms == 25.0
     assert "fabric.queue_ms: must be > 0" in error_of(GOOD.replace("fabric_link_mbps: 50}",
                                                                    "fabric_link_mbps: 50, queue_ms: 0}"))
-    assert "fabric.queue_ms: must be <= 10000" in error_of(GOOD.replace("fabric_link_mbps: 50}",
+    assert "fabric.queue_ms: must be in (0, 10000] ms" in error_of(GOOD.replace("fabric_link_mbps: 50}",
                                                                         "fabric_link_mbps: 50, queue_ms: 20000}"))
 
 
@@ -71,6 +72,90 @@ def test_fabric_queue_depth_is_optional_and_checked():
 def test_each_bad_input_class_is_one_line_naming_the_field(text, field, words):
     message = error_of(text)
     assert f": {field}" in message and words in message, message
+
+
+@pytest.mark.parametrize("name", ["a/b", "../up", "..", ".hidden", "a b", "x" * 33, "", "tab\there", "naïve",
+                                  "line\nbreak", 7, None, ["a"]])
+def test_job_names_outside_the_rule_are_refused(name):
+    text = GOOD.replace("name: beta", "name: PLACEHOLDER").replace("PLACEHOLDER", json.dumps(name))
+    message = error_of(text)
+    assert message.startswith("s.yaml: jobs[1].name: must be 1-32 characters of letters, digits, '-', '_', '.', "
+                              "not starting with '.', got "), message
+
+
+@pytest.mark.parametrize("name", ["a", "job-1_x.y", "x" * 32, "1", "A.b."])
+def test_job_names_inside_the_rule_are_kept(name):
+    assert spec.parse(GOOD.replace("name: beta", f"name: {json.dumps(name)}"), "s.yaml").jobs[1].name == name
+
+
+def test_the_rest_api_applies_the_same_name_rule():
+    from controller.scheduler import ApiError, validate_job
+
+    body = {"period_ms": 200, "comm_ms": 60, "workers": ["h1"],
+            "flows": [{"dpid": 1, "src_ip": "10.0.0.1", "dst_ip": "10.0.0.2", "tcp_src": 5000}]}
+    for name in ("../up", ".hidden", "x" * 33, "a\n"):
+        with pytest.raises(ApiError) as info:
+            validate_job({**body, "name": name})
+        spec_message = error_of(GOOD.replace("name: beta", f"name: {json.dumps(name)}"))
+        assert info.value.message == "job.name: " + spec_message.split("jobs[1].name: ", 1)[1]
+    assert validate_job({**body, "name": "x" * 32}).name == "x" * 32
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"host_link_mbps": 2000}, "host_link_mbps"),
+    ({"fabric_link_mbps": 1000.5}, "fabric_link_mbps"),
+    ({"leaves": 300}, "leaves"),
+    ({"spines": 256}, "spines"),
+    ({"hosts_per_leaf": 3000}, "hosts_per_leaf"),
+    ({"queue_ms": 10_001}, "queue_ms"),
+])
+def test_fabric_bounds_are_the_fabric_builders(change, field):
+    """The schema refuses exactly what FabricParams / the topology refuse, with their words."""
+    from topo.wiring import FabricParamError, FabricParams, check_queue_ms
+
+    fabric = {"spines": 1, "leaves": 2, "hosts_per_leaf": 2, "host_link_mbps": 50, "fabric_link_mbps": 50, **change}
+    text = GOOD.replace(GOOD.splitlines()[2], "fabric: " + json.dumps(fabric))
+    message = error_of(text)
+    with pytest.raises(FabricParamError) as info:
+        queue_ms = fabric.pop("queue_ms", None)
+        FabricParams(**fabric)
+        check_queue_ms(float(queue_ms))
+    assert message == f"s.yaml: fabric.{info.value}", (message, str(info.value))
+
+
+def test_the_largest_fabric_inside_the_bounds_is_accepted():
+    from topo.wiring import MAX_HOSTS, MAX_LINK_MBPS, MAX_QUEUE_MS, MAX_SWITCHES_PER_TIER
+
+    fabric = {"spines": MAX_SWITCHES_PER_TIER, "leaves": 16, "hosts_per_leaf": MAX_HOSTS // 16,
+              "host_link_mbps": MAX_LINK_MBPS, "fabric_link_mbps": MAX_LINK_MBPS, "queue_ms": MAX_QUEUE_MS}
+    s = spec.parse(GOOD.replace(GOOD.splitlines()[2], "fabric: " + json.dumps(fabric)), "s.yaml")
+    assert len(s.fabric.hosts) == MAX_HOSTS and isinstance(s.fabric, spec.FabricSpec)
+
+
+@pytest.mark.parametrize("text, field, words", [
+    (GOOD.replace("quantum_ms: 1", "quantum_ms: 1.0e-9"), "jobs[0].period_ms", "more than 5000000 quanta"),
+    (GOOD.replace("quantum_ms: 1", f"quantum_ms: {10**400}"), "quantum_ms", "must be finite"),
+    (GOOD.replace("period_ms: 400", "period_ms: 700000"), "jobs[0].period_ms", "must be <= 600000"),
+    (GOOD.replace("jobs:", "duration_s: 1.0e+9\njobs:"), "duration_s", "must be <= 3600"),
+    (GOOD.replace("period_ms: 400, comm_ms: 150", f"model: resnet50, model_workers: {10**400}"),
+     "jobs[0].model_workers", "must be <= 100000"),
+    (GOOD.replace("period_ms: 400, comm_ms: 150", "model: resnet50, time_scale: 1.0e+6"),
+     "jobs[0].model", "more than the 600000 ms a job may have"),
+    ("name: many\njobs:\n" + "".join(f"  - {{name: j{i}, period_ms: 10, comm_ms: 1}}\n" for i in range(65)),
+     "jobs", "at most 64 jobs, got 65"),
+    ("name: big\nquantum_ms: 0.1\njobs:\n"
+     + "".join(f"  - {{name: j{i}, period_ms: 2000, comm_ms: 10}}\n" for i in range(40)),
+     "jobs", "40 jobs with periods of 800000 quanta of 0.1 ms in all need 31200000 cells"),
+])
+def test_values_beyond_what_can_be_computed_are_refused(text, field, words):
+    message = error_of(text)
+    assert f"s.yaml: {field}: " in message and words in message, message
+
+
+@pytest.mark.parametrize("key", ["\x1e", "a\u2028b", "line\nbreak", 7])
+def test_an_unknown_key_is_named_on_one_line_whatever_it_holds(key):
+    message = error_of(GOOD.replace("name: two", f"name: two\n{json.dumps(key)}: 1"))
+    assert f"s.yaml: {key!r}: unknown key" in message and len(message.splitlines()) == 1, message
 
 
 def test_missing_file_names_the_file(tmp_path):
