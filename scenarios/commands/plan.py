@@ -14,11 +14,13 @@ import json
 import math
 import sys
 
+from controller import limits
 from controller.theory import fluid
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from controller.theory.schedule import (
     BeyondExactMethod,
     compute_schedule,
+    period_quanta,
     separating_interval,
     to_quanta,
 )
@@ -124,6 +126,19 @@ def _policies_arg(value: str | None) -> tuple[str, ...] | None:
     return names or None
 
 
+def check_quantum(scenario: spec.Scenario, quantum_ms: float) -> None:
+    """``--quantum-ms`` replaces the scenario's quantum, so it gets the schema's bounds on the
+    schedule's size (``controller/limits.py``): a tiny quantum would make huge arrays."""
+    for job in scenario.jobs:
+        problem = limits.period_quanta_problem(job.period_ms, quantum_ms)
+        if problem:
+            raise InputError(f"--quantum-ms: {job.name}: {problem}")
+    problem = limits.schedule_size_problem([period_quanta(j.period_ms, quantum_ms) for j in scenario.jobs],
+                                           quantum_ms)
+    if problem:
+        raise InputError(f"--quantum-ms: {problem}")
+
+
 def run(args) -> int:
     if args.quantum_ms is not None and not (math.isfinite(args.quantum_ms) and args.quantum_ms > 0):
         raise InputError(f"--quantum-ms: must be a positive number, got {args.quantum_ms}")
@@ -131,6 +146,8 @@ def run(args) -> int:
         raise InputError(f"--iterations: must be at least 2, got {args.iterations}")
     policyfiles.load(args.policy_file)
     scenario = spec.load(args.scenario)
+    if args.quantum_ms is not None:
+        check_quantum(scenario, args.quantum_ms)
     plan = build_plan(scenario, args.quantum_ms, args.heuristic, _policies_arg(args.policies),
                       args.iterations, args.seed)
     if args.json:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
+from scenarios.spec import MAX_DURATION_S
 from scenarios.summary_record import SummaryRecord
 
 DEFAULT_DURATION_S = 20.0
-MAX_DURATION_S = 3600.0
 
 
 def add_arguments(parser):

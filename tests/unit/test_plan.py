@@ -86,3 +86,16 @@ def test_a_fabric_twice_the_hosts_rate_carries_two_bursts_without_stretching_the
     slow = plan.build_plan(spec.parse(FAT_FABRIC.replace("fabric_link_mbps: 80", "fabric_link_mbps: 40"), "s.yaml"))
     assert [j["link_headroom"] for j in slow["jobs"]] == [1.0, 1.0]
     assert slow["policies"]["none"]["a"]["predicted_iteration_ms"] > 310  # they meet and stretch
+
+
+def test_a_quantum_override_gets_the_schemas_bound_on_the_schedules_size(tmp_path, capsys):
+    """A 300-ms period at 1e-6 ms is 3e8 quanta: refused in one line before any array is made."""
+    from scenarios.cli import main
+
+    path = tmp_path / "two.yaml"
+    path.write_text("name: two\nfabric: {spines: 1, leaves: 2, hosts_per_leaf: 1, host_link_mbps: 50, "
+                    "fabric_link_mbps: 50}\njobs:\n  - {name: a, period_ms: 300, comm_ms: 100, workers: [h1, h2]}\n"
+                    "  - {name: b, period_ms: 600, comm_ms: 150, workers: [h1, h2]}\n")
+    assert main(["plan", str(path), "--quantum-ms", "1e-6"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("shiftbed plan: --quantum-ms:") and "\n" not in err and "quanta" in err
