@@ -68,6 +68,10 @@ SCHEDULE_FILE = "schedule.json"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 PLOTS_DIR = "plots"
+# Held in the partial folder while a run measures, given back before the summary and the report are
+# written: they need ~1 MB (four PNGs, summary.json, report.md), so a full disk cannot cost them.
+RESERVE_FILE = ".reserve"
+RESERVE_BYTES = 4 * 2**20
 
 TABLES: dict[str, tuple[str, ...]] = {
     "iterations.csv": (
@@ -160,6 +164,9 @@ class ResultsWriter:
     """
 
     def __init__(self, root: str | Path, scenario_name: str, *, timestamp: str | None = None):
+        """Creates the partial folder and its disk reserve (:data:`RESERVE_BYTES`, released by
+        :meth:`release_reserve` or :meth:`finish`), so that a run on a disk that fills up still has
+        room for its summary and report."""
         self.scenario_name = scenario_name
         parent = Path(root).resolve() / _safe_name(scenario_name)
         self._created = [d for d in (*reversed(parent.parents), parent) if not d.exists()]
@@ -180,6 +187,8 @@ class ResultsWriter:
         self.final_dir: Path = final
         self.partial_dir: Path = partial
         (partial / PLOTS_DIR).mkdir()
+        self._reserve = partial / RESERVE_FILE
+        _reserve_space(self._reserve, RESERVE_BYTES)
         self._appending: dict[str, tuple[Any, csv.DictWriter]] = {}
         self._finished: Path | None = None
 
@@ -246,6 +255,7 @@ class ResultsWriter:
         """
         if self._finished is not None:
             return self._finished
+        self.release_reserve()
         self._close_tables()
         missing = [n for n in REQUIRED_FILES if n != SUMMARY_FILE and not (self.partial_dir / n).exists()]
         if complete and missing:
@@ -256,6 +266,10 @@ class ResultsWriter:
         self._finished = self.final_dir
         self._give_to_sudo_user()
         return self.final_dir
+
+    def release_reserve(self) -> None:
+        """Give the reserved space back, for the summary and the report (idempotent)."""
+        self._reserve.unlink(missing_ok=True)
 
     def _give_to_sudo_user(self) -> None:
         """Under ``sudo``, hand what we created to the invoking user, so they can redraw it."""
@@ -280,6 +294,15 @@ class ResultsWriter:
             self.finish(complete=False, reason=f"{exc_type.__name__}: {exc}".strip())
 
 
+def _reserve_space(path: Path, size_bytes: int) -> None:
+    """A file of ``size_bytes`` whose blocks are really allocated (a sparse file would reserve nothing)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, size_bytes)
+    finally:
+        os.close(fd)
+
+
 def finish_abandoned(partial_dir: str | Path, reason: str) -> Path | None:
     """Rename the ``.<stamp>.partial`` folder of a run that died unfinished (SIGKILL), marked incomplete.
 
@@ -294,6 +317,7 @@ def finish_abandoned(partial_dir: str | Path, reason: str) -> Path | None:
     final = partial.with_name(name[1:-len(".partial")])
     if final.exists():
         return None
+    (partial / RESERVE_FILE).unlink(missing_ok=True)
     summary = _stamped(partial / SUMMARY_FILE, partial.parent.name, final, False, reason)
     atomic_write_bytes(partial / SUMMARY_FILE, json_text(summary.to_dict()).encode())
     os.rename(partial, final)

@@ -9,6 +9,7 @@ and the exit status is 130.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -129,6 +130,7 @@ def run(args) -> int:
                          "rates or pass --force")
     if os.geteuid() != 0:
         raise EnvironmentProblem("building a fabric needs root: run `sudo .venv/bin/shiftbed run ...`")
+    check_free_space(args.out, scenario, len(policies), duration_s)
     preflight()
 
     from controller.process import ControllerError
@@ -140,18 +142,26 @@ def run(args) -> int:
     options = RunOptions(policies=policies, duration_s=duration_s, out_root=Path(args.out), seed=args.seed,
                          datapath=args.datapath)
     experiment = Experiment(scenario, Path(args.scenario).read_text(), options, progress_stream=sys.stderr)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         results_dir = experiment.run()
     except KeyboardInterrupt:
         print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        where = experiment.writer.final_dir if experiment.writer else args.out
+        print(f"shiftbed run: no space left on the disk of {args.out} ({exc.filename or exc.strerror}); "
+              f"what was measured is kept in {where}", file=sys.stderr)
+        return 1
     except (RunAborted, FabricError, FabricBusy, ControllerError) as exc:  # measurements kept, cause named
         where = experiment.writer.final_dir if experiment.writer else None
         print(f"shiftbed run: {exc}" + (f"; partial results kept in {where}" if where else ""), file=sys.stderr)
         return 1
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     summary = SummaryRecord.from_dict(json.loads((results_dir / "summary.json").read_text()))
     if args.json:
         print(json.dumps(_json_view(summary, results_dir)))
@@ -161,6 +171,18 @@ def run(args) -> int:
     for gap in summary.gaps:  # the other policies ran; say what is missing
         print(f"shiftbed run: policy {gap.policy} stopped early: {gap.message}", file=sys.stderr)
     return 1 if summary.gaps else 0
+
+
+def check_free_space(out: str, scenario, policies: int, duration_s: float) -> None:
+    """Refuse, in one line, a run whose results would not fit on the disk of ``--out``."""
+    from scenarios.experiment import disk
+
+    link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
+    periods_ms = [job.period_ms for job in scenario.jobs]
+    need, free = disk.estimated_bytes(link_mbps, periods_ms, policies, duration_s), disk.free_bytes(out)
+    if free < need:
+        raise EnvironmentProblem(f"--out: {free / 2**20:.0f} MB free on the disk of {out}, and this run may "
+                                 f"write up to {need / 2**20:.0f} MB; free some space, or shorten --duration")
 
 
 def preflight() -> None:
@@ -187,7 +209,20 @@ def preflight() -> None:
 
 
 def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
+    """SIGTERM and SIGHUP (a dropped ssh session) take Ctrl-C's path: teardown, partial results kept."""
+    if signum == signal.SIGHUP:
+        _detach_from_terminal()
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _detach_from_terminal() -> None:
+    """After a hang-up the terminal is gone and writing to it fails: send stdout and stderr to
+    /dev/null, so teardown's messages cannot stop it."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        if os.isatty(fd):
+            os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _json_view(summary: SummaryRecord, results_dir: Path) -> dict:

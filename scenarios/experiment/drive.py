@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from apps import hoststeal
+from scenarios.experiment import disk
 from scenarios.experiment.progress import Progress
 from scenarios.sharedlink import SharedLink
 from scenarios.summary_record import Remeasurement
@@ -38,6 +39,10 @@ WATCH_INTERVAL_S = 0.2  # how often a running policy checks the controller and t
 
 class RunAborted(Exception):
     """The run cannot go on (controller died, a worker failed, a signal); measurements are kept."""
+
+
+class DiskFull(RunAborted):
+    """The results folder's disk is (nearly) full: the run stops, keeping what it measured."""
 
 
 class WorkerFault(RunAborted):
@@ -161,6 +166,10 @@ class Measurer:
         tracked: set[str] = set()
         while True:
             _track_servers(fabric, run_dir, tracked)
+            free = disk.free_bytes(run_dir)
+            if free < disk.DISK_FLOOR_BYTES:
+                raise DiskFull(f"the disk holding the results is full ({free / 2**20:.1f} MB left) during {label}; "
+                               "free some space and run again")
             if not fabric.controller.alive():
                 raise RunAborted(f"the controller (pid {fabric.controller.pid}) died during {label}; "
                                  "its log is controller.log in the results folder")

@@ -229,6 +229,7 @@ class Experiment:
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""
+        self.writer.release_reserve()  # room for them on a disk the run filled
         try:
             write_port_stats(self.writer)
             self.writer.write_json("summary.json", self.summary(complete, reason).to_dict())
@@ -265,5 +266,5 @@ def _copy_if_exists(src, dst) -> None:
 
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt):
-        return "interrupted (SIGINT/SIGTERM)"
+        return f"interrupted ({exc.args[0] if exc.args else 'SIGINT'})"
     return f"{exc.__class__.__name__}: {exc}"

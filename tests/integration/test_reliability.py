@@ -19,6 +19,7 @@ measurements.
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,7 +47,7 @@ jobs:
 TWO_JOBS = ONE_JOB + """\
   - {name: b, period_ms: 600, comm_ms: 150, workers: [h2, h4]}
 """
-# Measured here (2 cores, userspace datapath): after SIGINT/SIGTERM the run
+# Measured here (2 cores, userspace datapath): after SIGINT/SIGTERM/SIGHUP the run
 # stops its drivers (an iteration in flight, <= 0.6 s), tcpdump, the network
 # (~2 s) and draws the partial report (~3 s): 5-9 s. A run must stop within
 # seconds; 20 s leaves room for a loaded CI machine.
@@ -325,7 +326,8 @@ def watched(tmp_path):
 # ---------------------------------------------------------------------------- interrupts
 
 
-@pytest.mark.parametrize("how", ["SIGINT to the process group (Ctrl-C)", "SIGTERM to the run's PID"])
+@pytest.mark.parametrize("how", ["SIGINT to the process group (Ctrl-C)", "SIGTERM to the run's PID",
+                                 "SIGHUP to the run's PID (a dropped ssh session)"])
 def test_interrupt_mid_policy_keeps_measurements_and_leaves_nothing(scenario, watched, how):
     before = Machine()
     run = watched(scenario, "--policy", "none", "--duration", "10", new_session=True)
@@ -333,7 +335,7 @@ def test_interrupt_mid_policy_keeps_measurements_and_leaves_nothing(scenario, wa
     if how.startswith("SIGINT"):
         os.killpg(run.proc.pid, signal.SIGINT)
     else:
-        os.kill(run.proc.pid, signal.SIGTERM)
+        os.kill(run.proc.pid, signal.SIGHUP if how.startswith("SIGHUP") else signal.SIGTERM)
     code, took = run.wait(timeout_s=120)
     print(f"{how}: exit {code} {took:.1f} s after the signal")
     stderr = run.stderr()
@@ -347,6 +349,36 @@ def test_interrupt_mid_policy_keeps_measurements_and_leaves_nothing(scenario, wa
     assert iteration_rows(folder, "none") >= 4
     assert (folder / "raw" / "none" / "a.csv").exists()
     nothing_left(run, before)
+
+
+def test_a_disk_that_fills_mid_run_stops_it_keeping_what_was_measured(scenario, watched, tmp_path):
+    """A small tmpfs as ``--out``, filled by someone else while a policy runs: the run stops within
+    seconds, says so in one line, and its folder holds the summary, the report and the rows measured."""
+    out = tmp_path / "out0"  # the first run's --out (the `watched` fixture's naming)
+    out.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "shiftbed-test", str(out)], check=True)
+    try:
+        before = Machine()
+        run = watched(scenario, "--policy", "none", "--duration", "10")
+        run.wait_rows("none", n=4)
+        free = shutil.disk_usage(out).free
+        filler = out / "someone-elses-file"
+        subprocess.run(["fallocate", "-l", str(free - 2**20), str(filler)], check=True)  # 1 MB left
+        code, took = run.wait(timeout_s=120)
+        stderr = run.stderr()
+        assert code == 1, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-3000:]
+        last = stderr.strip().splitlines()[-1]
+        assert "disk holding the results is full" in last and "partial results kept in" in last, last
+        folder = run.results_dir()
+        summary = read_summary(folder)
+        assert summary["complete"] is False and "full" in summary["incomplete_reason"], summary
+        assert (folder / "report.md").exists() and not (folder / ".reserve").exists()
+        assert iteration_rows(folder, "none") >= 4
+        assert filler.exists()  # what was not the run's stays
+        nothing_left(run, before)
+    finally:
+        subprocess.run(["umount", "-l", str(out)], check=False)
 
 
 def test_foreign_bridge_and_process_survive_run_and_clean(scenario, watched):
