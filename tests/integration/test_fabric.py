@@ -198,6 +198,7 @@ def test_teardown_leaves_nothing_and_spares_foreign_things(tmp_path):
 
 CRASHING_RUN = textwrap.dedent("""
     import sys, time
+    from controller.process import FabricController
     from topo.fabric import Fabric
     from topo.wiring import FabricParams
     fabric = Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController(), run_id=sys.argv[1]).up()

@@ -106,14 +106,16 @@ def test_every_socket_a_run_listens_on_is_on_loopback_or_in_a_host(tmp_path):
             record = record_of(run.pid) or {"processes": [], "notes": {}}
             controller_ports.update(record["notes"].get("controller", {}))
             ours = {run.pid} | descendants(run.pid) | {p["pid"] for p in record["processes"]}
+            namespaces = {pid: netns_of(pid) for pid in ours}
+            # the hosts' namespaces read after the processes': a host's shell that was still in the root
+            # namespace a moment ago (Mininet moves it into its own) is not taken for a foreign one
             hosts = {netns_of(p["pid"]): p["pid"] for p in record["processes"] if p["label"].startswith("node:h")}
             hosts.pop(None, None)
             hosts.pop(root_ns, None)
             for address, port, owners in listening():
                 if owners & ours:
                     (on_loopback if address in LOOPBACK else exposed).add((address, port, tuple(sorted(owners))))
-            for pid in ours:
-                namespace = netns_of(pid)
+            for pid, namespace in namespaces.items():
                 if namespace not in (None, root_ns) and namespace not in hosts:
                     foreign_namespaces.add((pid, namespace))
             for pid in hosts.values():

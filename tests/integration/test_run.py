@@ -5,13 +5,17 @@ Real Mininet + Open vSwitch + Ryu (fabric app + window scheduler) + iperf3 +
 tcpdump, driven through the installed command as a user would. One run (all
 four policies, ~1–2 minutes) is shared by the tests below.
 
-The scenario (data/heavy-contention.yaml): two jobs with the same 300-ms period
-and 150-ms bursts on one link. Under `none` both start at the epoch and their
-bursts meet in every iteration; `shift` and `gate` keep them 150 ms apart
-(gcd 300 >= 150 + 150). So the policies differ by more than the model's
-tolerance, and the accuracy test can tell whether the model tells them apart:
-on the classroom pair (run by test_demo_end_to_end.py) they differ by a few
-per cent only.
+The scenario is the shipped hard case, scenarios/two-jobs-coprime.yaml: periods
+401 and 600 ms (gcd 1) with 150- and 200-ms bursts on one link, 10 s per policy.
+No static shift separates them, and `gate`, which holds each job to windows
+that keep meeting, costs both jobs a large share of their throughput: the model
+put `gate` 30-50 % slower than `none` and the wire measured -40 % (demo run,
+2026-12-02). So at least one pair of policies differs by more than the
+model's tolerance for every job, and the accuracy test can tell whether the
+model tells the policies apart; on the classroom pair (run by
+test_demo_end_to_end.py) they differ by a few per cent only. (Two jobs with
+equal periods do not serve: their bursts drift apart by themselves under
+`none`, and the policies end up within a few per cent.)
 
 What the tests check the summary against is computed here from the run's own
 tables (iterations.csv, the capture's tcpdump logs), not taken from the summary.
@@ -35,7 +39,8 @@ pytestmark = pytest.mark.root
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
-SCENARIO = pathlib.Path(__file__).resolve().parent / "data" / "heavy-contention.yaml"
+SCENARIO = REPO / "scenarios" / "two-jobs-coprime.yaml"
+DURATION_S = 10
 POLICIES = ("none", "shift", "gate", "random")
 # Cross-checks: captured vs iperf3-reported bytes within 2 %, utilisation from the
 # capture vs port counters within 5 %.
@@ -46,9 +51,6 @@ MIN_GATE_BYTES_IN_WINDOW = 0.95
 # (the goal is 10 %; docs/accuracy.md has the measured errors). Where the model predicts two
 # policies further apart than this, the measurement must rank them the same way.
 MAX_PREDICTION_ERR_PCT = 15.0
-# A gated job's median iteration against its window period: 297.4-302.6 ms for a 300-ms job
-# and 597.7-602.3 for a 600-ms one in 26 classroom runs (docs/accuracy.md).
-MAX_GATE_MEDIAN_ERR = 0.02
 GATE_LAUNCH_LEAD_S = 0.015  # a burst launches its solo lead (launch -> first data; 6-12 ms) early
 WARMUP_ITERATIONS = 1  # the first iteration starts at the epoch, before any pattern has formed
 TABLE_MS = 0.01  # unix times in a CSV (a few 0.1 us apart at this magnitude) give iterations to within this
@@ -60,7 +62,7 @@ def run(tmp_path_factory):
         pytest.skip("needs root")
     out = tmp_path_factory.mktemp("results")
     result = subprocess.run([SHIFTBED, "run", str(SCENARIO), "--policy", ",".join(POLICIES), "--out", str(out),
-                             "--json"], capture_output=True, text=True, timeout=900)
+                             "--duration", str(DURATION_S), "--json"], capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     doc = json.loads(result.stdout)
     return doc, pathlib.Path(doc["results_dir"]), result.stderr
@@ -187,17 +189,22 @@ def test_summary_agrees_with_the_runs_own_tables(run):
         assert "FIDELITY" in (folder / "report.md").read_text().upper()
 
 
-def test_the_model_puts_the_policies_further_apart_than_its_tolerance(run):
-    """What makes the accuracy test meaningful: for every job, the model's `shift` and `gate` are more
-    than the tolerance away from `none` (else a model that ignored the policies could pass)."""
+def test_the_model_puts_some_policies_further_apart_than_its_tolerance(run):
+    """What makes the accuracy test meaningful: for every job, the model puts some two policies more
+    than the tolerance apart, and the measurement too (else a model that ignored the policies, or a
+    fabric on which they did nothing, could pass)."""
     _, folder, _ = run
     summary = json.loads((folder / "summary.json").read_text())
-    predicted = predicted_ms(summary)
-    apart = {(job, frozenset((p, q))) for job, p, q in separated_pairs(predicted, MAX_PREDICTION_ERR_PCT)}
-    judge([f"{job}: {p} and none predicted within {MAX_PREDICTION_ERR_PCT:g} % of each other: "
-           f"{predicted[p][job]:.0f} and {predicted['none'][job]:.0f} ms"
-           for job in scenario_periods_ms() for p in ("gate", "shift") if (job, frozenset((p, "none"))) not in apart],
-          summary)
+    predicted, measured = predicted_ms(summary), measured_means_ms(folder)
+    problems = []
+    for job in scenario_periods_ms():
+        if not any(j == job for j, _, _ in separated_pairs(predicted, MAX_PREDICTION_ERR_PCT)):
+            problems.append(f"{job}: the model puts every two policies within {MAX_PREDICTION_ERR_PCT:g} % "
+                            f"of each other: {({p: round(v[job]) for p, v in predicted.items()})}")
+        if not any(j == job for j, _, _ in separated_pairs(measured, MAX_PREDICTION_ERR_PCT)):
+            problems.append(f"{job}: the policies measured within {MAX_PREDICTION_ERR_PCT:g} % of each other: "
+                            f"{({p: round(v[job]) for p, v in measured.items()})}")
+    judge(problems, summary)
 
 
 def test_theory_and_measurement_agree(run):
@@ -217,19 +224,17 @@ def test_theory_and_measurement_agree(run):
     judge(problems, summary)
 
 
-def test_gate_holds_each_job_to_its_period(run):
-    """The gate's contract: every burst launches inside one of its job's windows, and a job iterates
-    once per window period. Its mean adds the windows a job missed when a burst ran long (4 of 38 in
-    one CI run: a 300-ms job's mean 332 ms, median 301.9; alone its bursts never ran long); the model
-    judges the mean (test_theory_and_measurement_agree)."""
+def test_gate_launches_every_burst_inside_its_windows(run):
+    """The gate's contract on a set it cannot keep apart: every burst launches inside one of its job's
+    windows, so a job iterates in whole window periods (one, or more when a burst stretched by the
+    other's ran past its next window). How many it misses is the model's to predict
+    (test_theory_and_measurement_agree); the median of one period per iteration is held on the
+    feasible pairs of test_gate_jobs.py and the labs."""
     doc, folder, _ = run
     epoch_s = doc["policies"]["gate"]["epoch_s"]
     iterations = pd.read_csv(folder / "iterations.csv")
     windows = pd.read_csv(folder / "windows.csv")
-    spans = iteration_spans(iterations)
-    for job, period_ms in scenario_periods_ms().items():
-        median_ms = spans[(spans["policy"] == "gate") & (spans["job"] == job)]["iteration_ms"].median()
-        assert median_ms == pytest.approx(period_ms, rel=MAX_GATE_MEDIAN_ERR), (job, median_ms)
+    for job in scenario_periods_ms():
         mine = windows[(windows["policy"] == "gate") & (windows["job"] == job)]
         launches_s = (iterations[(iterations["policy"] == "gate") & (iterations["job"] == job)]
                       .groupby("iteration")["comm_start"].min() - epoch_s)
