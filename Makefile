@@ -62,7 +62,7 @@ demo: install
 # host, or a run in which no test passed, fails `make test`.
 test: install apt-test
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -rfEs --strict-skips
+	$(PY) -m pytest -q -rfEs --strict-skips --durations=15
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not root"
