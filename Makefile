@@ -43,7 +43,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
-	$(PY) -m controller.ryu_hook --install-pth   # Ryu 4.34's eventlet shim for the stock ryu-manager too
+	$(PY) -W ignore::RuntimeWarning -m controller.ryu_hook --install-pth   # (runpy warns: the .pth already imported it) Ryu 4.34's eventlet shim for the stock ryu-manager too
 	@touch $@
 
 # Start Open vSwitch if it is not answering (no systemd needed), with the malloc
