@@ -111,3 +111,42 @@ def test_each_results_folder_is_complete_with_its_fidelity(demo, name):
         raise HostBusy(f"the demo's {name} run ({', '.join(fidelity['disturbed'])})",
                        [fidelity["host_steal_pct"][what] for what in fidelity["disturbed"]])
     assert summary["fidelity_ok"] is True, fidelity["advice"]
+
+
+# Two first bursts that start together share the link: the shorter one's data takes twice as long
+# (classroom alpha alone: 70.5 ms, of which 55.7 ms data, so ~126 ms together: 1.8 times its solo
+# burst; measured 137.6 ms, 2026-12-02). Halfway between alone (1.0) and together (1.8):
+STRETCHED = 1.4
+
+
+def first_bursts_ms(folder: pathlib.Path, policy: str) -> dict[str, tuple[float, float]]:
+    """Each job's first burst on the wire's clock, as (start, end) ms after the policy's epoch: from its
+    first worker's comm_start to its last worker's comm_end in iterations.csv."""
+    import pandas as pd
+
+    epoch_s = json.loads((folder / "summary.json").read_text())["policies"][policy]["epoch_s"]
+    rows = pd.read_csv(folder / "iterations.csv")
+    first = rows[(rows["policy"] == policy) & (rows["iteration"] == 0)]
+    return {job: ((g["comm_start"].min() - epoch_s) * 1000, (g["comm_end"].max() - epoch_s) * 1000)
+            for job, g in first.groupby("job")}
+
+
+@pytest.mark.root
+def test_shift_keeps_the_first_bursts_apart_where_none_makes_them_meet(demo):
+    """A policy's effect on the wire, not its bookkeeping. Under `none` both classroom jobs' first
+    bursts start at the epoch, meet, and the shorter one takes far longer than alone; under `shift`
+    they start the schedule's shift apart (100-150 ms for these jobs) and neither is stretched. A
+    `shift` that did nothing (its offsets forced to 0) fails here."""
+    folder = reports(demo)["classroom"].parent
+    summary = json.loads((folder / "summary.json").read_text())
+    solo_ms = {job: figures["comm_ms"] for job, figures in summary["fidelity"]["solo"].items()}
+    (a, (a0, a1)), (b, (b0, b1)) = sorted(first_bursts_ms(folder, "shift").items())
+    assert a1 <= b0 or b1 <= a0, f"under shift the first bursts met: {a} {a0:.0f}-{a1:.0f}, {b} {b0:.0f}-{b1:.0f} ms"
+    for job, (start, end) in ((a, (a0, a1)), (b, (b0, b1))):
+        assert end - start < STRETCHED * solo_ms[job], (job, end - start, solo_ms[job])
+    none = first_bursts_ms(folder, "none")
+    (a0, a1), (b0, b1) = none[a], none[b]
+    assert a0 < b1 and b0 < a1, f"under none the first bursts did not meet: {none}"
+    shorter = min(none, key=lambda job: solo_ms[job])
+    start, end = none[shorter]
+    assert end - start >= STRETCHED * solo_ms[shorter], (shorter, end - start, solo_ms[shorter])
