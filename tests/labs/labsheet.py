@@ -13,7 +13,8 @@ its fenced blocks (docs/labs/README.md):
 
 Its "What you should see" table promises numbers: rows ``| what | `key` |
 expected |`` where the commands print ``key = value`` lines and *expected*
-is ``X ± T`` (a unit may follow), ``X to Y``, an exact number or word
+is ``X ± T`` (a unit may follow), ``X to Y``, ``at least X``, ``at most X``,
+an exact number or word
 (``true``, ``300``), or, with ``(output)`` as the key, a `` `literal` ``
 that must appear in the output.
 """
@@ -74,6 +75,8 @@ class Expectation:
             return "tolerance"
         elif re.fullmatch(rf"{NUMBER}\s+to\s+{NUMBER}.*", self.expected):
             return "range"
+        elif re.fullmatch(rf"at (least|most)\s+{NUMBER}.*", self.expected):
+            return "bound"
         elif re.fullmatch(rf"{NUMBER}(\s+\S+)?", self.expected):
             return "number"
         elif self.expected in ("true", "false"):
@@ -97,6 +100,11 @@ class Expectation:
         if m:
             lo, hi = float(m.group(1)), float(m.group(2))
             ok = lo - 1e-9 <= float(got) <= hi + 1e-9
+            return None if ok else f"{self.what}: {self.key} = {got}, promised {self.expected}"
+        m = re.fullmatch(rf"at (least|most)\s+({NUMBER}).*", self.expected)
+        if m:
+            bound = float(m.group(2))
+            ok = float(got) >= bound - 1e-9 if m.group(1) == "least" else float(got) <= bound + 1e-9
             return None if ok else f"{self.what}: {self.key} = {got}, promised {self.expected}"
         m = re.fullmatch(rf"({NUMBER})(\s+\S+)?", self.expected)
         if m:

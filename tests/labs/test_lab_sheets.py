@@ -30,7 +30,7 @@ def test_each_sheet_has_its_sections_commands_and_promises(path):
     assert any(b.kind in ("lab", "lab-root") for b in sheet.blocks)
     assert len(sheet.expectations) >= 5
     for e in sheet.expectations:  # every promise is one the checker understands
-        assert e.form() in ("literal", "tolerance", "range", "number", "word"), e
+        assert e.form() in ("literal", "tolerance", "range", "bound", "number", "word"), e
     leftover = re.findall(r"\b(?:NOTES\w*|RUNS_LAB\d|[A-Z]+_LAB\d|[A-Z]+3)\b", text)
     assert not leftover, f"{path.name}: placeholders left: {leftover}"
 
@@ -43,6 +43,18 @@ def test_the_no_root_commands_print_the_promised_numbers(path):
     checked = [e for e in run.sheet.expectations if e.key in values]
     assert checked, f"{path.name}: the no-root commands printed none of the promised keys"
     assert run.failures(values, keys_only_from_output=True) == []
+
+
+@pytest.mark.parametrize("expected, got, holds", [
+    ("at least 60 ms", "60", True), ("at least 60 ms", "59.9", False), ("at least 60", "250", True),
+    ("at most 20 ms", "20", True), ("at most 20 ms", "30", False), ("at most 0.08", "-1", True),
+    ("10 to 20 %", "10", True), ("10 to 20 %", "20.1", False), ("5 ± 1 ms", "4", True), ("5 ± 1 ms", "6.5", False),
+])
+def test_a_promise_holds_exactly_inside_its_bounds(expected, got, holds):
+    promise = labsheet.Expectation("what", "key", expected)
+    assert promise.form() in ("bound", "range", "tolerance")
+    failure = promise.check({"key": got}, "")
+    assert (failure is None) == holds, failure
 
 
 def test_only_the_hosts_cpu_makes_a_lab_run_inconclusive(tmp_path):
