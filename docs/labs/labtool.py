@@ -22,6 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 BUSY_MBPS = 5.0  # a job "is on the link" in a 10 ms bin where it moves more than this
+BIN_S = 0.01  # link_bandwidth.csv's bins
+BURST_GAP_BINS = 2  # a burst ends after more idle bins than this (a sharing TCP flow may pause a bin)
 
 
 def newest_results(root: str) -> Path:
@@ -42,6 +44,26 @@ def overlap_share(table: pd.DataFrame) -> float:
     busy = table > BUSY_MBPS
     n_busy = busy.sum(axis=1)
     return float((n_busy >= 2).sum() / max(1, (n_busy >= 1).sum()))
+
+
+def first_bursts_overlap_ms(table: pd.DataFrame) -> float:
+    """How long two or more jobs' first bursts were on the link at once, in ms (10 ms bins).
+
+    A job's first burst runs from its first busy bin until a gap of more than
+    ``BURST_GAP_BINS`` idle bins. Under ``none`` every first burst starts at the
+    epoch, so they meet; a policy that starts them apart keeps this at ~0.
+    """
+    busy = table > BUSY_MBPS
+    in_first = pd.DataFrame(False, index=table.index, columns=table.columns)
+    for job in table.columns:
+        bins = list(busy.index[busy[job]])
+        if not bins:
+            continue
+        end = 0
+        while end + 1 < len(bins) and bins[end + 1] - bins[end] <= (BURST_GAP_BINS + 1) * BIN_S + 1e-9:
+            end += 1
+        in_first.loc[bins[0]:bins[end], job] = True
+    return float((in_first.sum(axis=1) >= 2).sum() * BIN_S * 1000)
 
 
 def cmd_keys(args) -> None:
@@ -94,6 +116,7 @@ def cmd_compare(args) -> None:
             print(f"{policy}.predicted_change_vs_none_pct = {entry['predicted_throughput_change_vs_none_pct']:.1f}")
         if policy in tables.index.get_level_values(0):
             print(f"{policy}.overlap_share = {overlap_share(tables.loc[policy]):.2f}")
+            print(f"{policy}.first_bursts_overlap_ms = {first_bursts_overlap_ms(tables.loc[policy]):.0f}")
     print(f"results: {folder}")
 
 
