@@ -1,0 +1,34 @@
+"""The labs' measuring tool on hand-made captures: 10 ms bins, Mbit/s per job."""
+
+import sys
+
+import labsheet
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(labsheet.LABS))
+import labtool  # noqa: E402  (docs/labs is not a package)
+
+
+def capture(**busy_bins: list[tuple[int, int]]) -> pd.DataFrame:
+    """A job is at 40 Mbit/s in the bins [start, end) given for it, idle elsewhere; 100 bins (1 s)."""
+    table = pd.DataFrame(0.0, index=[round(i * 0.01, 2) for i in range(100)], columns=sorted(busy_bins))
+    for job, spans in busy_bins.items():
+        for start, end in spans:
+            table.iloc[start:end, table.columns.get_loc(job)] = 40.0
+    return table
+
+
+@pytest.mark.parametrize("spans, expected_ms", [
+    ({"a": [(0, 12), (30, 40)], "b": [(0, 17)]}, 120),  # both start at the epoch: they meet until a ends
+    ({"a": [(0, 7), (30, 37)], "b": [(10, 20)]}, 0),  # b starts after a's first burst: apart
+    ({"a": [(0, 7), (10, 15)], "b": [(12, 20)]}, 0),  # a idles 3 bins: its second burst meets b's first
+    ({"a": [(0, 7), (9, 15)], "b": [(12, 20)]}, 30),  # a idles 2 bins: one burst still, meeting b in 12-14
+])
+def test_first_bursts_overlap_counts_only_the_first_bursts(spans, expected_ms):
+    assert labtool.first_bursts_overlap_ms(capture(**spans)) == expected_ms
+
+
+def test_overlap_share_is_the_share_of_busy_bins_with_both_jobs():
+    """a busy in bins 0-11, b in 0-16: 17 busy bins, 12 with both."""
+    assert labtool.overlap_share(capture(a=[(0, 12)], b=[(0, 17)])) == pytest.approx(12 / 17)
