@@ -136,7 +136,9 @@ def test_the_fluid_model_realigns_every_fourth_burst_without_pausing_bursts(load
                  "realign4": reference_fluid(jobs, shifts, shifts, waits=lambda k: k % 4 == 0)}
     for policy in ms:
         assert ms[policy] == pytest.approx(reference[policy], abs=1e-6), policy
-    # gcd 1: shift = none; gate waits whole periods; realign4 is in between (lab 4's figures)
+    # gcd 1: shift = none; gate waits whole periods; realign4 is in between. Lab 4's figures, as this
+    # reference gives them (exactly, in rational arithmetic, tests/labs/test_lab_model_figures.py:
+    # 451 1/15 and 674.775, 601.04 and 1199.05, 501 4/15 and 749.325 ms)
     rounded = {p: {j: round(v, 1) for j, v in jobs_ms.items()} for p, jobs_ms in reference.items()}
     assert rounded["shift"] == rounded["none"] == {"a": 451.1, "b": 674.8}
     assert rounded["gate"] == {"a": 601.0, "b": 1199.0}

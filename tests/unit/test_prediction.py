@@ -41,9 +41,8 @@ def test_gated_jobs_whose_bursts_never_meet_have_no_range():
     predicted, ranges = model.predict_with_range("gate", offsets, iterations=12)
     # each job makes every window: its period
     assert predicted == pytest.approx({"a": 400, "b": 800})
-    for job in ("a", "b"):
-        assert ranges[job] == pytest.approx((predicted[job], predicted[job]))
-        assert not knife_edge(predicted[job], ranges[job])
+    assert ranges == {"a": pytest.approx((400, 400)), "b": pytest.approx((800, 800))}
+    assert not knife_edge(predicted["a"], ranges["a"]) and not knife_edge(predicted["b"], ranges["b"])
 
 
 def test_a_gated_job_whose_burst_only_just_makes_its_next_window_is_on_a_knife_edge():

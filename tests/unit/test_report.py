@@ -142,6 +142,9 @@ def test_bursts_on_the_wire_are_tabled_beside_the_solo_bursts(drawn):
 
 
 def test_a_knife_edge_is_marked_in_the_table_and_named_under_it(drawn):
+    # by hand from results_example: iterations int(3000 / 202) x 2 workers = 28 and int(3000 / 101) x 2
+    # = 58; errors (202 - 200) / 200 = (101 - 100) / 100 = +1.0 %; the mean |error| over the six rows,
+    # (300/115 + 600/220 + 200/110 + 400/215 + 1 + 1) / 6 = (2.61 + 2.73 + 1.82 + 1.86 + 1 + 1) / 6 = 1.8 %
     report = drawn[-1].read_text()
     assert "| gate | b | 28 | 202.0 ± 6.5 | 200.0 | **200.0–260.0** (knife edge) | 200.0 | +1.0 % |" in report
     assert "| gate | a | 58 | 101.0 | 100.0 | 100.0–102.0 | 100.0 | +1.0 % |" in report

@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -117,8 +118,13 @@ def test_the_glue_and_the_driver_use_the_same_client(server):
     assert schedule["jobs"]["a"]["workers"] == ["h1", "h3"]
     registered = handler.core.jobs["a"]
     assert {f.dpid for f in registered.flows} == {leaf_dpid(1), leaf_dpid(2)}  # each sender's leaf
+    asked_s = time.time()
     doc = SchedulerClient(url).set_policy("gate", start_in_s=1.0)
+    assert asked_s + 1.0 <= doc["epoch_s"] <= time.time() + 1.0
     plan = fetch_plan(url, "a")
-    assert (plan.policy, plan.epoch_s, plan.offset_ms) == ("gate", doc["epoch_s"], doc["jobs"]["a"]["offset_ms"])
+    # the driver's plan is the server's: its epoch; a job alone bursts at the epoch (offset 0), its
+    # window as long as its burst every period
+    assert (plan.policy, plan.epoch_s) == ("gate", doc["epoch_s"])
+    assert (plan.offset_ms, plan.period_ms, plan.window_ms) == (0.0, 200.0, 50.0)
     assert SchedulerClient(url).remove_job("a")
     assert handler.core.jobs == {}

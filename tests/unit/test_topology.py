@@ -130,7 +130,8 @@ def test_each_job_mark_gets_its_own_equal_data_class_and_fifo():
     assert parent.strip() == "parent 5:1"
     classes = [c for c in cmds if " class add " in c and "parent 5:20 " in c]
     assert [c.split("classid ")[1].split()[0] for c in classes] == [fair_classid(d) for d in range(FAIR_CLASSES + 1)]
-    assert all("rate 5.625Mbit ceil 50Mbit" in c for c in classes)  # equal shares of 90 %, each may take the link
+    # 90 % of 50 Mbit/s in FAIR_CLASSES + 1 = 8 equal shares: 45 / 8 = 5.625; each may take the link
+    assert FAIR_CLASSES + 1 == 8 and all("rate 5.625Mbit ceil 50Mbit" in c for c in classes)
     fifos = [c for c in cmds if "bfifo" in c]
     assert len(fifos) == FAIR_CLASSES + 1 and all("limit 125000" in c for c in fifos)  # 20 ms at 50 Mbit/s
     for dscp in range(1, FAIR_CLASSES + 1):

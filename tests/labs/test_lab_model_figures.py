@@ -1,0 +1,357 @@
+"""Lab 3 and lab 4's model figures, derived here without shiftbed's theory code.
+
+The lab sheets promise what `shiftbed plan` and `shiftbed sweep` print
+(test_lab_sheets.py runs those commands). This file checks that each promised
+model figure is also what an independent derivation gives:
+
+- gcd, lcm and the separating interval ``[c1, g - c2]`` with :func:`math.gcd`;
+- overlaps by brute force: every integer relative shift of two on/off patterns
+  over the whole hyper-period (numpy);
+- predicted iteration times by :func:`fluid_exact`, a small event simulation of
+  the fluid model as docs/theory.md states it, in exact rational arithmetic
+  (no tolerances), written apart from ``controller/theory/fluid.py``; the
+  classroom pair's ``none`` and ``shift`` figures are also worked by hand.
+
+The sweep's fractions come from 800 seeded combinations through the whole model:
+the sheet labels them regression guards, and a sample of the sweep's
+combinations is recomputed here independently.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import labsheet
+import numpy as np
+import pytest
+
+LAB3 = labsheet.LABS / "lab3-theory.md"
+LAB4 = labsheet.LABS / "lab4-policy.md"
+CLASSROOM = {"alpha": (300, 100), "beta": (600, 150)}  # scenarios/classroom.yaml: (period, burst) ms
+CLASSROOM_603 = {"alpha": (300, 100), "beta": (603, 150)}  # lab 3's edit: beta's period 600 -> 603
+COPRIME = {"alpha": (401, 150), "beta": (600, 200)}  # scenarios/two-jobs-coprime.yaml
+GUARD_COMMIT = "9d56a3d"
+
+
+def promises(path: Path) -> dict[str, labsheet.Expectation]:
+    return {e.key: e for e in labsheet.parse(path).expectations if e.key is not None}
+
+
+def holds(expectation: labsheet.Expectation, value) -> None:
+    """The sheet's promise is met by the derived value (exact numbers exactly, ``X ± T`` within T)."""
+    text = value if isinstance(value, str) else f"{float(value):.6f}".rstrip("0").rstrip(".")
+    problem = expectation.check({expectation.key: text}, "")
+    assert problem is None, f"{problem} (derived independently: {value})"
+
+
+# ---------------------------------------------------------------- brute force on the link
+
+
+def busy(period_ms: int, comm_ms: int, length_ms: int) -> np.ndarray:
+    """1 in each ms of ``[0, length)`` where a job started at 0 is on the link: ``[kT, kT + c)``."""
+    return (np.arange(length_ms) % period_ms < comm_ms).astype(np.int64)
+
+
+def overlap_every_shift(a: tuple[int, int], b: tuple[int, int]) -> np.ndarray:
+    """``out[d]``: ms both are busy per hyper-period when b starts ``d`` ms after a, every d in [0, lcm).
+
+    One circular cross-correlation of the two patterns (FFT, rounded: the true values are integers
+    far below 2**40, so float rounding cannot reach 0.5); :func:`overlap_at` checks samples directly.
+    """
+    h = math.lcm(a[0], b[0])
+    x, y = busy(*a, h), busy(*b, h)
+    out = np.fft.irfft(np.conj(np.fft.rfft(x)) * np.fft.rfft(y), n=h)
+    # out[d] = sum_t x[t] y[t + d]: b shifted by d would be y[t - d]; flip to the b-after-a convention
+    return np.rint(out[(-np.arange(h)) % h]).astype(np.int64)
+
+
+def overlap_at(a: tuple[int, int], b: tuple[int, int], d: int) -> int:
+    """The same for one shift, slot by slot."""
+    h = math.lcm(a[0], b[0])
+    return int((busy(*a, h) & np.roll(busy(*b, h), d)).sum())
+
+
+def test_the_brute_force_overlap_agrees_with_itself_slot_by_slot():
+    for a, b in ((CLASSROOM["alpha"], CLASSROOM["beta"]), ((7, 3), (5, 2)), ((12, 5), (8, 3))):
+        table = overlap_every_shift(a, b)
+        for d in range(0, len(table), max(1, len(table) // 40)):
+            assert table[d] == overlap_at(a, b, d), (a, b, d)
+
+
+# ---------------------------------------------------------------- the fluid model, exact
+
+
+def fluid_exact(jobs: dict[str, tuple[int, int]], offsets_ms: dict[str, int], windows_ms: dict[str, int] | None = None,
+                waits=lambda k: False, enforce: bool = False, warmup: int = 2,
+                iterations: int = 40) -> dict[str, Fraction]:
+    """Each job's mean iteration time (ms, exact) in the fluid model of docs/theory.md.
+
+    A job computes ``T - c`` ms, then its burst needs ``c`` ms of the link; while ``n`` bursts are
+    on the link each moves at ``1/n``. Its first burst is ready at its offset. With windows
+    (``[shift + mT, shift + mT + c)``): burst ``k`` that is ready off a window start waits for the
+    next start if ``waits(k)``; with ``enforce`` a burst moves only inside its windows. Run until
+    every job has ended ``warmup + iterations + 1`` bursts; the mean is from the end of burst
+    ``warmup`` to the job's last end (every end the run saw, as ``shiftbed plan`` counts them).
+    """
+    names = list(jobs)
+    period = {n: Fraction(jobs[n][0]) for n in names}
+    comm = {n: Fraction(jobs[n][1]) for n in names}
+    state = dict.fromkeys(names, "compute")  # compute | wait | send
+    until = {n: Fraction(offsets_ms[n]) for n in names}  # end of compute or wait
+    left = dict.fromkeys(names, Fraction(0))  # ms of link time the burst still needs
+    started = dict.fromkeys(names, 0)  # bursts begun
+    ends: dict[str, list[Fraction]] = {n: [] for n in names}
+
+    def phase(n, t):  # where t falls in n's window grid: ms since the latest window start
+        return (t - windows_ms[n]) % period[n]
+
+    def next_start(n, t):
+        p = phase(n, t)
+        return t if p == 0 else t + period[n] - p
+
+    def on_link(n, t):
+        return state[n] == "send" and (not enforce or phase(n, t) < comm[n])
+
+    t = min(until.values())
+    while min(len(e) for e in ends.values()) < warmup + iterations + 1:
+        changed = True
+        while changed:  # everything that happens at t, until nothing more does
+            changed = False
+            for n in names:
+                if state[n] == "send" and left[n] == 0:
+                    ends[n].append(t)
+                    state[n], until[n], changed = "compute", t + period[n] - comm[n], True
+                elif state[n] == "compute" and until[n] == t:
+                    k, started[n], left[n] = started[n], started[n] + 1, comm[n]
+                    late = windows_ms is not None and waits(k) and next_start(n, t) != t
+                    state[n], until[n] = ("wait", next_start(n, t)) if late else ("send", t)
+                    changed = True
+                elif state[n] == "wait" and until[n] == t:
+                    state[n], changed = "send", True
+        sending = [n for n in names if on_link(n, t)]
+        events = [until[n] for n in names if state[n] != "send"]
+        events += [t + left[n] * len(sending) for n in sending]
+        if enforce:  # a window closes on a burst, or opens for a paused one
+            events += [t + (comm[n] if n in sending else period[n]) - phase(n, t)
+                       for n in names if state[n] == "send"]
+        t_next = min(events)
+        for n in sending:
+            left[n] -= (t_next - t) / len(sending)
+        t = t_next
+    return {n: (e[-1] - e[warmup]) / (len(e) - 1 - warmup) for n, e in ends.items()}
+
+
+def throughput(jobs: dict[str, tuple[int, int]], mean_ms: dict[str, Fraction]) -> Fraction:
+    """Normalised throughput: mean over jobs of period / realised iteration time."""
+    return sum(Fraction(jobs[n][0]) / mean_ms[n] for n in jobs) / len(jobs)
+
+
+def test_the_exact_fluid_model_on_cases_worked_by_hand():
+    # two 300/100 jobs bursting together: each burst takes 200 ms at half rate, then 200 of compute
+    pair = {"a": (300, 100), "b": (300, 100)}
+    assert fluid_exact(pair, {"a": 0, "b": 0}) == {"a": 400, "b": 400}
+    assert fluid_exact(pair, {"a": 0, "b": 100}) == {"a": 300, "b": 300}  # never meet
+    # gated, both windows [0, 100): half rate for the window's 100 ms, the rest in the next window
+    # (ends at 350), ready again at 550, waits for 600: every burst takes two periods
+    gated = fluid_exact(pair, {"a": 0, "b": 0}, {"a": 0, "b": 0}, waits=lambda k: True, enforce=True)
+    assert gated == {"a": 600, "b": 600}
+    # re-aligned every 2nd burst, not enforced: both at 0 (a window start), shared, end at 200;
+    # ready at 400, free, shared again to 600; ready at 800, burst 2 waits for the window at 900,
+    # ends 1100; burst 3 free 1300-1500; burst 4 waits from 1700 for 1800, ends 2000.
+    # Ends 200, 600, 1100, 1500, 2000: (2000 - 200) / 4 = 450
+    got = fluid_exact(pair, {"a": 0, "b": 0}, {"a": 0, "b": 0}, waits=lambda k: k % 2 == 0, warmup=0, iterations=4)
+    assert got == {"a": 450, "b": 450}
+
+
+# ---------------------------------------------------------------- lab 3
+
+
+def test_lab3_gcd_lcm_and_the_separating_shifts():
+    sheet = promises(LAB3)
+    (t1, c1), (t2, c2) = CLASSROOM.values()
+    g = math.gcd(t1, t2)  # 300
+    holds(sheet["pairs.0.gcd_ms"], g)
+    holds(sheet["pairs.0.lcm_ms"], t1 * t2 // g)  # 600
+    holds(sheet["feasible"], "true" if c1 + c2 <= g else "false")  # 250 <= 300
+    holds(sheet["pairs.0.separating_shift_ms.0"], c1)  # beta may start from alpha's burst end ...
+    holds(sheet["pairs.0.separating_shift_ms.1"], g - c2)  # ... to 150 ms before the next alpha burst
+    # the same by brute force: the relative shifts in [0, lcm) at which the bursts never meet
+    table = overlap_every_shift(CLASSROOM["alpha"], CLASSROOM["beta"])
+    free = np.flatnonzero(table == 0)
+    assert sorted({int(d) % g for d in free}) == list(range(c1, g - c2 + 1))
+    assert all(table[d] == table[d % g] for d in range(len(table)))  # only the shift mod gcd matters
+
+
+def test_lab3_603_gcd_lcm_and_the_overlap_at_the_best_shift():
+    sheet = promises(LAB3)
+    (t1, c1), (t2, c2) = CLASSROOM_603.values()
+    g = math.gcd(t1, t2)
+    assert (g, t1 * t2 // g) == (3, 60300)
+    holds(sheet["p603.pairs.0.gcd_ms"], g)
+    holds(sheet["p603.pairs.0.lcm_ms"], t1 * t2 // g)
+    table = overlap_every_shift(CLASSROOM_603["alpha"], CLASSROOM_603["beta"])  # all 60 300 shifts
+    for d in (0, 1, 2, 100, 150, 30150, 60299):
+        assert table[d] == overlap_at(CLASSROOM_603["alpha"], CLASSROOM_603["beta"], d)
+    holds(sheet["p603.feasible"], "true" if table.min() == 0 else "false")
+    holds(sheet["p603.overlap_ms"], int(table.min()))
+    # by hand: alpha is busy 201 x 100 ms and beta 100 x 150 ms per 60 300 ms, so on average over
+    # the shifts they share 20100 x 15000 / 60300 = 5000 ms; here every shift gives exactly that
+    assert table.mean() == 20100 * 15000 / 60300 == 5000 and table.max() == table.min()
+
+
+def test_lab3_classroom_predictions_worked_by_hand():
+    """`none`: both first bursts at 0. They share the link: alpha's 100 ms take 200; beta has
+    100 of its 150 ms done by then and ends alone at 250. Alpha computes 200 ms and bursts alone
+    400-500, computes again and is ready at 700; beta computes 450 ms and is ready at 700 too.
+    So the pattern repeats every 700 ms: beta one iteration, alpha two (350 ms each).
+    `shift`: beta starts 100 ms after alpha (the interval's lower end): alpha busy [0, 100) mod
+    300, beta [100, 250) mod 600: never together, so each keeps its period."""
+    sheet = promises(LAB3)
+    by_hand = {"none": {"alpha": 350, "beta": 700}, "shift": {"alpha": 300, "beta": 600}}
+    holds(sheet["policies.none.beta.predicted_iteration_ms"], by_hand["none"]["beta"])
+    holds(sheet["policies.shift.beta.predicted_iteration_ms"], by_hand["shift"]["beta"])
+    assert fluid_exact(CLASSROOM, {"alpha": 0, "beta": 0}) == by_hand["none"]
+    assert fluid_exact(CLASSROOM, {"alpha": 0, "beta": 100}) == by_hand["shift"]
+
+
+def test_lab3_603_predictions_from_the_exact_fluid_model():
+    """Every relative shift overlaps the same (above), so `plan` keeps the first, 0: `shift` starts
+    both at 0 like `none`; `gate` also holds each burst to its windows [0, 100) mod 300 and
+    [0, 150) mod 603."""
+    sheet = promises(LAB3)
+    table = overlap_every_shift(CLASSROOM_603["alpha"], CLASSROOM_603["beta"])
+    shift = {"alpha": 0, "beta": int(np.argmin(table))}  # the first best shift
+    assert shift["beta"] == 0
+    free = fluid_exact(CLASSROOM_603, shift)
+    gated = fluid_exact(CLASSROOM_603, shift, shift, waits=lambda k: True, enforce=True)
+    assert free["beta"] == Fraction(63865, 100) and gated["beta"] == Fraction(4741, 5)  # 638.65, 948.2
+    holds(sheet["p603.policies.shift.beta.predicted_iteration_ms"], free["beta"])
+    holds(sheet["p603.policies.gate.beta.predicted_iteration_ms"], gated["beta"])
+
+
+# ---------------------------------------------------------------- lab 4
+
+
+def test_lab4_coprime_predictions_from_the_exact_fluid_model():
+    sheet = promises(LAB4)
+    # gcd(401, 600) = 1: every relative shift overlaps 150 x 200 = 30 000 ms per 240 600 ms, so the
+    # first best shift is 0 and `shift` is `none`
+    table = overlap_every_shift(COPRIME["alpha"], COPRIME["beta"])
+    assert table.min() == table.max() == 150 * 200
+    start = {"alpha": 0, "beta": int(np.argmin(table))}
+    mean = {"shift": fluid_exact(COPRIME, start),
+            "gate": fluid_exact(COPRIME, start, start, waits=lambda k: True, enforce=True),
+            "realign4": fluid_exact(COPRIME, start, start, waits=lambda k: k % 4 == 0)}
+    for policy, ms in mean.items():  # `plan` prints them to 4 decimals
+        holds(sheet[f"plan.normalised_throughput.{policy}"], round(float(throughput(COPRIME, ms)), 4))
+    holds(sheet["plan.policies.realign4.alpha.predicted_iteration_ms"], mean["realign4"]["alpha"])
+    holds(sheet["plan.policies.realign4.beta.predicted_iteration_ms"], mean["realign4"]["beta"])
+
+
+# ---------------------------------------------------------------- lab 4's sweep
+
+SWEEP = {"seed": 0, "jobs": (2, 3), "period_range": (100, 1000), "frac_range": (0.1, 0.5), "quanta": (1.0, 50.0)}
+SWEEP_SAMPLE = 20  # combinations per number of jobs recomputed here (the sheet's sweep has 200)
+
+
+def sweep_jobs(n_jobs: int, sample: int, quantum_ms: float) -> dict[str, tuple[int, int]]:
+    """One combination of the sweep's sampling model (docs/theory.md, controller/theory/sweep.py's
+    docstring), in quanta: periods uniform over the integers in [100, 1000] ms and bursts a uniform
+    10-50 % of them, drawn from numpy's generator seeded with (seed, jobs, sample); the period
+    rounded to the nearest quantum (at least 2), the burst up (at least 1, at most period - 1)."""
+    rng = np.random.default_rng([SWEEP["seed"], n_jobs, sample])
+    raw = [(int(rng.integers(SWEEP["period_range"][0], SWEEP["period_range"][1] + 1)),
+            float(rng.uniform(*SWEEP["frac_range"]))) for _ in range(n_jobs)]
+    jobs = {}
+    for i, (period_ms, frac) in enumerate(raw):
+        t = max(2, math.floor(period_ms / quantum_ms + 0.5))
+        jobs[f"j{i}"] = (t, min(max(1, math.ceil(round(frac * t, 9))), t - 1))
+    return jobs
+
+
+def first_best_pair_shift(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """(relative shift, overlap): the smallest shift in [0, gcd) with the least overlap, slot by slot
+    over the pair's hyper-period (only the shift modulo the gcd matters: lab 3's test)."""
+    g, h = math.gcd(a[0], b[0]), math.lcm(a[0], b[0])
+    x, y = busy(*a, h), busy(*b, h)
+    costs = [int((x & np.roll(y, d)).sum()) for d in range(g)]
+    return costs.index(min(costs)), min(costs)
+
+
+def brute_optimum(jobs: dict[str, tuple[int, int]]) -> int:
+    """Least pairwise overlap over every placement of all but the first job (slot by slot)."""
+    (t0, c0), *rest = jobs.values()
+    h = math.lcm(t0, *(t for t, _ in rest))
+    first = busy(t0, c0, h)
+    best = math.inf
+    for shifts in np.ndindex(*(t for t, _ in rest)):
+        load = first + sum(np.roll(busy(t, c, h), s) for (t, c), s in zip(rest, shifts, strict=True))
+        best = min(best, int((load * (load - 1) // 2).sum()))
+    return best
+
+
+@pytest.fixture
+def realign4():
+    """The lab's example policy, registered for the sweep and removed afterwards."""
+    from controller.theory import policies
+
+    before, files = set(policies.POLICIES), set(policies._LOADED_FILES)
+    policies.load_policy_file(labsheet.LABS / "examples" / "realign.py")
+    yield
+    for name in set(policies.POLICIES) - before:
+        del policies.POLICIES[name]
+    for key in set(policies._LOADED_FILES) - files:
+        del policies._LOADED_FILES[key]
+
+
+def test_lab4_sweep_fractions_are_labelled_regression_guards():
+    """0.0875 and 0.0425 are 70 and 34 of the sheet's 800 seeded combinations, each through the
+    optimiser and the fluid model: the sheet says where they come from."""
+    sheet = promises(LAB4)
+    text = LAB4.read_text()
+    table_end = text.index("| `sweep.policy_helps_fraction` |")
+    after = text[table_end:].split("\n\n")[1]  # the paragraph right after the table
+    assert "regression guard" in after and GUARD_COMMIT in after and "2026-12-02" in after, after
+    assert sheet["sweep.shift_helps_fraction"].expected == str(70 / 800)
+    assert sheet["sweep.policy_helps_fraction"].expected == str(34 / 800)
+
+
+def test_lab4_sweep_combinations_recomputed_independently(realign4):
+    """The sweep's first combinations of each kind, row by row: the sampling model redone here, the
+    best shift by brute force (pairs: the first best; triples: the optimiser's shifts, checked
+    against brute force where the hyper-period is small), the three policies in the exact fluid
+    model, and "helps" = more than 1 % above `none`."""
+    from controller.theory.schedule import JobTiming, compute_schedule
+    from controller.theory.sweep import run_sweep
+
+    settings = {**SWEEP, "jobs": list(SWEEP["jobs"]), "quanta": list(SWEEP["quanta"]), "samples": SWEEP_SAMPLE,
+                "zoo": False, "zoo_link_mbps": 1e4, "iterations": 40, "policy": "realign4"}
+    rows = run_sweep(settings)
+    assert len(rows) == 2 * 2 * SWEEP_SAMPLE
+    helps = {"shift": [], "realign4": []}
+    for row in rows:
+        q = row.quantum_ms
+        jobs = sweep_jobs(row.n_jobs, row.sample, q)
+        assert row.periods_ms == ";".join(f"{t * q:g}" for t, _ in jobs.values())
+        assert row.comms_ms == ";".join(f"{c * q:g}" for _, c in jobs.values())
+        if row.n_jobs == 2:
+            d, _ = first_best_pair_shift(*jobs.values())
+            start = {"j0": 0, "j1": d}
+        else:
+            schedule = compute_schedule([JobTiming(n, t, c) for n, (t, c) in jobs.items()], 1.0)
+            start = {n: round(s) for n, s in schedule.shifts_ms.items()}
+            if math.lcm(*(t for t, _ in jobs.values())) <= 20_000:
+                assert schedule.overlap_ms == brute_optimum(jobs), row
+        none = throughput(jobs, fluid_exact(jobs, dict.fromkeys(jobs, 0)))
+        gain = {"shift": throughput(jobs, fluid_exact(jobs, start)) / none - 1,
+                "realign4": throughput(jobs, fluid_exact(jobs, start, start, waits=lambda k: k % 4 == 0)) / none - 1}
+        assert row.shift_gain == pytest.approx(float(gain["shift"]), abs=1e-9), row
+        assert row.policy_gain == pytest.approx(float(gain["realign4"]), abs=1e-9), row
+        assert row.shift_helps == (gain["shift"] > Fraction(1, 100)), row
+        assert row.policy_helps == (gain["realign4"] > Fraction(1, 100)), row
+        helps["shift"].append(row.shift_helps)
+        helps["realign4"].append(row.policy_helps)
+    for policy, verdicts in helps.items():  # the sample holds both verdicts: the check can tell them apart
+        assert any(verdicts) and not all(verdicts), policy
