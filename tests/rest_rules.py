@@ -231,12 +231,17 @@ def policy_verdict(raw: bytes, registered: Mapping[str, tuple[float, float]], ga
                    now_s: float = 0.0) -> Verdict:
     """``POST /shiftbed/policy`` with ``raw`` at ``now_s`` while ``registered`` (name ->
     (period_ms, comm_ms)) are registered: 400 for a bad body; 409 with no job or while the gate
-    runs; 400 if the jobs cannot be scheduled on the policy's grid (``quantum_ms``)."""
+    runs; 400 if the jobs cannot be scheduled on the policy's grid (``quantum_ms``), or if the
+    policy enforces windows and a job's window, its burst widened by ``guard_ms``
+    (docs/gate.md), would not be shorter than its period: the gate could never close it."""
     try:
         policy = policy_as_stored(decode(raw), now_s)
         if not registered or gating:
             raise Refused(409, "no jobs, or gating")
         check_schedulable(registered, policy["quantum_ms"])
+        if policy["enforces_windows"] and any(comm_ms + policy["guard_ms"] >= period_ms
+                                              for period_ms, comm_ms in registered.values()):
+            raise Refused(400, "a gate window (comm_ms + guard_ms) as long as the period")
     except Refused as refusal:
         return Verdict(refusal.status, rule=str(refusal))
     return Verdict(None, policy)
@@ -332,7 +337,8 @@ def policy_fields(now_s: float, exact_bounds: bool) -> dict:
         "seed": choose([0, 7, 2**63 - 1], [-1, 2**63, 1.5, "1"]),
         "mode": choose(["block", "floor"], ["half", None, "BLOCK"]),
         "floor_kbps": choose([1, 1000, 10_000_000], [0, 10_000_001, 1000.0, -5]),
-        "guard_ms": choose([0, 2.5, 1000], [-0.1, 1000.1, "0"]),
+        # a gate window as long as the period is refused by the rules, not by the core: kept out
+        "guard_ms": choose([0, 2.5, 100], [-0.1, 1000.1, "0"]),
         # 150: a 60 ms burst rounds to 0 quanta; 10 000 and 1e-5: valid, but unschedulable
         "quantum_ms": choose([1, 0.5, 2, 10, 0.25, 150, 10_000, 1e-5], [0, -1, 10_000.5, "1"]),
         "toggle": choose(["delete", "modify"], ["flip", True]),

@@ -306,16 +306,23 @@ def body(base: dict, **changes) -> bytes:
 
 FLOW = rest_rules.GOOD_FLOW
 GOOD = rest_rules.GOOD_JOB
-KNOWN_BUG = pytest.mark.xfail(strict=True, raises=(RecursionError, OverflowError),
-                              reason="controller/scheduler.py answers it with an exception, not a 400")
+# Bodies the core answers otherwise than the rules; each fails as named while it does (strict).
+CRASHES = pytest.mark.xfail(strict=True, raises=(RecursionError, OverflowError),
+                            reason="controller/scheduler.py raises instead of answering 400 (the live app: 500)")
+GATE_WINDOW = pytest.mark.xfail(strict=True, raises=AssertionError,
+                                reason="the core accepts it; the live app then fails to start the gate (500)")
 
 
-def case(why: str, raw: bytes, registered: dict, gating: bool, status: int | None, *marks):
-    """One hand-written body: ``why`` its status is what it is, one line."""
-    return pytest.param(why, raw, registered, gating, status, id=why, marks=marks)
+def case(why: str, raw: bytes, registered: dict, gating: bool, status: int | None, *bugs) -> tuple:
+    """One hand-written body and its status derived by hand (None: accepted); ``why`` in one line."""
+    return why, raw, registered, gating, status, bugs
 
 
-JOB_TABLE = [  # status derived by hand: None = accepted
+def params(table: list, *, with_bugs: bool) -> list:
+    return [pytest.param(*row[:5], id=row[0], marks=row[5] if with_bugs else ()) for row in table]
+
+
+JOB_TABLE = [
     case("the good body", body(GOOD), {}, False, None),
     case("a 0.5 ms burst rounds half up to one quantum", body(GOOD, comm_ms=0.5), {}, False, None),
     case("a 0.4 ms burst rounds to zero quanta", body(GOOD, comm_ms=0.4), {}, False, 400),
@@ -327,8 +334,9 @@ JOB_TABLE = [  # status derived by hand: None = accepted
     case("one worker is enough here", body(GOOD, workers=["h1"]), {}, False, None),
     case("workers kept in the order sent", body(GOOD, workers=["h3", "h1", "h2"]), {}, False, None),
     case("a worker twice", body(GOOD, workers=["h1", "h1"]), {}, False, 400),
-    case("udp, any port, extreme dpids", body(GOOD, flows=[{**FLOW, "proto": "udp", "tcp_dst": None, "dpid": 0},
-                                                        {**FLOW, "dpid": 2**64 - 1}]), {}, False, None),
+    case("udp, any port, extreme dpids",
+         body(GOOD, flows=[{**FLOW, "proto": "udp", "tcp_dst": None, "dpid": 0}, {**FLOW, "dpid": 2**64 - 1}]),
+         {}, False, None),
     case("proto null is not proto absent", body(GOOD, flows=[{**FLOW, "proto": None}]), {}, False, 400),
     case("a port written 5701.0", body(GOOD, flows=[{**FLOW, "tcp_src": 5701.0}]), {}, False, 400),
     case("an octet with a leading zero", body(GOOD, flows=[{**FLOW, "src_ip": "010.0.0.1"}]), {}, False, 400),
@@ -341,18 +349,12 @@ JOB_TABLE = [  # status derived by hand: None = accepted
     case("a 65th job", body(GOOD), {f"j{i}": (1000, 1) for i in range(64)}, False, 409),
     case("an empty body", b"", {}, False, 400),
     case("a body over 1 MiB", body(GOOD, workers=["h1"] * 300_000), {}, False, 413),
-    case("nested 100 000 deep", b"[" * 100_000, {}, False, 400, KNOWN_BUG),
-    case("a 400-digit period", body(GOOD).replace(b"200", b"9" * 400, 1), {}, False, 400, KNOWN_BUG),
+    case("nested 100 000 deep", b"[" * 100_000, {}, False, 400, CRASHES),
+    case("a 400-digit period", body(GOOD).replace(b"200", b"9" * 400, 1), {}, False, 400, CRASHES),
 ]
 
 
-@pytest.mark.parametrize("why, raw, registered, gating, status", JOB_TABLE)
-def test_hand_written_job_bodies(why, raw, registered, gating, status):
-    assert rest_rules.job_verdict(raw, registered, gating).status == status, why  # the rules as written
-    assert check_job_post(raw, registered, gating) == status, why  # the core, state included
-
-
-POLICY_TABLE = [  # status derived by hand: None = accepted
+POLICY_TABLE = [
     case("gate, starting in 2 s", b'{"policy": "gate"}', FZ, False, None),
     case("no job registered", b'{"policy": "gate"}', {}, False, 409),
     case("while the gate runs", b'{"policy": "none"}', FZ, True, 409),
@@ -363,18 +365,36 @@ POLICY_TABLE = [  # status derived by hand: None = accepted
     case("a 60 ms burst on a 150 ms grid", body({"policy": "gate", "quantum_ms": 150}), FZ, False, 400),
     case("a half-millisecond grid", body({"policy": "gate", "quantum_ms": 0.5}), TWO, False, None),
     case("floor 0 kbit/s", body({"policy": "gate", "mode": "floor", "floor_kbps": 0}), FZ, False, 400),
-    case("every option at a bound", body({"policy": "gate", "mode": "floor", "floor_kbps": 10_000_000,
-                                      "guard_ms": 1000, "toggle": "modify", "advance_ms": 50}), FZ, False, None),
+    case("floor, modify, longest advance, a guard that fits",
+         body({"policy": "gate", "mode": "floor", "floor_kbps": 10_000_000, "guard_ms": 139.5, "toggle": "modify",
+               "advance_ms": 50}), FZ, False, None),
+    case("the longest guard, no gate", body({"policy": "shift", "guard_ms": 1000}), FZ, False, None),
+    case("a gate window as long as the period", body({"policy": "gate", "guard_ms": 140}), FZ, False, 400,
+         GATE_WINDOW),
     case("a seed written 1.0", body({"policy": "random", "seed": 1.0}), FZ, False, 400),
     case("names are case-sensitive", b'{"policy": "Gate"}', FZ, False, 400),
     case("an unknown option", b'{"policy": "gate", "colour": "red"}', FZ, False, 400),
-    case("a 400-digit seed", b'{"policy": "none", "seed": ' + b"9" * 400 + b"}", FZ, False, 400, KNOWN_BUG),
+    case("a 400-digit seed", b'{"policy": "none", "seed": ' + b"9" * 400 + b"}", FZ, False, 400, CRASHES),
 ]
 
 
-@pytest.mark.parametrize("why, raw, registered, gating, status", POLICY_TABLE)
-def test_hand_written_policy_bodies(why, raw, registered, gating, status):
+@pytest.mark.parametrize("why, raw, registered, gating, status", params(JOB_TABLE, with_bugs=False))
+def test_the_rules_give_the_hand_derived_job_status(why, raw, registered, gating, status):
+    assert rest_rules.job_verdict(raw, registered, gating).status == status, why
+
+
+@pytest.mark.parametrize("why, raw, registered, gating, status", params(POLICY_TABLE, with_bugs=False))
+def test_the_rules_give_the_hand_derived_policy_status(why, raw, registered, gating, status):
     assert rest_rules.policy_verdict(raw, registered, gating, NOW_S).status == status, why
+
+
+@pytest.mark.parametrize("why, raw, registered, gating, status", params(JOB_TABLE, with_bugs=True))
+def test_hand_written_job_bodies(why, raw, registered, gating, status):
+    assert check_job_post(raw, registered, gating) == status, why  # the core, state included
+
+
+@pytest.mark.parametrize("why, raw, registered, gating, status", params(POLICY_TABLE, with_bugs=True))
+def test_hand_written_policy_bodies(why, raw, registered, gating, status):
     assert check_policy_post(raw, registered, gating) == status, why
 
 
