@@ -15,7 +15,8 @@ controller/limits.py are imported as constants.
 
 The hypothesis strategies at the end make bodies that are mostly a few
 changes away from a good one, with valid alternatives more often than invalid
-ones, so that the fuzz tests see accepted bodies as often as refused ones.
+ones, so that a good share of the fuzzed bodies is accepted (a quarter to a third of
+all bodies in tests/unit/test_scheduler_api.py, raw bytes and arbitrary JSON included).
 """
 
 from __future__ import annotations
