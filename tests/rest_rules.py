@@ -15,8 +15,10 @@ controller/limits.py are imported as constants.
 
 The hypothesis strategies at the end make bodies that are mostly a few
 changes away from a good one, with valid alternatives more often than invalid
-ones, so that a good share of the fuzzed bodies is accepted (a quarter to a third of
-all bodies in tests/unit/test_scheduler_api.py, raw bytes and arbitrary JSON included).
+ones, so that a good share of the fuzzed bodies is accepted (in
+tests/unit/test_scheduler_api.py, raw bytes, arbitrary JSON and the edge bodies included: about
+a quarter of the job bodies and a sixth of the policy bodies). One body in seven is an edge body
+(:func:`job_edges`, :func:`policy_edges`), which the rules always refuse.
 """
 
 from __future__ import annotations
@@ -338,8 +340,9 @@ def policy_fields(now_s: float, exact_bounds: bool) -> dict:
         "seed": choose([0, 7, 2**63 - 1], [-1, 2**63, 1.5, "1"]),
         "mode": choose(["block", "floor"], ["half", None, "BLOCK"]),
         "floor_kbps": choose([1, 1000, 10_000_000], [0, 10_000_001, 1000.0, -5]),
-        # a gate window as long as the period is refused by the rules, not by the core: kept out
-        "guard_ms": choose([0, 2.5, 100], [-0.1, 1000.1, "0"]),
+        # 140 and 1000: valid, but with the 200 ms job of GOOD_JOB (60 ms burst) a gate window is
+        # not shorter than the period, so a gate is refused
+        "guard_ms": choose([0, 2.5, 100, 139.5, 140, 1000], [-0.1, 1000.1, "0"]),
         # 150: a 60 ms burst rounds to 0 quanta; 10 000 and 1e-5: valid, but unschedulable
         "quantum_ms": choose([1, 0.5, 2, 10, 0.25, 150, 10_000, 1e-5], [0, -1, 10_000.5, "1"]),
         "toggle": choose(["delete", "modify"], ["flip", True]),
@@ -366,9 +369,73 @@ def encoded(docs) -> st.SearchStrategy[bytes]:
     return docs.map(lambda doc: json.dumps(doc).encode())
 
 
+# -- bodies at the edges of the parser and the gate: always refused (400, or 409 for a good gate) --
+
+HUGE = 10**400  # an integer literal beyond any float: out of every range
+
+
+def signed_huge(negative: bool) -> int:
+    return -HUGE if negative else HUGE
+
+
+HUGE_INTEGERS = st.booleans().map(signed_huge)
+NESTING = 100_000  # levels: far past the parser's recursion limit (about 1000)
+
+
+def nested_too_deep(where: str) -> bytes:
+    """Valid JSON nested ``NESTING`` levels deep: bare arrays or objects, or as a field's value."""
+    arrays = b"[" * NESTING + b"]" * NESTING
+    return {"arrays": arrays, "objects": b'{"a": ' * NESTING + b"1" + b"}" * NESTING,
+            "period_ms": b'{"name": "fz", "period_ms": ' + arrays + b"}",
+            "mode": b'{"policy": "gate", "mode": ' + arrays + b"}"}[where]
+
+
+NESTED_TOO_DEEP = st.sampled_from(["arrays", "objects", "period_ms", "mode"]).map(nested_too_deep)
+JOB_NUMBERS = ("period_ms", "comm_ms")
+FLOW_NUMBERS = ("dpid", "tcp_src", "tcp_dst")
+
+
 @st.composite
-def bodies(draw, docs, others):
-    """Mostly (four in six) an encoded document from ``docs``, else a body from ``others``."""
-    if draw(st.sampled_from([True] * 4 + [False] * 2)):
+def with_huge_number(draw, docs, keys: tuple, flow_keys: tuple = ()) -> dict:
+    """A document from ``docs`` with one number field (of its only flow, for ``flow_keys``)
+    set to an integer beyond any float, of either sign."""
+    doc = draw(docs)
+    value = draw(HUGE_INTEGERS)
+    key = draw(st.sampled_from([*keys, *flow_keys]))
+    if key in flow_keys:
+        doc["flows"] = [{**GOOD_FLOW, key: value}]
+    else:
+        doc[key] = value
+    return doc
+
+
+@st.composite
+def long_gate_windows(draw) -> dict:
+    """A gate whose window for GOOD_JOB (200 ms period, 60 ms burst), widened by ``guard_ms``,
+    is not shorter than the period; the other options good."""
+    doc = {"policy": "gate", "guard_ms": draw(st.sampled_from([140, 140.0, 140.5, 500, 1000]))}
+    if draw(st.booleans()):
+        doc["mode"] = "floor"
+    if draw(st.booleans()):
+        doc["toggle"] = "modify"
+    return doc
+
+
+def job_edges() -> st.SearchStrategy[bytes]:
+    return NESTED_TOO_DEEP | encoded(with_huge_number(job_docs(), JOB_NUMBERS, FLOW_NUMBERS))
+
+
+def policy_edges(now_s: float, exact_bounds: bool = True) -> st.SearchStrategy[bytes]:
+    numbers = ("epoch_s", "start_in_s", *POLICY_NUMBERS)
+    return (NESTED_TOO_DEEP | encoded(with_huge_number(policy_docs(now_s, exact_bounds), numbers))
+            | encoded(long_gate_windows()))
+
+
+@st.composite
+def bodies(draw, docs, others, edges):
+    """Mostly (four in seven) an encoded document from ``docs``, else a body from ``others``
+    (two in seven) or from ``edges`` (one in seven)."""
+    kind = draw(st.sampled_from(["doc"] * 4 + ["other"] * 2 + ["edge"]))
+    if kind == "doc":
         return draw(encoded(docs))
-    return draw(others)
+    return draw(others if kind == "other" else edges)
