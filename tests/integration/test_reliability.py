@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from hypothesis import given, settings
+import rest_rules  # tests/rest_rules.py: the REST rules, shared with tests/unit/test_scheduler_api.py
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from topo import runrecord
@@ -532,10 +533,6 @@ def test_missing_open_vswitch_is_one_line_with_the_fix_and_nothing_is_created(sc
 
 # ---------------------------------------------------------------------------- REST fuzzing
 
-import rest_rules  # noqa: E402  (tests/rest_rules.py: the rules, shared with tests/unit/test_scheduler_api.py)
-from hypothesis import event  # noqa: E402
-
-
 @pytest.fixture(scope="module")
 def controller():
     from controller.process import FabricController
@@ -548,7 +545,8 @@ def controller():
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | rest_rules.HUGE_INTEGERS | st.floats(allow_nan=True)
+    | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=12)
 JOB_KEYS = st.sampled_from(["name", "period_ms", "comm_ms", "workers", "flows", "perod_ms", ""])
@@ -564,11 +562,11 @@ class TestRestFuzz:
     """Fuzzed bodies at the live scheduler: each answer is the status the rules give
     (``tests/rest_rules.py``, written apart from the code), a refusal is one JSON line and changes
     nothing, an accepted job or policy shows in ``GET /shiftbed/jobs``, ``/schedule`` and
-    ``/status`` as the rules say, and the controller keeps serving.
+    ``/status`` as the rules say, and the controller keeps serving with no traceback in its log.
 
-    Bodies that the rules refuse but the controller answers with a 500 (JSON nested past the
-    recursion limit, integers beyond any float, a gate window as long as the period: strict
-    xfails in tests/unit/test_scheduler_api.py) are not sent: the log would get a traceback.
+    The bodies include the edges (``rest_rules.job_edges``, ``policy_edges``): JSON nested past
+    the parser's recursion limit, integers beyond any float, and a gate whose window is not
+    shorter than the job's period, each refused with a 400 before anything changes.
     """
 
     @staticmethod
@@ -610,9 +608,11 @@ class TestRestFuzz:
     @settings(max_examples=100, deadline=None)
     @given(data=st.data())
     def test_post_jobs(self, controller, data):
-        kind = data.draw(st.sampled_from(["raw", "value", "replaced", "mutated", "mutated", "mutated"]))
+        kind = data.draw(st.sampled_from(["raw", "value", "replaced", "edge", "mutated", "mutated", "mutated"]))
         if kind == "raw":
             body = data.draw(st.binary(max_size=200))
+        elif kind == "edge":  # nested too deep, or a number beyond any float
+            body = data.draw(rest_rules.job_edges())
         elif kind == "value":
             body = json.dumps(data.draw(JSON_VALUES)).encode()
         elif kind == "replaced":  # fields of a good job replaced by arbitrary JSON
@@ -640,9 +640,11 @@ class TestRestFuzz:
     @settings(max_examples=100, deadline=None)
     @given(data=st.data())
     def test_post_policy_without_jobs(self, controller, data):
-        kind = data.draw(st.sampled_from(["value", "replaced", "mutated"]))
+        kind = data.draw(st.sampled_from(["value", "replaced", "edge", "mutated"]))
         if kind == "value":
             body = json.dumps(data.draw(JSON_VALUES)).encode()
+        elif kind == "edge":
+            body = data.draw(rest_rules.policy_edges(time.time(), exact_bounds=False))
         elif kind == "replaced":
             doc = {"policy": "gate", "start_in_s": 1.0}
             doc.update(data.draw(st.dictionaries(POLICY_KEYS, JSON_VALUES, min_size=1, max_size=3)))
@@ -674,16 +676,19 @@ class TestRestFuzz:
         @given(data=st.data())
         def post_policy(data):
             sent_s = time.time()  # the epochs drawn stay >= 300 s away from the bounds around it
-            if data.draw(st.sampled_from([False, True, True, True])):
+            kind = data.draw(st.sampled_from(["value", "edge", "mutated", "mutated", "mutated"]))
+            if kind == "mutated":
                 body = data.draw(rest_rules.encoded(rest_rules.policy_docs(sent_s, exact_bounds=False)))
+            elif kind == "edge":  # nested too deep, a number beyond any float, a gate window too long
+                body = data.draw(rest_rules.policy_edges(sent_s, exact_bounds=False))
             else:
                 body = json.dumps(data.draw(JSON_VALUES)).encode()
             expected = rest_rules.policy_verdict(body, FZ_TIMES, now_s=sent_s)
             before = self._get(fabric, "/shiftbed/schedule")
             answer = self._post(fabric, "/shiftbed/policy", body)
             answered_s = time.time()
-            seen.append(expected.status)
-            event(f"POST /policy with a job: {expected.status or 'accepted'}")
+            seen.append((kind, expected.status))
+            event(f"POST /policy with a job ({kind}): {expected.status or 'accepted'}")
             if expected.status is not None:
                 self._assert_refused(answer, expected)
                 assert self._get(fabric, "/shiftbed/schedule") == before  # nothing changed
@@ -697,7 +702,9 @@ class TestRestFuzz:
             assert stopped.status_code == 200 and stopped.json()["gating"] is False, stopped.text[:300]
 
         post_policy()
-        assert None in seen and 400 in seen, seen  # both accepted and refused policies were sent
+        statuses = {status for _kind, status in seen}
+        assert None in statuses and 400 in statuses, seen  # both accepted and refused policies were sent
+        assert ("edge", 400) in seen, seen
 
     def _assert_policy_set(self, fabric, schedule: dict, want: dict, sent_s: float, answered_s: float):
         """The answer (the new ``/schedule``) and ``/status`` after an accepted policy."""
