@@ -83,6 +83,8 @@ def parse_body(raw: bytes | str | None) -> dict:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"body: not valid JSON ({str(exc).splitlines()[0][:100]})") from None
+    except RecursionError:  # arrays or objects nested deeper than the parser's recursion limit
+        raise ApiError(400, "body: not valid JSON (nested too deep)") from None
     if not isinstance(doc, dict):
         raise ApiError(400, f"body: expected a JSON object, got {type(doc).__name__}")
     return doc
@@ -98,6 +100,11 @@ def _unknown(doc: dict, allowed: set, where: str) -> None:
 
 def _number(doc: dict, key: str, where: str, lo: float, hi: float, *, lo_open=True,
             default=None, integer=False) -> float:
+    """``doc[key]``: a finite number within ``(lo, hi]`` (``[lo, hi]`` if not ``lo_open``), or 400.
+
+    JSON integers have no size limit and Python compares them with floats
+    exactly, so an integer too large for a float is simply out of range.
+    """
     if key not in doc:
         if default is not None:
             return default
@@ -107,12 +114,18 @@ def _number(doc: dict, key: str, where: str, lo: float, hi: float, *, lo_open=Tr
             (integer and not isinstance(value, int)):
         kind = "a whole number" if integer else "a number"
         raise ApiError(400, f"{where}.{key}: must be {kind}, got {value!r}"[:200])
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise ApiError(400, f"{where}.{key}: must be finite, got {value!r}")
     if (value <= lo if lo_open else value < lo) or value > hi:
         lo_sign = ">" if lo_open else ">="
-        raise ApiError(400, f"{where}.{key}: must be {lo_sign} {lo} and <= {hi}, got {value!r}")
+        raise ApiError(400, f"{where}.{key}: must be {lo_sign} {lo} and <= {hi}, got {_shown(value)}")
     return value
+
+
+def _shown(value) -> str:
+    """``value`` for a message: an integer of hundreds of digits is shortened."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 def _host_name(value, where: str) -> str:
@@ -244,6 +257,11 @@ def _compute(timings: list[JobTiming], quantum_ms: float, max_nodes: int) -> Sch
         return exc
 
 
+def _window_ms(comm_ms: float, guard_ms: float) -> float:
+    """A job's gate window: its burst as registered, widened by the guard."""
+    return comm_ms + guard_ms
+
+
 class SchedulerCore:
     """Registered jobs, the current schedule and policy; raises :class:`ApiError` on misuse.
 
@@ -321,6 +339,8 @@ class SchedulerCore:
         if not self.jobs:
             raise ApiError(409, "policy: no jobs registered")
         self._refuse_while_gating("change the policy")
+        if get_policy(request.policy).enforces_windows:
+            self._refuse_windows_too_long(request.guard_ms)
         schedule = self.schedule
         if schedule is None or request.quantum_ms != schedule.quantum_ms:
             schedule = self.schedule_for(self.jobs, request.quantum_ms)
@@ -328,6 +348,16 @@ class SchedulerCore:
         offsets_ms = {name: float(offsets[name]) for name in self.jobs}
         self.schedule, self.policy, self.offsets_ms = schedule, request, offsets_ms
         return request
+
+    def _refuse_windows_too_long(self, guard_ms: float) -> None:
+        """400 unless every job's window is shorter than its period: the gate could never
+        close a window as long as the period (``controller/gate.py``, ``GateWindow``)."""
+        for job in self.jobs.values():
+            window_ms = _window_ms(job.comm_ms, guard_ms)
+            if not window_ms < job.period_ms:
+                raise ApiError(400, f"policy.guard_ms: job {job.name}'s window, comm_ms {job.comm_ms:g} + "
+                                    f"guard_ms {guard_ms:g} = {window_ms:g} ms, is not shorter than its "
+                                    f"period_ms {job.period_ms:g}: a gate needs a closed part of every period")
 
     @property
     def enforces_windows(self) -> bool:
@@ -342,7 +372,7 @@ class SchedulerCore:
         """
         guard = self.policy.guard_ms if self.policy else 0.0
         return {j.name: (j.period_ms, self.offsets_ms.get(j.name, self.schedule.shifts_ms[j.name]),
-                         j.comm_ms + guard)
+                         _window_ms(j.comm_ms, guard))
                 for j in self.schedule.jobs}
 
     def schedule_doc(self) -> dict:

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from hypothesis import given, settings
+import rest_rules  # tests/rest_rules.py: the REST rules, shared with tests/unit/test_scheduler_api.py
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from topo import runrecord
@@ -532,7 +533,6 @@ def test_missing_open_vswitch_is_one_line_with_the_fix_and_nothing_is_created(sc
 
 # ---------------------------------------------------------------------------- REST fuzzing
 
-
 @pytest.fixture(scope="module")
 def controller():
     from controller.process import FabricController
@@ -545,79 +545,184 @@ def controller():
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | rest_rules.HUGE_INTEGERS | st.floats(allow_nan=True)
+    | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=12)
 JOB_KEYS = st.sampled_from(["name", "period_ms", "comm_ms", "workers", "flows", "perod_ms", ""])
 POLICY_KEYS = st.sampled_from(["policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "guard_ms",
                                "quantum_ms", "toggle", "advance_ms", "colour"])
-GOOD_JOB = {"name": "fz", "period_ms": 200, "comm_ms": 60, "workers": ["h1", "h2"],
-            "flows": [{"dpid": 0x101, "src_ip": "10.0.0.1", "dst_ip": "10.0.0.2", "tcp_src": 5701}]}
-
-
-def expected_status(action, body: bytes) -> int | None:
-    """What the plain REST core (unit-tested, no Ryu) answers on a fresh controller: 4xx, or None if accepted."""
-    from controller.scheduler import ApiError, SchedulerCore, parse_body
-
-    core = SchedulerCore()
-    try:
-        getattr(core, action)(parse_body(body))
-    except ApiError as exc:
-        return exc.status
-    return None
+# h1 (10.0.0.1, on leaf1, dpid 0x101) sends to h2 (10.0.0.2): a real flow of this fabric, idle
+FZ_JOB = rest_rules.GOOD_JOB
+FZ_TIMES = {FZ_JOB["name"]: (FZ_JOB["period_ms"], FZ_JOB["comm_ms"])}
+EPOCH_SLACK_S = 0.001
 
 
 class TestRestFuzz:
-    """Malformed bodies at the live scheduler: every answer a 4xx JSON error, and it keeps serving.
+    """Fuzzed bodies at the live scheduler: each answer is the status the rules give
+    (``tests/rest_rules.py``, written apart from the code), a refusal is one JSON line and changes
+    nothing, an accepted job or policy shows in ``GET /shiftbed/jobs``, ``/schedule`` and
+    ``/status`` as the rules say, and the controller keeps serving with no traceback in its log.
 
-    The oracle is the plain core the app routes to (``controller/scheduler.py``)
-    on a controller with no jobs: the live answer must be its status, as JSON.
+    The bodies include the edges (``rest_rules.job_edges``, ``policy_edges``): JSON nested past
+    the parser's recursion limit, integers beyond any float, and a gate whose window is not
+    shorter than the job's period, each refused with a 400 before anything changes.
     """
 
     @staticmethod
-    def _post(fabric, path, body: bytes):
-        return requests.post(fabric.controller.rest_url + path, data=body, timeout=5,
+    def _url(fabric, path: str) -> str:
+        return fabric.controller.rest_url + path
+
+    def _post(self, fabric, path, body: bytes):
+        return requests.post(self._url(fabric, path), data=body, timeout=5,
                              headers={"Content-Type": "application/json"})
 
+    def _get(self, fabric, path) -> dict:
+        answer = requests.get(self._url(fabric, path), timeout=5)
+        assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
+        return answer.json()
+
     @staticmethod
-    def _assert_refused(answer, expected):
-        assert 400 <= answer.status_code < 500 and answer.status_code == expected, \
-            (answer.status_code, expected, answer.text[:300])
+    def _assert_refused(answer, expected: rest_rules.Verdict):
+        assert answer.status_code == expected.status, (answer.status_code, expected, answer.text[:300])
         doc = answer.json()
         assert isinstance(doc.get("error"), str) and doc["error"] and "\n" not in doc["error"], doc
+        assert doc.get("status") == expected.status, doc
+
+    def _assert_job_registered(self, fabric, stored: dict):
+        """The job as the rules say it is stored, in every view of the scheduler."""
+        name = stored["name"]
+        assert self._get(fabric, "/shiftbed/jobs")["jobs"] == [stored]
+        schedule = self._get(fabric, "/shiftbed/schedule")
+        assert sorted(schedule["jobs"]) == [name] and schedule["policy"] is None, schedule
+        planned = schedule["jobs"][name]
+        assert (planned["period_ms"], planned["comm_ms"], planned["workers"]) == \
+            (stored["period_ms"], stored["comm_ms"], stored["workers"]), planned
+        assert schedule["quantum_ms"] == rest_rules.DEFAULT_QUANTUM_MS, schedule
+        assert self._get(fabric, "/shiftbed/status")["jobs"] == [name]
+
+    def _assert_no_job(self, fabric):
+        assert self._get(fabric, "/shiftbed/jobs")["jobs"] == []
+        assert self._get(fabric, "/shiftbed/schedule")["jobs"] == {}
 
     @settings(max_examples=100, deadline=None)
     @given(data=st.data())
     def test_post_jobs(self, controller, data):
-        kind = data.draw(st.sampled_from(["raw", "value", "mutated"]))
+        kind = data.draw(st.sampled_from(["raw", "value", "replaced", "edge", "mutated", "mutated", "mutated"]))
         if kind == "raw":
             body = data.draw(st.binary(max_size=200))
+        elif kind == "edge":  # nested too deep, or a number beyond any float
+            body = data.draw(rest_rules.job_edges())
         elif kind == "value":
             body = json.dumps(data.draw(JSON_VALUES)).encode()
-        else:
-            doc = {**GOOD_JOB, **data.draw(st.dictionaries(JOB_KEYS, JSON_VALUES, min_size=1, max_size=3))}
+        elif kind == "replaced":  # fields of a good job replaced by arbitrary JSON
+            doc = {**FZ_JOB, **data.draw(st.dictionaries(JOB_KEYS, JSON_VALUES, min_size=1, max_size=3))}
             body = json.dumps(doc).encode()
-        expected = expected_status("add_job", body)
+        else:  # a good job with fields set to alternatives, mostly valid ones
+            body = data.draw(rest_rules.encoded(rest_rules.job_docs()))
+        expected = rest_rules.job_verdict(body)
+        event(f"POST /jobs ({kind}): {expected.status or 'accepted'}")
         answer = self._post(controller, "/shiftbed/jobs", body)
-        if expected is None:  # the mutation left a valid job: accepted, then removed again
-            assert answer.status_code == 201, answer.text[:300]
-            name = answer.json()["job"]["name"]
-            assert requests.delete(f"{controller.controller.rest_url}/shiftbed/jobs/{name}", timeout=5).ok
-        else:
+        if expected.status is not None:
             self._assert_refused(answer, expected)
+            self._assert_no_job(controller)
+            return
+        assert answer.status_code == 201, answer.text[:300]
+        name = expected.stored["name"]
+        try:
+            assert answer.json()["job"] == expected.stored, answer.text[:300]
+            self._assert_job_registered(controller, expected.stored)
+        finally:
+            removed = requests.delete(self._url(controller, f"/shiftbed/jobs/{name}"), timeout=5)
+        assert removed.status_code == 200 and removed.json()["removed"] == name, removed.text[:300]
+        self._assert_no_job(controller)
 
     @settings(max_examples=100, deadline=None)
     @given(data=st.data())
-    def test_post_policy(self, controller, data):
-        if data.draw(st.booleans()):
+    def test_post_policy_without_jobs(self, controller, data):
+        kind = data.draw(st.sampled_from(["value", "replaced", "edge", "mutated"]))
+        if kind == "value":
             body = json.dumps(data.draw(JSON_VALUES)).encode()
-        else:
+        elif kind == "edge":
+            body = data.draw(rest_rules.policy_edges(time.time(), exact_bounds=False))
+        elif kind == "replaced":
             doc = {"policy": "gate", "start_in_s": 1.0}
             doc.update(data.draw(st.dictionaries(POLICY_KEYS, JSON_VALUES, min_size=1, max_size=3)))
             body = json.dumps(doc).encode()
-        expected = expected_status("set_policy", body)
-        assert expected is not None  # no jobs are registered, so even a valid policy is refused (409)
+        else:
+            body = data.draw(rest_rules.encoded(rest_rules.policy_docs(time.time(), exact_bounds=False)))
+        expected = rest_rules.policy_verdict(body, {}, now_s=time.time())
+        assert expected.status is not None  # no job is registered: even a valid policy is refused (409)
         self._assert_refused(self._post(controller, "/shiftbed/policy", body), expected)
+        assert self._get(controller, "/shiftbed/schedule")["policy"] is None
+
+    def test_post_policy_with_a_job(self, controller):
+        """Policies at a scheduler with one idle job: an accepted one shows in ``/schedule`` and
+        ``/status``; a ``gate`` starts the gate (rules with the gate's cookie for a flow that
+        carries no traffic here), stopped again before the next body."""
+        answer = self._post(controller, "/shiftbed/jobs", json.dumps(FZ_JOB).encode())
+        assert answer.status_code == 201, answer.text[:300]
+        try:
+            self._fuzz_policies(controller)
+        finally:
+            requests.post(self._url(controller, "/shiftbed/stop"), timeout=5)
+            requests.delete(self._url(controller, f"/shiftbed/jobs/{FZ_JOB['name']}"), timeout=5)
+        self._assert_no_job(controller)
+
+    def _fuzz_policies(self, fabric):
+        seen = []
+
+        @settings(max_examples=100, deadline=None)
+        @given(data=st.data())
+        def post_policy(data):
+            sent_s = time.time()  # the epochs drawn stay >= 300 s away from the bounds around it
+            kind = data.draw(st.sampled_from(["value", "edge", "mutated", "mutated", "mutated"]))
+            if kind == "mutated":
+                body = data.draw(rest_rules.encoded(rest_rules.policy_docs(sent_s, exact_bounds=False)))
+            elif kind == "edge":  # nested too deep, a number beyond any float, a gate window too long
+                body = data.draw(rest_rules.policy_edges(sent_s, exact_bounds=False))
+            else:
+                body = json.dumps(data.draw(JSON_VALUES)).encode()
+            expected = rest_rules.policy_verdict(body, FZ_TIMES, now_s=sent_s)
+            before = self._get(fabric, "/shiftbed/schedule")
+            answer = self._post(fabric, "/shiftbed/policy", body)
+            answered_s = time.time()
+            seen.append((kind, expected.status))
+            event(f"POST /policy with a job ({kind}): {expected.status or 'accepted'}")
+            if expected.status is not None:
+                self._assert_refused(answer, expected)
+                assert self._get(fabric, "/shiftbed/schedule") == before  # nothing changed
+                assert self._get(fabric, "/shiftbed/status")["gating"] is False
+                return
+            try:
+                assert answer.status_code == 200, answer.text[:300]
+                self._assert_policy_set(fabric, answer.json(), expected.stored, sent_s, answered_s)
+            finally:
+                stopped = requests.post(self._url(fabric, "/shiftbed/stop"), timeout=5)
+            assert stopped.status_code == 200 and stopped.json()["gating"] is False, stopped.text[:300]
+
+        post_policy()
+        statuses = {status for _kind, status in seen}
+        assert None in statuses and 400 in statuses, seen  # both accepted and refused policies were sent
+        assert ("edge", 400) in seen, seen
+
+    def _assert_policy_set(self, fabric, schedule: dict, want: dict, sent_s: float, answered_s: float):
+        """The answer (the new ``/schedule``) and ``/status`` after an accepted policy."""
+        assert schedule == self._get(fabric, "/shiftbed/schedule")
+        assert (schedule["policy"], schedule["mode"], schedule["quantum_ms"]) == \
+            (want["policy"], want["mode"], want["quantum_ms"]), schedule
+        if want["start_in_s"] is None:
+            assert schedule["epoch_s"] == want["epoch_s"], schedule
+        else:  # the controller's clock when it took the request, plus start_in_s
+            assert sent_s + want["start_in_s"] - EPOCH_SLACK_S <= schedule["epoch_s"] \
+                <= answered_s + want["start_in_s"] + EPOCH_SLACK_S, (schedule, sent_s, answered_s)
+        planned = schedule["jobs"][FZ_JOB["name"]]
+        period_ms, comm_ms = FZ_TIMES[FZ_JOB["name"]]
+        assert planned["window_ms"] == comm_ms + want["guard_ms"], planned
+        assert rest_rules.expected_offset_ms(want["policy"], period_ms, planned["shift_ms"],
+                                             planned["offset_ms"], want["quantum_ms"]), planned
+        status = self._get(fabric, "/shiftbed/status")
+        assert status["policy"] == want["policy"] and status["gating"] is want["enforces_windows"], status
 
     def test_still_serving_after_fuzzing(self, controller):
         assert controller.controller.alive()

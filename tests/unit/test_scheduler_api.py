@@ -1,4 +1,8 @@
-"""REST validation of the window scheduler, without Ryu: every bad request is a 4xx with a message."""
+"""REST validation of the window scheduler, without Ryu: every bad request is a 4xx with a message.
+
+Fuzzed and hand-written bodies are judged by the rules written out apart from the code
+(``tests/rest_rules.py``): the status, and after acceptance the stored job or policy.
+"""
 
 import json
 import math
@@ -6,10 +10,12 @@ import re
 import time
 
 import pytest
+import rest_rules
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from controller import limits
+from controller.gate import GateWindow, WindowGate
 from controller.limits import MAX_JOBS, search_nodes
 from controller.scheduler import (
     ApiError,
@@ -18,7 +24,6 @@ from controller.scheduler import (
     validate_job,
     validate_policy,
 )
-from controller.theory.policies import POLICIES
 from controller.theory.schedule import DEFAULT_MAX_NODES
 
 NOW_S = 1_800_000_000.0
@@ -91,6 +96,38 @@ def test_bad_policy(doc):
     assert status_of(validate_policy, doc, NOW_S) == 400
 
 
+@pytest.mark.parametrize("raw", [b"[" * 100_000, b"[" * 5000 + b"]" * 5000, b'{"a": ' * 5000 + b"1" + b"}" * 5000,
+                                 b'{"name": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"])
+def test_json_nested_past_the_recursion_limit_is_400(raw):
+    with pytest.raises(ApiError) as info:
+        parse_body(raw)
+    assert info.value.status == 400 and info.value.message == "body: not valid JSON (nested too deep)"
+
+
+HUGE = 10**400  # beyond any float: float(HUGE) raises OverflowError
+
+
+@pytest.mark.parametrize("field, value", [("period_ms", HUGE), ("comm_ms", HUGE), ("period_ms", -HUGE),
+                                          ("dpid", HUGE), ("tcp_src", -HUGE), ("tcp_dst", HUGE)],
+                         ids=["period", "comm", "-period", "dpid", "-tcp_src", "tcp_dst"])
+def test_a_job_integer_beyond_any_float_is_out_of_range(field, value):
+    doc = job(**{field: value}) if field.endswith("_ms") else \
+        job(flows=[{**job()["flows"][0], field: value}])
+    with pytest.raises(ApiError) as info:
+        validate_job(doc)
+    assert info.value.status == 400 and f".{field}: must be " in info.value.message
+    assert "... (40" in info.value.message and len(info.value.message) < 200  # the number shortened
+
+
+@pytest.mark.parametrize("field", ["epoch_s", "start_in_s", "seed", "floor_kbps", "guard_ms", "quantum_ms",
+                                   "advance_ms"])
+def test_a_policy_integer_beyond_any_float_is_out_of_range(field):
+    for value in (HUGE, -HUGE):
+        with pytest.raises(ApiError) as info:
+            validate_policy({"policy": "gate", field: value}, NOW_S)
+        assert info.value.status == 400 and info.value.message.startswith(f"policy.{field}: must be ")
+
+
 def test_policy_epoch_default_and_absolute():
     assert validate_policy({"policy": "none"}, NOW_S).epoch_s == NOW_S + 2.0
     assert validate_policy({"policy": "gate", "epoch_s": NOW_S + 5}, NOW_S).epoch_s == NOW_S + 5
@@ -126,42 +163,6 @@ def test_core_schedule_and_policy():
     assert {j["offset_ms"] for j in core.schedule_doc()["jobs"].values()} == {0.0}
 
 
-JSON_BODIES = st.one_of(
-    st.binary(max_size=200),
-    st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=10),
-                 lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=5),
-                 max_leaves=20).map(lambda d: json.dumps(d).encode()),
-    st.dictionaries(st.sampled_from(["name", "period_ms", "comm_ms", "workers", "flows"]),
-                    st.none() | st.integers(-5, 700_000) | st.floats() | st.text(max_size=40),
-                    max_size=3).map(lambda d: json.dumps({**job(), **d}).encode()),
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(JSON_BODIES)
-def test_fuzzed_bodies_are_refused_or_accepted_never_crash(raw):
-    core = SchedulerCore()
-    try:
-        added = core.add_job(parse_body(raw))
-    except ApiError as exc:
-        assert 400 <= exc.status < 500 and exc.message and "\n" not in exc.message
-        assert core.jobs == {} and core.schedule is None  # refused: nothing kept
-    else:  # accepted: stored as sent, scheduled
-        doc = json.loads(raw)
-        assert list(core.jobs) == [doc["name"]] and core.jobs[doc["name"]] is added
-        assert added.period_ms == doc["period_ms"] and added.comm_ms == doc["comm_ms"]
-        assert list(added.workers) == doc["workers"] and len(added.flows) == len(doc["flows"])
-        assert [j.name for j in core.schedule.jobs] == [doc["name"]] and core.policy is None
-    try:
-        policy = validate_policy(parse_body(raw), NOW_S)
-    except ApiError as exc:
-        assert 400 <= exc.status < 500 and exc.message and "\n" not in exc.message
-    else:
-        doc = json.loads(raw)
-        assert policy.policy == doc["policy"] and policy.policy in POLICIES
-        assert NOW_S <= policy.epoch_s <= NOW_S + 3600 + 600 or "epoch_s" in doc
-
-
 # -- transactions: a refused request changes nothing -----------------------------------------
 
 
@@ -193,6 +194,27 @@ def test_a_refused_policy_keeps_the_schedule_and_policy():
     # a quantum on which the burst fills the period
     assert status_of(core.set_policy, {"policy": "gate", "quantum_ms": 150}, NOW_S) == 400
     assert state_of(core) == before
+
+
+def test_a_gate_whose_window_is_not_shorter_than_a_period_is_refused_naming_the_job():
+    """The gate could never close such a window (``GateWindow``): refused before anything changes."""
+    core = SchedulerCore()
+    core.add_job(job())  # a: 200 ms, 60 ms burst
+    core.add_job(job(name="b", period_ms=400, comm_ms=100, workers=["h2", "h4"]))
+    core.set_policy({"policy": "shift"}, NOW_S)
+    before = state_of(core)
+    with pytest.raises(ApiError) as info:
+        core.set_policy({"policy": "gate", "guard_ms": 140}, NOW_S)  # a: 60 + 140 = its period
+    assert info.value.status == 400 and info.value.message.startswith("policy.guard_ms: job a's window")
+    assert "comm_ms 60 + guard_ms 140 = 200 ms" in info.value.message and "period_ms 200" in info.value.message
+    assert state_of(core) == before
+    core.remove_job("a")
+    with pytest.raises(ApiError) as info:
+        core.set_policy({"policy": "gate", "guard_ms": 300}, NOW_S)  # b: 100 + 300 = its period
+    assert "job b's window" in info.value.message and "= 400 ms" in info.value.message
+    core.set_policy({"policy": "random", "guard_ms": 300}, NOW_S)  # no gate: the guard is only stored
+    core.set_policy({"policy": "gate", "guard_ms": 299.5}, NOW_S)
+    assert started_gate(core).windows["b"].window_ms == 399.5
 
 
 def test_a_schedule_too_big_to_compute_is_refused_before_computing():
@@ -234,6 +256,226 @@ def test_the_slowest_instance_found_is_answered_within_the_clients_timeout():
     core.set_policy({"policy": "gate", "quantum_ms": 0.5}, NOW_S)
     assert time.monotonic() - started < 5.0  # apps/jobrun.py waits 5 s for an answer
     assert core.schedule.method == "heuristic" and core.schedule.gap is not None
+
+
+# -- bodies against the rules written out independently (tests/rest_rules.py) -------------------
+
+FZ = {"fz": (200, 60)}  # a job registered under the name the generated bodies use
+TWO = {"fz": (200, 60), "b": (400, 100)}
+POLICY_FIELDS = ("policy", "epoch_s", "seed", "mode", "floor_kbps", "guard_ms", "quantum_ms", "toggle",
+                 "advance_ms")
+
+
+def core_with(registered: dict, gating: bool = False) -> SchedulerCore:
+    core = SchedulerCore()
+    for name, (period_ms, comm_ms) in registered.items():
+        core.add_job(job(name=name, period_ms=period_ms, comm_ms=comm_ms))
+    core.gating = gating
+    return core
+
+
+def outcome(call) -> tuple[int | None, object]:
+    """(None, what ``call`` returned), or (the 4xx, None) after checking the refusal is one JSON line."""
+    try:
+        return None, call()
+    except ApiError as exc:
+        assert 400 <= exc.status < 500 and exc.message and "\n" not in exc.message
+        json.dumps(exc.body())
+        return exc.status, None
+
+
+def stored_job(added) -> dict:
+    return {"name": added.name, "period_ms": added.period_ms, "comm_ms": added.comm_ms,
+            "workers": list(added.workers),
+            "flows": [{"dpid": f.dpid, "src_ip": f.src_ip, "dst_ip": f.dst_ip, "tcp_src": f.tcp_src,
+                       "tcp_dst": f.tcp_dst, "proto": f.proto} for f in added.flows]}
+
+
+def check_job_post(raw: bytes, registered: dict, gating: bool = False) -> int | None:
+    """POST /jobs with ``raw``: the core answers as the rules say, and stores what they say."""
+    core = core_with(registered, gating)
+    expected = rest_rules.job_verdict(raw, registered, gating)
+    before = state_of(core)
+    status, added = outcome(lambda: core.add_job(parse_body(raw)))
+    assert status == expected.status, (raw[:300], expected.rule)
+    if status is not None:
+        assert state_of(core) == before  # refused: nothing changed
+        return status
+    assert stored_job(core.jobs[added.name]) == expected.stored
+    assert sorted(core.jobs) == sorted([*registered, added.name])
+    assert sorted(j.name for j in core.schedule.jobs) == sorted(core.jobs)
+    assert core.schedule.quantum_ms == 1.0 and core.policy is None and core.offsets_ms == {}
+    return None
+
+
+def started_gate(core: SchedulerCore) -> WindowGate:
+    """The gate as ``controller/scheduler_app.py`` starts it after an enforcing policy is accepted."""
+    windows = {name: GateWindow(*w) for name, w in core.windows_ms().items()}
+    flows = {name: list(job.flows) for name, job in core.jobs.items()}
+    gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
+                      floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle)
+    assert gate.setup()
+    return gate
+
+
+def check_policy_post(raw: bytes, registered: dict, gating: bool = False) -> int | None:
+    """POST /policy with ``raw``: the core answers as the rules say, and keeps the policy they say."""
+    core = core_with(registered, gating)
+    expected = rest_rules.policy_verdict(raw, registered, gating, NOW_S)
+    before = state_of(core)
+    status, _ = outcome(lambda: core.set_policy(parse_body(raw), NOW_S))
+    assert status == expected.status, (raw[:300], expected.rule)
+    if status is not None:
+        assert state_of(core) == before
+        return status
+    want = expected.stored
+    assert {key: getattr(core.policy, key) for key in POLICY_FIELDS} == {key: want[key] for key in POLICY_FIELDS}
+    assert core.enforces_windows == want["enforces_windows"] and sorted(core.jobs) == sorted(registered)
+    assert core.schedule.quantum_ms == want["quantum_ms"] and sorted(core.offsets_ms) == sorted(registered)
+    for name, planned in core.schedule_doc()["jobs"].items():
+        period_ms, comm_ms = registered[name]
+        assert rest_rules.expected_offset_ms(want["policy"], period_ms, planned["shift_ms"],
+                                             planned["offset_ms"], want["quantum_ms"]), planned
+        assert planned["window_ms"] == comm_ms + want["guard_ms"]
+    if core.enforces_windows:  # the live app starts the gate now: it must not fail
+        assert sorted(started_gate(core).windows) == sorted(registered)
+    return None
+
+
+ARBITRARY_JSON = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=10),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=5),
+    max_leaves=20).map(lambda d: json.dumps(d).encode())
+JOB_BODIES = rest_rules.bodies(rest_rules.job_docs(), st.binary(max_size=200) | ARBITRARY_JSON,
+                               rest_rules.job_edges())
+POLICY_BODIES = rest_rules.bodies(rest_rules.policy_docs(NOW_S), st.binary(max_size=200) | ARBITRARY_JSON,
+                                  rest_rules.policy_edges(NOW_S))
+
+
+@settings(max_examples=300, deadline=None)
+@given(JOB_BODIES, st.sampled_from(["no job", "no job", "job b", "job b, gating"]))
+def test_fuzzed_bodies_are_refused_or_accepted_never_crash(raw, state):
+    registered = {"b": TWO["b"]} if state.startswith("job b") else {}  # one of the names bodies use
+    status = check_job_post(raw, registered, gating="gating" in state)
+    event(f"POST /jobs, {state}: {status or 'accepted'}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(POLICY_BODIES, st.sampled_from(["no job", "fz", "fz", "fz, b", "fz, gating"]))
+def test_fuzzed_policy_bodies_follow_the_rules(raw, state):
+    registered = {"no job": {}, "fz, b": TWO}.get(state, FZ)
+    status = check_policy_post(raw, registered, gating="gating" in state)
+    event(f"POST /policy, {state}: {status or 'accepted'}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(rest_rules.job_edges(), rest_rules.policy_edges(NOW_S))
+def test_edge_bodies_are_refused_with_400(job_raw, policy_raw):
+    """Nested past the parser's limit, integers beyond any float, gate windows that fill the
+    period: the rules and the core refuse each with a 400 and change nothing."""
+    assert rest_rules.job_verdict(job_raw).status == 400
+    assert check_job_post(job_raw, {}) == 400
+    assert rest_rules.policy_verdict(policy_raw, FZ, now_s=NOW_S).status == 400
+    assert check_policy_post(policy_raw, FZ) == 400
+
+
+def body(base: dict, **changes) -> bytes:
+    return json.dumps({**base, **changes}).encode()
+
+
+FLOW = rest_rules.GOOD_FLOW
+DEEP = rest_rules.nested_too_deep("arrays")
+GOOD = rest_rules.GOOD_JOB
+
+
+def case(why: str, raw: bytes, registered: dict, gating: bool, status: int | None) -> pytest.param:
+    """One hand-written body and its status derived by hand (None: accepted); ``why`` in one line."""
+    return pytest.param(why, raw, registered, gating, status, id=why)
+
+
+JOB_TABLE = [
+    case("the good body", body(GOOD), {}, False, None),
+    case("a 0.5 ms burst rounds half up to one quantum", body(GOOD, comm_ms=0.5), {}, False, None),
+    case("a 0.4 ms burst rounds to zero quanta", body(GOOD, comm_ms=0.4), {}, False, 400),
+    case("period 1.4, burst 0.6: one quantum each", body(GOOD, period_ms=1.4, comm_ms=0.6), {}, False, 400),
+    case("the longest period", body(GOOD, period_ms=600_000), {}, False, None),
+    case("past the longest period", body(GOOD, period_ms=600_000.5), {}, False, 400),
+    case("a 32-character name", body(GOOD, name="n" * 32), {}, False, None),
+    case("a name starting with '.'", body(GOOD, name=".fz"), {}, False, 400),
+    case("one worker is enough here", body(GOOD, workers=["h1"]), {}, False, None),
+    case("workers kept in the order sent", body(GOOD, workers=["h3", "h1", "h2"]), {}, False, None),
+    case("a worker twice", body(GOOD, workers=["h1", "h1"]), {}, False, 400),
+    case("udp, any port, extreme dpids",
+         body(GOOD, flows=[{**FLOW, "proto": "udp", "tcp_dst": None, "dpid": 0}, {**FLOW, "dpid": 2**64 - 1}]),
+         {}, False, None),
+    case("proto null is not proto absent", body(GOOD, flows=[{**FLOW, "proto": None}]), {}, False, 400),
+    case("a port written 5701.0", body(GOOD, flows=[{**FLOW, "tcp_src": 5701.0}]), {}, False, 400),
+    case("an octet with a leading zero", body(GOOD, flows=[{**FLOW, "src_ip": "010.0.0.1"}]), {}, False, 400),
+    case("256 flows", body(GOOD, flows=[FLOW] * 256), {}, False, None),
+    case("257 flows", body(GOOD, flows=[FLOW] * 257), {}, False, 400),
+    case("a misspelt field", body(GOOD, perod_ms=200), {}, False, 400),
+    case("the name already registered", body(GOOD), FZ, False, 409),
+    case("a second job that fits", body(GOOD, name="b", period_ms=400, comm_ms=100), FZ, False, None),
+    case("a good job while the gate runs", body(GOOD, name="b"), FZ, True, 409),
+    case("a 65th job", body(GOOD), {f"j{i}": (1000, 1) for i in range(64)}, False, 409),
+    case("an empty body", b"", {}, False, 400),
+    case("a body over 1 MiB", body(GOOD, workers=["h1"] * 300_000), {}, False, 413),
+    case("nested 100 000 deep", b"[" * 100_000, {}, False, 400),
+    case("a field nested 100 000 deep", body(GOOD)[:-1] + b', "x": ' + DEEP + b"}", {}, False, 400),
+    case("a 400-digit period", body(GOOD).replace(b"200", b"9" * 400, 1), {}, False, 400),
+    case("a 400-digit negative dpid", body(GOOD, flows=[{**FLOW, "dpid": -(10**400)}]), {}, False, 400),
+]
+
+
+POLICY_TABLE = [
+    case("gate, starting in 2 s", b'{"policy": "gate"}', FZ, False, None),
+    case("no job registered", b'{"policy": "gate"}', {}, False, 409),
+    case("while the gate runs", b'{"policy": "none"}', FZ, True, 409),
+    case("the latest epoch", body({"policy": "shift", "epoch_s": NOW_S + 3600}), FZ, False, None),
+    case("the earliest epoch is excluded", body({"policy": "shift", "epoch_s": NOW_S - 3600}), FZ, False, 400),
+    case("epoch and start both", body({"policy": "none", "epoch_s": NOW_S, "start_in_s": 1}), FZ, False, 400),
+    case("start now", body({"policy": "random", "start_in_s": 0, "seed": 2**63 - 1}), TWO, False, None),
+    case("a 60 ms burst on a 150 ms grid", body({"policy": "gate", "quantum_ms": 150}), FZ, False, 400),
+    case("a half-millisecond grid", body({"policy": "gate", "quantum_ms": 0.5}), TWO, False, None),
+    case("floor 0 kbit/s", body({"policy": "gate", "mode": "floor", "floor_kbps": 0}), FZ, False, 400),
+    case("floor, modify, longest advance, a guard that fits",
+         body({"policy": "gate", "mode": "floor", "floor_kbps": 10_000_000, "guard_ms": 139.5, "toggle": "modify",
+               "advance_ms": 50}), FZ, False, None),
+    case("the longest guard, no gate", body({"policy": "shift", "guard_ms": 1000}), FZ, False, None),
+    case("a gate window as long as the period", body({"policy": "gate", "guard_ms": 140}), FZ, False, 400),
+    case("a gate window longer than the second job's period",
+         body({"policy": "gate", "guard_ms": 300}), {"b": (400, 100), "fz": (200, 60)}, False, 400),
+    case("a gate window as long as a period off the grid", body({"policy": "gate", "guard_ms": 0.6}),
+         {"fz": (10, 9.4)}, False, 400),
+    case("a gate window just shorter than a period off the grid", body({"policy": "gate", "guard_ms": 0.5}),
+         {"fz": (10, 9.4)}, False, None),
+    case("a seed written 1.0", body({"policy": "random", "seed": 1.0}), FZ, False, 400),
+    case("names are case-sensitive", b'{"policy": "Gate"}', FZ, False, 400),
+    case("an unknown option", b'{"policy": "gate", "colour": "red"}', FZ, False, 400),
+    case("a 400-digit seed", b'{"policy": "none", "seed": ' + b"9" * 400 + b"}", FZ, False, 400),
+    case("a 400-digit guard", b'{"policy": "shift", "guard_ms": ' + b"9" * 400 + b"}", FZ, False, 400),
+    case("a policy nested 100 000 deep", b'{"policy": ' + DEEP + b"}", FZ, False, 400),
+]
+
+
+@pytest.mark.parametrize("why, raw, registered, gating, status", JOB_TABLE)
+def test_the_rules_give_the_hand_derived_job_status(why, raw, registered, gating, status):
+    assert rest_rules.job_verdict(raw, registered, gating).status == status, why
+
+
+@pytest.mark.parametrize("why, raw, registered, gating, status", POLICY_TABLE)
+def test_the_rules_give_the_hand_derived_policy_status(why, raw, registered, gating, status):
+    assert rest_rules.policy_verdict(raw, registered, gating, NOW_S).status == status, why
+
+
+@pytest.mark.parametrize("why, raw, registered, gating, status", JOB_TABLE)
+def test_hand_written_job_bodies(why, raw, registered, gating, status):
+    assert check_job_post(raw, registered, gating) == status, why  # the core, state included
+
+
+@pytest.mark.parametrize("why, raw, registered, gating, status", POLICY_TABLE)
+def test_hand_written_policy_bodies(why, raw, registered, gating, status):
+    assert check_policy_post(raw, registered, gating) == status, why
 
 
 # -- a model of the API, independent of the code, against random request sequences ----------
