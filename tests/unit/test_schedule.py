@@ -210,3 +210,17 @@ def test_python_integers_when_a_total_could_overflow_int64():
 def test_small_instances_stay_int64():
     prob = _Problem([300, 450, 900], [60, 80, 100])
     assert prob.dtype is np.int64 and prob.cost_array(1, [0, None, None]).dtype == np.int64
+
+
+def test_costs_closer_than_any_float_tolerance_are_told_apart():
+    """Three jobs whose best and second-best schedules differ by 41 quanta per hyper-period of
+    4.2e13 quanta: 9.7e-13 per unit time, below a 1e-12 float tolerance, which took the worse
+    schedule (369 911) for optimal. The optimum is checked over every residue (shifts matter mod 2)."""
+    periods, comms = [45036, 83522, 45118], [3, 3, 3]
+    prob = _Problem(periods, comms)
+    assert prob.residue == [2, 2, 2]
+    every = {s: prob.overlap_quanta([0, *s]) for s in itertools.product(range(2), range(2))}
+    assert sorted(set(every.values()))[:2] == [369870, 369911]
+    assert (369911 - 369870) / math.lcm(*periods) < 1e-12
+    sched = compute_schedule(as_jobs(periods, comms), 1.0, method="exact")
+    assert sched.overlap_ms == 369870 == min(every.values())
