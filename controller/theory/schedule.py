@@ -29,6 +29,15 @@ unassigned job, the cost of each of its residues against the assigned ones
 every unassigned job + best value of every unassigned pair". A heuristic (one
 greedy dive plus coordinate descent with restarts) gives the first upper
 bound; it is also the fallback, with a gap stated against the pairwise bound.
+
+Exact comparisons. A pair's cost per unit time is ``O_ij(d) / lcm(T_i, T_j)``,
+a rational; the sums of three or more such rates can differ by far less than
+any float tolerance. The search therefore works on one integer scale: every
+pair's table is multiplied by ``S / lcm(T_i, T_j)`` with ``S`` the lcm of the
+pair lcms (of the pairs whose cost depends on the shifts), so every cost,
+bound and comparison is an integer one. The tables are int64 when the largest
+possible total fits, else arrays of Python integers (exact, slower; only for
+instances whose pair lcms share few factors).
 """
 
 from __future__ import annotations
@@ -40,12 +49,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 MAX_EXACT_JOBS = 6
-# Distinct objective values differ by at least 1/lcm(T_i, T_j) >= 1/T_max² in the float rates
-# the search compares; up to 10^5 quanta that is >= 1e-10, far above the float error and _EPS.
 MAX_PERIOD_QUANTA = 100_000
 DEFAULT_MAX_NODES = 200_000
 _PAIR_CLOSURE_LIMIT = 250_000  # gcd² up to which the last two jobs are solved jointly
-_EPS = 1e-12
+_INT64_TOTAL_LIMIT = 2**62  # a scaled total below this cannot overflow int64 in any sum the search forms
 
 
 @dataclass(frozen=True)
@@ -190,37 +197,45 @@ def overlap_ms(jobs: Sequence[JobTiming], shifts_ms: dict[str, float], quantum_m
 
 @dataclass
 class _Problem:
-    """Integer instance with the per-pair tables, as rates (overlap per unit time)."""
+    """Integer instance with the per-pair tables, as rates on one integer scale.
+
+    The search's costs count only the *active* pairs (those whose overlap depends
+    on the shifts), each as ``table * scale // lcm``: an exact integer multiple
+    of the pair's overlap per unit time. The inert pairs add the same constant to
+    every schedule, so they change no comparison.
+    """
 
     periods: list[int]
     comms: list[int]
     n: int = 0
     residue: list[int] = field(default_factory=list)  # G_i: s_i matters modulo this
-    inert_cost: float = 0.0  # pairs whose overlap does not depend on the shifts
-    # directed[i][j][x]: rate when (s_j - s_i) mod g_ij == x, tiled to length G_j
+    scale: int = 1  # lcm of the active pairs' lcms: cost = overlap per unit time × scale
+    dtype: type = np.int64  # object (Python integers) when a total could overflow int64
+    # directed[i][j][x]: scaled rate when (s_j - s_i) mod g_ij == x, tiled to length G_j
     directed: list[list[np.ndarray | None]] = field(default_factory=list)
-    pair_min: dict[tuple[int, int], float] = field(default_factory=dict)
+    pair_min: dict[tuple[int, int], int] = field(default_factory=dict)  # active pairs, scaled
     tables: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
         n = self.n = len(self.periods)
         p, c = self.periods, self.comms
-        self.inert_cost = 0.0
         active = []
         for i in range(n):
             for j in range(i + 1, n):
                 self.tables[(i, j)] = table = pair_overlap_table(p[i], c[i], p[j], c[j])
-                self.pair_min[(i, j)] = float(table.min()) / math.lcm(p[i], p[j])
-                if table.min() == table.max():  # every relative shift costs the same: inert
-                    self.inert_cost += self.pair_min[(i, j)]
-                else:
+                if table.min() != table.max():  # else every relative shift costs the same: inert
                     active.append((i, j))
         # only active pairs constrain a shift: s_i matters modulo lcm of their gcds
         self.residue = [math.lcm(1, *(math.gcd(p[a], p[b]) for a, b in active if i in (a, b))) for i in range(n)]
+        self.scale = math.lcm(1, *(math.lcm(p[i], p[j]) for i, j in active))
+        weight = {(i, j): self.scale // math.lcm(p[i], p[j]) for i, j in active}
+        worst = sum(int(self.tables[pair].max()) * w for pair, w in weight.items())
+        self.dtype = np.int64 if worst < _INT64_TOTAL_LIMIT else object
         self.directed = [[None] * n for _ in range(n)]
         for i, j in active:
             g = math.gcd(p[i], p[j])
-            rate = self.tables[(i, j)] / math.lcm(p[i], p[j])
+            rate = self.tables[(i, j)].astype(self.dtype) * weight[(i, j)]
+            self.pair_min[(i, j)] = int(rate.min())
             self.directed[i][j] = np.tile(rate, self.residue[j] // g)
             self.directed[j][i] = np.tile(rate[(-np.arange(g)) % g], self.residue[i] // g)
 
@@ -233,24 +248,26 @@ class _Problem:
             total += int(table[(shifts[j] - shifts[i]) % len(table)]) * (h // lcm)
         return total
 
-    def cost(self, shifts: Sequence[int]) -> float:
-        total = self.inert_cost
+    def cost(self, shifts: Sequence[int]) -> int:
+        """The active pairs' scaled cost of these shifts (exact)."""
+        total = 0
         for i in range(self.n):
             for j in range(i + 1, self.n):
                 row = self.directed[i][j]
                 if row is not None:
-                    total += row[(shifts[j] - shifts[i]) % len(row)]
+                    total += int(row[(shifts[j] - shifts[i]) % len(row)])
         return total
 
     def cost_array(self, i: int, shifts: Sequence[int | None]) -> np.ndarray:
         """Cost of every residue of job i against the jobs with a shift."""
-        out = np.zeros(self.residue[i])
+        out = np.zeros(self.residue[i], dtype=self.dtype)
         for j, s in enumerate(shifts):
             if j != i and s is not None and self.directed[j][i] is not None:
                 out += _rolled(self.directed[j][i], s)
         return out
 
-    def pairwise_bound(self) -> float:
+    def pairwise_bound(self) -> int:
+        """Every active pair at its own best residue, scaled: a lower bound on :meth:`cost`."""
         return sum(self.pair_min.values())
 
     def pairwise_bound_quanta(self) -> int:
@@ -274,7 +291,7 @@ def _heuristic(prob: _Problem, restarts: int, seed: int) -> list[int]:
         shifts: list[int | None] = [None] * prob.n
         for i in order if attempt == 0 else rng.permutation(prob.n):
             arr = prob.cost_array(i, shifts)
-            low = np.flatnonzero(arr <= arr.min() + _EPS)
+            low = np.flatnonzero(arr == arr.min())
             shifts[i] = int(low[0] if attempt == 0 else rng.choice(low))
         improved = True
         while improved:
@@ -282,10 +299,10 @@ def _heuristic(prob: _Problem, restarts: int, seed: int) -> list[int]:
             for i in range(prob.n):
                 arr = prob.cost_array(i, shifts)
                 k = int(arr.argmin())
-                if arr[k] < arr[shifts[i]] - _EPS:
+                if arr[k] < arr[shifts[i]]:
                     shifts[i], improved = k, True
         cost = prob.cost(shifts)
-        if cost < best_cost - _EPS:
+        if cost < best_cost:
             best, best_cost = list(shifts), cost
         if best_cost <= 0:
             break
@@ -297,7 +314,7 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
     n = prob.n
     best = list(incumbent)
     best_cost = prob.cost(best)
-    if best_cost <= prob.pairwise_bound() + _EPS:  # meets the bound: already optimal
+    if best_cost <= prob.pairwise_bound():  # meets the bound: already optimal
         return best, 0
     anchor = max(range(n), key=lambda i: prob.residue[i])
     key = [(prob.periods[i], prob.comms[i]) for i in range(n)]
@@ -314,14 +331,14 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
             i = free[0]
             lo, hi = bounds(i, shifts)
             v = lo + int(arrays[i][lo : hi + 1].argmin())
-            if cost + arrays[i][v] < best_cost - _EPS:
-                best, best_cost = list(shifts), cost + float(arrays[i][v])
+            if cost + int(arrays[i][v]) < best_cost:
+                best, best_cost = list(shifts), cost + int(arrays[i][v])
                 best[i] = v
             return
-        mins = {i: float(arrays[i].min()) for i in free}
+        mins = {i: int(arrays[i].min()) for i in free}
         rest = sum(prob.pair_min[(a, b)] for a in free for b in free if a < b and prob.directed[a][b] is not None)
         bound = cost + rest + sum(mins.values())
-        if bound >= best_cost - _EPS:
+        if bound >= best_cost:
             return
         if len(free) == 2 and not twins[free[0]] and not twins[free[1]]:
             i, j = free
@@ -332,7 +349,7 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
         # candidates of each free job: residues that can still beat the incumbent
         choice, cands = None, None
         for i in free:
-            slack = best_cost - _EPS - (bound - mins[i])
+            slack = best_cost - (bound - mins[i])
             lo, hi = bounds(i, shifts)
             idx = np.flatnonzero(arrays[i][lo : hi + 1] < slack) + lo
             if cands is None or len(idx) < len(cands):
@@ -346,7 +363,7 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
             shifts[choice] = v
             child = {i: arrays[i] if prob.directed[choice][i] is None else arrays[i] + _rolled(prob.directed[choice][i], v)
                      for i in others}
-            search(shifts, child, cost + float(arrays[choice][v]))
+            search(shifts, child, cost + int(arrays[choice][v]))
             shifts[choice] = None
             if best_cost <= 0:
                 return
@@ -369,17 +386,17 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
             pair_matrix[(i, j)] = prob.directed[i][j][(y - x) % g]
         total = a_i[:, None] + a_j[None, :] + pair_matrix[(i, j)]
         k = int(total.argmin())
-        if cost + total.flat[k] < best_cost - _EPS:
+        if cost + int(total.flat[k]) < best_cost:
             rx, ry = divmod(k, g)
             best = list(shifts)
             best[i] = rx + g * int(arrays[i].reshape(-1, g)[:, rx].argmin())
             best[j] = ry + g * int(arrays[j].reshape(-1, g)[:, ry].argmin())
-            best_cost = cost + float(total.flat[k])
+            best_cost = cost + int(total.flat[k])
 
     start: list[int | None] = [None] * n
     start[anchor] = 0
     arrays = {i: prob.cost_array(i, start) for i in range(n) if i != anchor}
-    search(start, arrays, prob.inert_cost)
+    search(start, arrays, 0)
     return best, nodes
 
 

@@ -17,11 +17,24 @@ by more than 1 % over ``none``. ``--policy P`` (a built-in or one registered by
 ``--policy-file``) also simulates ``P`` and reports ``policy_helps`` by the same
 rule (columns ``throughput_policy``, ``policy_gain``, ``policy_helps``; with the
 default ``P = shift`` they repeat the shift columns).
+
+Two-sided, with intervals. With the threshold ``θ`` (``--threshold-pct``,
+default 1 %) every simulated policy's gain over ``none`` is classed as
+*helps* (> θ), *hurts* (< −θ) or *neutral*; each fraction carries a 95 %
+Wilson score interval. The ``noise_floor`` classes a sham gain the same way:
+the baseline against itself, i.e. the jobs with random start offsets under one
+seed against the same jobs with random offsets under another (policy
+``random`` twice). Nothing is scheduled in either arm, so whatever it "helps"
+or "hurts" is what start offsets and the finite horizon alone move the
+fluid model's throughput by; a policy's fraction is worth reading only above
+it. ``none`` against itself would be no test: it has no randomness and would
+always report zero.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -34,12 +47,15 @@ from controller.theory.policies import load_from_environment
 from controller.theory.schedule import JobTiming, comm_quanta, compute_schedule, period_quanta
 
 HELPS_THRESHOLD = 0.01
+WILSON_Z95 = 1.959963984540054  # standard normal quantile at 0.975
 ZOO_WORKERS = (2, 4, 8)
 HELP = (
     "sample random job combinations and report how often a zero-overlap schedule exists "
     "(feasible_fraction) and how often shift helps (shift_helps_fraction). shift_helps: in the "
     "fluid model, the optimal static shift raises the normalised throughput (mean over jobs of "
-    "solo period / realised iteration time) by more than 1 % over `none` (all first bursts at t=0)."
+    "solo period / realised iteration time) by more than 1 % over `none` (all first bursts at t=0). "
+    "With --threshold-pct each policy is also reported two-sided (helps / neutral / hurts, with 95 % "
+    "Wilson intervals) next to a noise floor: random start offsets against other random start offsets."
 )
 
 
@@ -64,6 +80,10 @@ class Combination:
     throughput_policy: float = math.nan
     policy_gain: float = math.nan
     policy_helps: bool = False
+    shift_hurts: bool = False
+    policy_hurts: bool = False
+    throughput_sham: float = math.nan
+    sham_gain: float = math.nan
 
 
 # ---------------------------------------------------------------- sampling and evaluation
@@ -94,18 +114,23 @@ def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming
     return jobs
 
 
-def evaluate(jobs: list[JobTiming], quantum_ms: float, iterations: int = 40, policy: str = "shift") -> dict:
-    """Schedule + fluid model for one on-grid combination (``none``, ``shift`` and ``policy``)."""
+def evaluate(jobs: list[JobTiming], quantum_ms: float, iterations: int = 40, policy: str = "shift",
+             threshold: float = HELPS_THRESHOLD, sham_seed: int | str = 0) -> dict:
+    """Schedule + fluid model for one on-grid combination (``none``, ``shift``, ``policy`` and the sham)."""
     schedule = compute_schedule(jobs, quantum_ms)
     results = fluid.compare_policies(schedule, tuple(dict.fromkeys(("none", "shift", policy))), iterations=iterations)
     none, shift = results["none"].normalised_throughput, results["shift"].normalised_throughput
     other = results[policy].normalised_throughput
     gain, other_gain = shift / none - 1, other / none - 1
+    sham_seeds = random.Random(sham_seed).sample(range(1 << 30), 2)  # two independent sets of offsets
+    sham_base, sham = (fluid.simulate_policy(schedule, "random", seed=s, iterations=iterations).normalised_throughput
+                       for s in sham_seeds)
     return {"hyperperiod_ms": schedule.hyperperiod_ms, "feasible": schedule.feasible, "method": schedule.method,
             "overlap_fraction": schedule.overlap_fraction, "throughput_none": none,
-            "throughput_shift": shift, "shift_gain": gain, "shift_helps": gain > HELPS_THRESHOLD,
+            "throughput_shift": shift, "shift_gain": gain, "shift_helps": gain > threshold,
             "policy": policy, "throughput_policy": other, "policy_gain": other_gain,
-            "policy_helps": other_gain > HELPS_THRESHOLD}
+            "policy_helps": other_gain > threshold, "shift_hurts": gain < -threshold,
+            "policy_hurts": other_gain < -threshold, "throughput_sham": sham, "sham_gain": sham / sham_base - 1}
 
 
 def _task(args) -> list[Combination]:
@@ -116,7 +141,9 @@ def _task(args) -> list[Combination]:
     rows = []
     for q in settings["quanta"]:
         jobs = on_grid(raw, q)
-        r = evaluate(jobs, q, settings["iterations"], settings.get("policy", "shift"))
+        sham_seed = f"{settings['seed']}/{n}/{sample}/{q:g}"  # random.Random hashes a str seed the same everywhere
+        r = evaluate(jobs, q, settings["iterations"], settings.get("policy", "shift"),
+                     settings.get("threshold", HELPS_THRESHOLD), sham_seed)
         rows.append(Combination(n, q, sample, ";".join(f"{j.period_ms:g}" for j in jobs),
                                 ";".join(f"{j.comm_ms:g}" for j in jobs), **r))
     return rows
@@ -145,16 +172,42 @@ def run_sweep(settings: dict, workers: int = 1, progress: bool = False) -> list[
     return rows
 
 
-def summarise(rows: list[Combination]) -> dict:
+def wilson_interval(successes: int, trials: int, z: float = WILSON_Z95) -> tuple[float, float]:
+    """Wilson score interval for a binomial fraction (sound at 0 and 1, unlike p ± z·se)."""
+    if trials == 0:
+        return (math.nan, math.nan)
+    p, z2 = successes / trials, z * z
+    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def two_sided(gains: list[float], threshold: float) -> dict:
+    """Fractions of gains above ``threshold``, below ``-threshold`` and between, with 95 % Wilson intervals."""
+    n = len(gains)
+    counts = {"helps": sum(g > threshold for g in gains), "hurts": sum(g < -threshold for g in gains)}
+    counts["neutral"] = n - counts["helps"] - counts["hurts"]
+    out = {f"{k}_fraction": counts[k] / n if n else math.nan for k in ("helps", "neutral", "hurts")}
+    out["ci95"] = {k: [round(x, 4) for x in wilson_interval(counts[k], n)] for k in ("helps", "neutral", "hurts")}
+    return out
+
+
+def summarise(rows: list[Combination], threshold: float = HELPS_THRESHOLD) -> dict:
     """Overall fractions and the same broken down by number of jobs, quantum, and both."""
 
     def fractions(sel: list[Combination]) -> dict:
         n = len(sel)
+        policies = {"shift": two_sided([r.shift_gain for r in sel], threshold)}
+        for name in sorted({r.policy for r in sel} - {"shift"}):
+            policies[name] = two_sided([r.policy_gain for r in sel if r.policy == name], threshold)
         return {"combinations": n,
                 "feasible_fraction": sum(r.feasible for r in sel) / n if n else math.nan,
                 "shift_helps_fraction": sum(r.shift_helps for r in sel) / n if n else math.nan,
                 "policy_helps_fraction": sum(r.policy_helps for r in sel) / n if n else math.nan,
-                "heuristic_fraction": sum(r.method == "heuristic" for r in sel) / n if n else math.nan}
+                "heuristic_fraction": sum(r.method == "heuristic" for r in sel) / n if n else math.nan,
+                "policies": policies,
+                "noise_floor": {"sham": "random start offsets against other random start offsets",
+                                **two_sided([r.sham_gain for r in sel], threshold)}}
 
     jobs = sorted({r.n_jobs for r in rows})
     quanta = sorted({r.quantum_ms for r in rows})

@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 from controller.theory import zoo
 from controller.theory.policies import UnknownPolicy, get_policy
-from controller.theory.sweep import HELP, Combination, run_sweep, summarise
+from controller.theory.sweep import HELP, HELPS_THRESHOLD, Combination, run_sweep, summarise
 from scenarios import policyfiles
 from scenarios.errors import InputError
 
@@ -35,9 +35,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--iterations", type=int, default=40, help="fluid-model iterations per job")
     parser.add_argument("--policy", default="shift",
                         help="also report how often this policy helps over `none` (default: shift)")
+    parser.add_argument("--threshold-pct", type=float, default=100 * HELPS_THRESHOLD,
+                        help="a gain above this (percent) helps, below minus this hurts, else neutral (default 1)")
     policyfiles.add_argument(parser)
-    parser.epilog = ("shift_helps := normalised throughput under `shift` > 1.01 × under `none`, where normalised "
-                     "throughput = mean over jobs of solo period / realised mean iteration time (fluid model).")
+    parser.epilog = ("shift_helps := normalised throughput under `shift` > (1 + threshold) × under `none`, where "
+                     "normalised throughput = mean over jobs of solo period / realised mean iteration time (fluid "
+                     "model); hurts := below (1 - threshold) ×. noise_floor: the same fractions for random start "
+                     "offsets against other random start offsets (the model's own noise).")
 
 
 # ---------------------------------------------------------------- output
@@ -137,13 +141,15 @@ def settings_from_args(args) -> dict:
             raise InputError(f"{name}: must be at least 1, got {value}")
     if not (math.isfinite(args.zoo_link_mbps) and args.zoo_link_mbps > 0):
         raise InputError(f"--zoo-link-mbps: must be positive, got {args.zoo_link_mbps}")
+    if not (math.isfinite(args.threshold_pct) and 0 <= args.threshold_pct < 100):
+        raise InputError(f"--threshold-pct: need 0 <= value < 100, got {args.threshold_pct}")
     try:
         get_policy(args.policy)
     except UnknownPolicy as exc:
         raise InputError(f"--policy: {exc}") from None
     return {"policy": args.policy, "seed": args.seed, "jobs": jobs, "samples": args.samples, "period_range": period_range,
             "frac_range": frac_range, "quanta": quanta, "zoo": args.zoo,
-            "zoo_link_mbps": args.zoo_link_mbps, "iterations": args.iterations}
+            "zoo_link_mbps": args.zoo_link_mbps, "iterations": args.iterations, "threshold": args.threshold_pct / 100}
 
 
 def run(args) -> int:
@@ -152,7 +158,7 @@ def run(args) -> int:
     started = time.perf_counter()
     rows = run_sweep(settings, args.workers, progress=True)
     elapsed = time.perf_counter() - started
-    summary = {**summarise(rows), "settings": settings, "elapsed_s": round(elapsed, 2),
+    summary = {**summarise(rows, settings["threshold"]), "settings": settings, "elapsed_s": round(elapsed, 2),
                "combinations_per_s": round(len(rows) / elapsed, 1)}
     if args.out:
         write_out(args.out, rows, summary)
@@ -160,14 +166,34 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"{summary['combinations']} combinations: feasible {summary['feasible_fraction']:.1%}, "
-              f"shift helps {summary['shift_helps_fraction']:.1%} (does not help: {1 - summary['shift_helps_fraction']:.1%})")
-        other = settings["policy"] if settings["policy"] != "shift" else None
-        if other:
-            print(f"{other} helps {summary['policy_helps_fraction']:.1%} (does not help: "
-                  f"{1 - summary['policy_helps_fraction']:.1%})")
-        print(f"{'jobs':>5}{'quantum_ms':>12}{'feasible':>10}{'helps':>8}" + (f"{other:>12}" if other else ""))
-        for c in summary["by_jobs_and_quantum"]:
-            print(f"{c['n_jobs']:>5}{c['quantum_ms']:>12g}{c['feasible_fraction']:>10.1%}{c['shift_helps_fraction']:>8.1%}"
-                  + (f"{c['policy_helps_fraction']:>12.1%}" if other else ""))
+        _print_table(summary, settings)
     return 0
+
+
+def _two_sided_line(name: str, fractions: dict) -> str:
+    ci = fractions["ci95"]
+    return f"{name}: " + ", ".join(f"{k} {fractions[f'{k}_fraction']:.1%} [{ci[k][0]:.1%}, {ci[k][1]:.1%}]"
+                                   for k in ("helps", "neutral", "hurts"))
+
+
+def _print_table(summary: dict, settings: dict) -> None:
+    """The text output: two-sided fractions with 95 % intervals, then one row per cell (noise: the
+    noise floor's helps + hurts)."""
+    print(f"{summary['combinations']} combinations: feasible {summary['feasible_fraction']:.1%}, "
+          f"shift helps {summary['shift_helps_fraction']:.1%} (does not help: {1 - summary['shift_helps_fraction']:.1%})")
+    other = settings["policy"] if settings["policy"] != "shift" else None
+    if other:
+        print(f"{other} helps {summary['policy_helps_fraction']:.1%} (does not help: "
+              f"{1 - summary['policy_helps_fraction']:.1%})")
+    for name, fractions in summary["policies"].items():
+        print(_two_sided_line(name, fractions))
+    print(_two_sided_line("noise floor (random vs random offsets)", summary["noise_floor"]))
+    print(f"{'jobs':>5}{'quantum_ms':>12}{'feasible':>10}{'helps':>8}{'hurts':>8}{'noise':>8}"
+          + (f"{other:>12}{'hurts':>8}" if other else ""))
+    for c in summary["by_jobs_and_quantum"]:
+        noise = c["noise_floor"]["helps_fraction"] + c["noise_floor"]["hurts_fraction"]
+        line = (f"{c['n_jobs']:>5}{c['quantum_ms']:>12g}{c['feasible_fraction']:>10.1%}{c['shift_helps_fraction']:>8.1%}"
+                f"{c['policies']['shift']['hurts_fraction']:>8.1%}{noise:>8.1%}")
+        if other:
+            line += f"{c['policy_helps_fraction']:>12.1%}{c['policies'][other]['hurts_fraction']:>8.1%}"
+        print(line)

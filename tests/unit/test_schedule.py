@@ -2,7 +2,10 @@
 
 import itertools
 import math
+import random
+from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +13,7 @@ from hypothesis import strategies as st
 from controller.theory.schedule import (
     BeyondExactMethod,
     JobTiming,
+    _Problem,
     compute_schedule,
     hyperperiod_ms,
     overlap_ms,
@@ -138,3 +142,85 @@ def test_node_budget_refusal_instead_of_hanging():
     fallback = compute_schedule(jobs, max_nodes=1)
     assert fallback.method == "heuristic" and fallback.overlap_ms >= exact.overlap_ms
     assert fallback.lower_bound_ms <= exact.overlap_ms
+
+
+# ---------------------------------------------------------------- exact integer costs
+def random_instance(rng, n, max_period):
+    periods = [rng.randint(2, max_period) for _ in range(n)]
+    return periods, [rng.randint(1, t - 1) for t in periods]
+
+
+def inert_quanta(prob):
+    """Overlap per hyper-period of the pairs whose cost does not depend on the shifts."""
+    h = math.lcm(*prob.periods)
+    return sum(int(t[0]) * (h // math.lcm(prob.periods[i], prob.periods[j]))
+               for (i, j), t in prob.tables.items() if (i, j) not in prob.pair_min)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_integer_costs_equal_brute_force_exactly(seed):
+    rng = random.Random(seed)
+    periods, comms = random_instance(rng, rng.randint(3, 4), 9)
+    prob = _Problem(periods, comms)
+    h = math.lcm(*periods)
+    assert h % prob.scale == 0
+    for _ in range(10):
+        shifts = [rng.randrange(t) for t in periods]
+        cost = prob.cost(shifts)
+        assert isinstance(cost, int)
+        assert cost * (h // prob.scale) + inert_quanta(prob) == brute_overlap(periods, comms, shifts)
+    jobs = [JobTiming(f"j{i}", t, c) for i, (t, c) in enumerate(zip(periods, comms, strict=True))]
+    assert compute_schedule(jobs, 1.0, method="exact").overlap_ms == brute_optimum(periods, comms)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_costs_are_ordered_as_the_exact_rationals(seed):
+    """Three to four jobs with periods of thousands of quanta: the sum of the pairs' rates
+    as Fractions orders every pair of shift vectors exactly as the integer costs do."""
+    rng = random.Random(100 + seed)
+    base = rng.randint(20, 200)
+    periods = [base * rng.randint(5, 60) for _ in range(rng.randint(3, 4))]
+    comms = [rng.randint(1, base) for _ in periods]
+    prob = _Problem(periods, comms)
+    samples = []
+    for _ in range(200):
+        shifts = [rng.randrange(t) for t in periods]
+        rate = sum((Fraction(int(t[(shifts[j] - shifts[i]) % len(t)]), math.lcm(periods[i], periods[j]))
+                    for (i, j), t in prob.tables.items() if (i, j) in prob.pair_min), Fraction(0))
+        assert prob.cost(shifts) == rate * prob.scale
+        samples.append(rate)
+    assert len(set(samples)) > 1
+
+
+def test_python_integers_when_a_total_could_overflow_int64():
+    # gcd 2, otherwise distinct primes near 5e4: a pair's weight scale / lcm is about 5e4^4
+    periods = [2 * q for q in (49999, 49993, 49991, 49957, 49943, 49939)]
+    comms = [1] * 6
+    prob = _Problem(periods, comms)
+    assert prob.dtype is object and prob.scale > 2**63
+    rng = random.Random(3)
+    h = math.lcm(*periods)
+    for _ in range(5):
+        shifts = [rng.randrange(t) for t in periods]
+        assert prob.cost(shifts) * (h // prob.scale) + inert_quanta(prob) == prob.overlap_quanta(shifts)
+    array = prob.cost_array(1, [0, None, 1, None, None, None])
+    assert array.dtype == object and all(type(x) is int for x in array)
+
+
+def test_small_instances_stay_int64():
+    prob = _Problem([300, 450, 900], [60, 80, 100])
+    assert prob.dtype is np.int64 and prob.cost_array(1, [0, None, None]).dtype == np.int64
+
+
+def test_costs_closer_than_any_float_tolerance_are_told_apart():
+    """Three jobs whose best and second-best schedules differ by 41 quanta per hyper-period of
+    4.2e13 quanta: 9.7e-13 per unit time, below a 1e-12 float tolerance, which took the worse
+    schedule (369 911) for optimal. The optimum is checked over every residue (shifts matter mod 2)."""
+    periods, comms = [45036, 83522, 45118], [3, 3, 3]
+    prob = _Problem(periods, comms)
+    assert prob.residue == [2, 2, 2]
+    every = {s: prob.overlap_quanta([0, *s]) for s in itertools.product(range(2), range(2))}
+    assert sorted(set(every.values()))[:2] == [369870, 369911]
+    assert (369911 - 369870) / math.lcm(*periods) < 1e-12
+    sched = compute_schedule(as_jobs(periods, comms), 1.0, method="exact")
+    assert sched.overlap_ms == 369870 == min(every.values())

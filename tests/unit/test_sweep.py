@@ -10,6 +10,7 @@ import math
 import random
 
 import numpy as np
+import pytest
 
 from controller.theory.sweep import run_sweep, summarise
 
@@ -140,6 +141,65 @@ def test_sweep_cli_writes_csv_plots_and_one_json_object(tmp_path):
     assert {p.name for p in out.iterdir()} == {"sweep.csv", "summary.json", "feasible_fraction.png",
                                                "shift_helps_fraction.png"}
     assert len((out / "sweep.csv").read_text().splitlines()) == 17
+    header = (out / "sweep.csv").read_text().splitlines()[0].split(",")
+    assert {"shift_helps", "shift_hurts", "sham_gain", "throughput_sham"} <= set(header)
+    assert set(doc["policies"]["shift"]) == {"helps_fraction", "neutral_fraction", "hurts_fraction", "ci95"}
+    assert doc["noise_floor"]["ci95"]["hurts"][0] <= doc["noise_floor"]["hurts_fraction"]
+    bad_threshold = subprocess.run([str(repo / ".venv/bin/shiftbed"), "sweep", "--threshold-pct", "-1"],
+                                   capture_output=True, text=True, timeout=60, cwd=repo)
+    assert bad_threshold.returncode == 2 and "--threshold-pct" in bad_threshold.stderr
     bad = subprocess.run([str(repo / ".venv/bin/shiftbed"), "sweep", "--period-ms", "10:5"],
                          capture_output=True, text=True, timeout=60, cwd=repo)
     assert bad.returncode == 2 and "--period-ms" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- two-sided fractions and the noise floor
+
+
+def test_wilson_interval_against_a_hand_computed_value():
+    from controller.theory.sweep import wilson_interval
+
+    # 27 of 100, z = 1.96: centre (0.27 + 0.019207) / 1.038415 = 0.278510,
+    # half-width 1.96 * sqrt(0.001971 + 0.00009604) / 1.038415 = 0.085815
+    lo, hi = wilson_interval(27, 100)
+    assert math.isclose(lo, 0.19270, abs_tol=5e-5) and math.isclose(hi, 0.36432, abs_tol=5e-5)
+    assert wilson_interval(0, 10)[0] == 0.0 and 0.27 < wilson_interval(0, 10)[1] < 0.28  # never below 0
+    assert wilson_interval(10, 10)[1] == pytest.approx(1.0) and math.isnan(wilson_interval(0, 0)[0])
+
+
+def test_two_sided_fractions_split_by_the_threshold():
+    from controller.theory.sweep import two_sided
+
+    got = two_sided([0.05, 0.011, 0.01, 0.0, -0.01, -0.02, -0.5, 0.2], 0.01)
+    assert (got["helps_fraction"], got["neutral_fraction"], got["hurts_fraction"]) == (3 / 8, 3 / 8, 2 / 8)
+    for k in ("helps", "neutral", "hurts"):
+        lo, hi = got["ci95"][k]
+        assert lo <= got[f"{k}_fraction"] <= hi
+    assert two_sided([0.05, 0.011], 0.02)["helps_fraction"] == 0.5
+
+
+def test_summary_reports_every_policy_two_sided_and_a_noise_floor():
+    s = {**settings(2, (50, 300), [1, 10], samples=10), "policy": "gate", "threshold": 0.01}
+    rows = run_sweep(s)
+    summary = summarise(rows, 0.01)
+    for cell in (summary, summary["by_jobs_and_quantum"][0]):
+        assert set(cell["policies"]) == {"shift", "gate"}
+        for fractions in (*cell["policies"].values(), cell["noise_floor"]):
+            assert math.isclose(fractions["helps_fraction"] + fractions["neutral_fraction"]
+                                + fractions["hurts_fraction"], 1.0)
+            assert set(fractions["ci95"]) == {"helps", "neutral", "hurts"}
+    shift = summary["policies"]["shift"]
+    assert shift["helps_fraction"] == summary["shift_helps_fraction"]
+    assert shift["hurts_fraction"] == sum(r.shift_gain < -0.01 for r in rows) / len(rows)
+    assert summary["policies"]["gate"]["hurts_fraction"] == sum(r.policy_hurts for r in rows) / len(rows)
+    # the sham compares two independent draws of random offsets: its gains are not all zero
+    assert all(math.isfinite(r.sham_gain) for r in rows) and any(r.sham_gain != 0 for r in rows)
+    assert summary["noise_floor"]["hurts_fraction"] == sum(r.sham_gain < -0.01 for r in rows) / len(rows)
+
+
+def test_threshold_moves_the_classification():
+    rows = run_sweep(settings(2, (50, 300), [10], samples=10))
+    wide = summarise(rows, 0.5)["policies"]["shift"]
+    narrow = summarise(rows, 0.0)["policies"]["shift"]
+    assert wide["neutral_fraction"] >= narrow["neutral_fraction"]
+    assert narrow["helps_fraction"] == sum(r.shift_gain > 0 for r in rows) / len(rows)
