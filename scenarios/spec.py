@@ -16,6 +16,9 @@ Keys (``*`` = required)::
 A job given by ``model`` gets its period and burst from the zoo
 (``controller/theory/zoo.py``) at ``model_link_mbps`` with ``len(workers)`` (or
 ``model_workers``) workers; times are kept and bytes scaled to the fabric.
+Each flow of a job has its own server port, from the job's block of
+``topo.tcp_ports.PORTS_PER_JOB`` (10): a ring of up to 10 workers, a
+parameter server with up to 5 others (2(n − 1) flows).
 
 Bounds are shared, not repeated: a job's name, period and the size of the
 schedule come from ``controller/limits.py`` (the scheduler's REST API applies
@@ -33,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from apps.dltjob import phase_pairs
 from controller import limits
 from controller.theory import zoo
 from controller.theory.policies import (
@@ -44,6 +48,7 @@ from controller.theory.policies import (
 from controller.theory.schedule import JobTiming, comm_quanta, period_quanta, quantize_job
 from scenarios.errors import InputError
 from scenarios.policyfiles import writable_by_others
+from topo.tcp_ports import PORTS_PER_JOB
 from topo.wiring import FabricParamError, FabricParams, check_queue_ms
 
 PATTERNS = ("ring", "ps")
@@ -113,6 +118,10 @@ class Scenario:
         for i, job in enumerate(self.jobs):
             if len(job.workers) < 2:
                 raise InputError(f"{self.path}: jobs[{i}].workers: need at least two workers to run, got {len(job.workers)}")
+            flows = sum(len(phase) for phase in phase_pairs(job.workers, job.pattern))
+            if flows > PORTS_PER_JOB:  # each flow has its own server port, from the job's block of ports
+                raise InputError(f"{self.path}: jobs[{i}].workers: a {job.pattern} of {len(job.workers)} workers "
+                                 f"makes {flows} flows, more than the {PORTS_PER_JOB} ports a job has")
 
 
 def load(path: str | Path) -> Scenario:

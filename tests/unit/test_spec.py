@@ -39,6 +39,28 @@ def test_good_scenario_parses_into_typed_objects():
     assert s.fabric.queue_ms is None  # the fabric's own default
 
 
+@pytest.mark.parametrize("pattern, n_workers, runnable", [
+    ("ring", 10, True),  # a ring sends one flow per worker: 10 flows, the 10 ports a job has
+    ("ring", 11, False),  # 11 flows: the 11th would take the next job's first port
+    ("ps", 6, True),  # a parameter server: 5 pushes then 5 pulls, 2(n - 1) = 10 flows
+    ("ps", 7, False),  # 12 flows
+])
+def test_a_job_has_ten_server_ports_so_at_most_ten_flows(pattern, n_workers, runnable):
+    workers = ", ".join(f"h{k}" for k in range(1, n_workers + 1))
+    s = spec.parse(f"""\
+name: wide
+fabric: {{spines: 1, leaves: 2, hosts_per_leaf: 8, host_link_mbps: 50, fabric_link_mbps: 50}}
+jobs:
+  - {{name: alpha, period_ms: 400, comm_ms: 150, pattern: {pattern}, workers: [{workers}]}}
+""", "s.yaml")
+    if runnable:
+        s.require_runnable()
+        return
+    with pytest.raises(InputError) as exc:
+        s.require_runnable()
+    assert str(exc.value).startswith("s.yaml: jobs[0].workers: ") and "more than the 10 ports" in str(exc.value)
+
+
 def test_fabric_queue_depth_is_optional_and_checked():
     deep = spec.parse(GOOD.replace("fabric_link_mbps: 50}", "fabric_link_mbps: 50, queue_ms: 25}"), "s.yaml")
     assert deep.fabric.queue_ms == 25.0
