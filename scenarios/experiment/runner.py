@@ -32,9 +32,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from controller.limits import search_nodes
 from controller.scheduler_client import SchedulerClient
 from controller.theory.policies import get_policy
-from controller.theory.schedule import compute_schedule
+from controller.theory.schedule import compute_schedule, period_quanta
 from scenarios.experiment.calibration import Calibration
 from scenarios.experiment.drive import (
     MEASURE_ATTEMPTS,
@@ -78,6 +79,15 @@ class RunOptions:
     datapath: str | None = None
 
 
+def run_schedule(scenario):
+    """The schedule the run predicts with: computed as the controller computes it, with the same
+    node budget (``controller.limits.search_nodes``), so that on an instance too big for the exact
+    search both fall back to the same heuristic shifts."""
+    timings = scenario.timings()
+    periods = [period_quanta(t.period_ms, scenario.quantum_ms) for t in timings]
+    return compute_schedule(timings, scenario.quantum_ms, max_nodes=search_nodes(periods))
+
+
 class Experiment:
     """Runs one scenario under the requested policies and writes the results folder."""
 
@@ -86,7 +96,7 @@ class Experiment:
         self.scenario_text = scenario_text
         self.options = options
         self.progress_stream = progress_stream
-        self.schedule = compute_schedule(scenario.timings(), scenario.quantum_ms)
+        self.schedule = run_schedule(scenario)
         self.writer: ResultsWriter | None = None  # the results folder, once the run started
         self.link: SharedLink | None = None  # the link the jobs share, once the fabric is up
         self.queue_ms: float | None = None  # the fabric's queue, once it is up

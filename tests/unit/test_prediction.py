@@ -1,5 +1,7 @@
 """A run's prediction from solo figures, and its knife edges (scenarios/experiment/prediction.py)."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -145,3 +147,23 @@ def test_a_gated_job_is_predicted_late_by_its_median_lead_less_its_launch_lead()
     model = RunModel(schedule, solo, {"a": 8.0}, link_mbps=50.0, queue_ms=0.0)
     _jobs, offsets, _ = model.simulation("gate", {"a": 0.0}, 5)
     assert offsets["a"] == pytest.approx(3.0)  # data reaches the open gate 11 - 8 ms late
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["classroom.yaml", "two-jobs-coprime.yaml", "three-jobs.yaml", "model-zoo.yaml"])
+def test_the_run_predicts_with_the_shifts_the_controller_computes(name):
+    """The run's prediction and the controller's windows come from one schedule: the runner computes
+    it as the scheduler core does, from the same registered times and with the same node budget."""
+    from controller.scheduler import SchedulerCore
+    from scenarios import spec
+    from scenarios.experiment.runner import run_schedule
+
+    scenario = spec.load(REPO / "scenarios" / name)
+    core = SchedulerCore()
+    for k, t in enumerate(scenario.timings()):
+        core.add_job({"name": t.name, "period_ms": t.period_ms, "comm_ms": t.comm_ms, "workers": ["h1", "h3"],
+                      "flows": [{"dpid": 0x101, "src_ip": "10.0.0.1", "dst_ip": "10.0.0.3", "tcp_src": 5201 + k}]})
+    ours = run_schedule(scenario)
+    assert ours.shifts_ms == core.schedule.shifts_ms and ours.method == core.schedule.method
