@@ -56,7 +56,7 @@ def run(args) -> int:
     duration = run_command.parse_duration(args.duration, DEMO_DURATION_S)
     if os.geteuid() != 0:
         raise EnvironmentProblem("the demo builds an emulated fabric and needs root: `sudo make demo`")
-    reports = {}
+    reports, runs = {}, {}
     for name in DEMO_SCENARIOS:
         path = SCENARIOS_DIR / name
         scenario = spec.load(path)
@@ -69,8 +69,10 @@ def run(args) -> int:
         latest = max((p for p in (Path(args.out) / scenario.name).iterdir() if not p.name.startswith(".")),
                      key=lambda p: p.name)
         reports[scenario.name] = str(latest / "report.md")
-    if args.json:
-        print(json.dumps({"reports": reports}))
+        if args.json:
+            runs[scenario.name] = run_command.results_json(latest)
+    if args.json:  # where each report is, and each run's own --json object
+        print(json.dumps({"reports": reports, "runs": runs}))
     else:
         for name, report in reports.items():
             print(f"{name}: {report}")

@@ -225,6 +225,11 @@ def _detach_from_terminal() -> None:
     os.close(devnull)
 
 
+def results_json(results_dir: Path) -> dict:
+    """``--json``'s one object for a finished results folder (``shiftbed demo --json`` gives one per scenario)."""
+    return _json_view(SummaryRecord.from_dict(json.loads((results_dir / "summary.json").read_text())), results_dir)
+
+
 def _json_view(summary: SummaryRecord, results_dir: Path) -> dict:
     """``--json``'s one object: the summary's verdicts and numbers, and where the folder is."""
     whole = summary.to_dict()

@@ -1,18 +1,16 @@
 """`shiftbed demo`, the README's front door, end to end on the real fabric.
 
-One demo at 4 s per policy (a few minutes, root), shared by the tests below. It
-plans and runs both of its scenarios under every built-in policy: the classroom
-pair, which a shift separates, and the coprime pair, which nothing separates
-(the infeasible case). The verdict each report must state is worked out here
-from the scenario files, by the gcd rule for two jobs: c_a + c_b <= gcd(T_a, T_b).
+One demo at 10 s per policy (a few minutes, root; the ``demo_run`` fixture of
+conftest.py, which test_run.py shares). It plans and runs both of its scenarios
+under every built-in policy: the classroom pair, which a shift separates, and
+the coprime pair, which nothing separates (the infeasible case). The verdict
+each report must state is worked out here from the scenario files, by the gcd
+rule for two jobs: c_a + c_b <= gcd(T_a, T_b).
 """
 
 import json
 import math
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -20,8 +18,6 @@ from apps.hoststeal import HostBusy
 from scenarios import spec
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
-DURATION_S = 4
 SCENARIOS = {"classroom": REPO / "scenarios" / "classroom.yaml",
              "two-jobs-coprime": REPO / "scenarios" / "two-jobs-coprime.yaml"}
 POLICIES = ("none", "shift", "gate", "random")  # the built-ins: a scenario without `policies:` runs them all
@@ -30,13 +26,8 @@ RESULTS_FILES = ("scenario.yaml", "environment.json", "schedule.json", "iteratio
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    out = tmp_path_factory.mktemp("demo")
-    result = subprocess.run([SHIFTBED, "demo", "--duration", str(DURATION_S), "--out", str(out), "--json"],
-                            capture_output=True, text=True, timeout=1200, cwd=REPO)
-    return result, out
+def demo(demo_run):
+    return demo_run
 
 
 def separable(path: pathlib.Path) -> bool:
@@ -64,7 +55,10 @@ def test_the_demo_prints_one_json_object(demo):
     result, _ = demo
     assert result.returncode == 0, result.stderr[-3000:]
     doc = json.loads(result.stdout)  # --json: one JSON object and nothing else on stdout
-    assert set(doc) == {"reports"}, doc
+    assert set(doc) == {"reports", "runs"}, doc
+    for name, report in doc["reports"].items():  # each run's own --json object, for its report's folder
+        assert doc["runs"][name]["results_dir"] == str(pathlib.Path(report).parent), doc["runs"][name]
+        assert set(doc["runs"][name]["policies"]) == set(POLICIES)
 
 
 @pytest.mark.root

@@ -2,22 +2,22 @@
 than the model may be off.
 
 Real Mininet + Open vSwitch + Ryu (fabric app + window scheduler) + iperf3 +
-tcpdump, driven through the installed command as a user would. One run (of
-three policies, ~1.5 minutes) is shared by the tests below: `none`, `gate` and
-`random`. `shift` is left out: with gcd 1 its shifts are 0, so on this scenario
-it is `none` (test_demo_end_to_end.py runs it).
+tcpdump. The run is the coprime pair of the ``demo_run`` fixture
+(conftest.py): `shiftbed demo` runs `shiftbed run`'s code on each of its
+scenarios, and its ``--json`` holds each run's own ``--json`` object. All four
+built-in policies, 10 s each.
 
 The scenario is the shipped hard case, scenarios/two-jobs-coprime.yaml: periods
-401 and 600 ms (gcd 1) with 150- and 200-ms bursts on one link, 10 s per policy.
-No static shift separates them, and `gate`, which holds each job to windows
-that keep meeting, costs both jobs a large share of their throughput: the model
-put `gate` 30-50 % slower than `none` and the wire measured -40 % (demo run,
-2026-12-02). So at least one pair of policies differs by more than the
-model's tolerance for every job, and the accuracy test can tell whether the
-model tells the policies apart; on the classroom pair (run by
-test_demo_end_to_end.py) they differ by a few per cent only. (Two jobs with
-equal periods do not serve: their bursts drift apart by themselves under
-`none`, and the policies end up within a few per cent.)
+401 and 600 ms (gcd 1) with 150- and 200-ms bursts on one link. No static shift
+separates them (so `shift` is `none` here), and `gate`, which holds each job to
+windows that keep meeting, costs both jobs a large share of their throughput:
+the model put `gate` 30-50 % slower than `none` and the wire measured -40 %
+(demo run, 2026-12-02). So at least one pair of policies differs by more than
+the model's tolerance for every job, and the accuracy test can tell whether
+the model tells the policies apart; on the classroom pair they differ by a few
+per cent only. (Two jobs with equal periods do not serve: their bursts drift
+apart by themselves under `none`, and the policies end up within a few per
+cent.)
 
 What the tests check the summary against is computed here from the run's own
 tables (iterations.csv, the capture's tcpdump logs), not taken from the summary.
@@ -25,7 +25,6 @@ tables (iterations.csv, the capture's tcpdump logs), not taken from the summary.
 
 import itertools
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -42,8 +41,7 @@ pytestmark = pytest.mark.root
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
 SCENARIO = REPO / "scenarios" / "two-jobs-coprime.yaml"
-DURATION_S = 10
-POLICIES = ("none", "gate", "random")
+POLICIES = ("none", "shift", "gate", "random")  # the demo runs every built-in
 # Cross-checks: captured vs iperf3-reported bytes within 2 %, utilisation from the
 # capture vs port counters within 5 %.
 MAX_BYTES_ERR_PCT = 2.0
@@ -59,14 +57,11 @@ TABLE_MS = 0.01  # unix times in a CSV (a few 0.1 us apart at this magnitude) gi
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    out = tmp_path_factory.mktemp("results")
-    result = subprocess.run([SHIFTBED, "run", str(SCENARIO), "--policy", ",".join(POLICIES), "--out", str(out),
-                             "--duration", str(DURATION_S), "--json"], capture_output=True, text=True, timeout=900)
+def run(demo_run):
+    """The demo's coprime run: its ``--json`` object, its results folder, and the demo's stderr."""
+    result, _ = demo_run
     assert result.returncode == 0, result.stderr[-3000:]
-    doc = json.loads(result.stdout)
+    doc = json.loads(result.stdout)["runs"][SCENARIO.stem]
     return doc, pathlib.Path(doc["results_dir"]), result.stderr
 
 

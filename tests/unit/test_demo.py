@@ -29,10 +29,23 @@ def test_with_json_the_demo_prints_one_object_and_each_runs_table_goes_to_stderr
         return 0
 
     monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(run_command, "results_json", lambda folder: {"results_dir": str(folder)})  # no summary here
     monkeypatch.setattr(demo.os, "geteuid", lambda: 0)
     assert demo.run(SimpleNamespace(duration="6", out=str(tmp_path), json=True)) == 0
     out, err = capsys.readouterr()
-    reports = json.loads(out)["reports"]  # the whole of stdout is one JSON object
-    assert reports == {name: str(tmp_path / name / "20261130T020000Z" / "report.md")
-                       for name in ("classroom", "two-jobs-coprime")}
+    doc = json.loads(out)  # the whole of stdout is one JSON object
+    folders = {name: tmp_path / name / "20261130T020000Z" for name in ("classroom", "two-jobs-coprime")}
+    assert doc["reports"] == {name: str(folder / "report.md") for name, folder in folders.items()}
+    assert doc["runs"] == {name: {"results_dir": str(folder)} for name, folder in folders.items()}
     assert "table of classroom" in err and "table of two-jobs-coprime" in err
+
+
+def test_a_runs_json_object_is_read_back_from_its_results_folder(tmp_path):
+    """What `shiftbed demo --json` prints per scenario: the folder's summary as `run --json` gives it."""
+    import results_example
+
+    folder = results_example.write_example(tmp_path)
+    doc = run_command.results_json(folder)
+    assert doc["results_dir"] == str(folder) and doc["fidelity_ok"] is True and doc["complete"] is True
+    assert set(doc["policies"]) == {"none", "shift", "gate"}
+    assert doc["policies"]["gate"]["throughput_change_vs_none_pct"] == pytest.approx(results_example.GATE_CHANGE_PCT)
