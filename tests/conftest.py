@@ -51,7 +51,7 @@ def skip_reason(report) -> str:
     return str(longrepr)
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: pytest keeps its plug-ins in sets (once a folder has its own conftest)
 class SkipTally:
     """What the session skipped, by kind, and how many tests passed (a plug-in: pytest calls its hooks)."""
 
