@@ -162,7 +162,7 @@ def run(args) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    summary = SummaryRecord.from_dict(json.loads((results_dir / "summary.json").read_text()))
+    summary = _summary_of(results_dir)
     if args.json:
         print(json.dumps(_json_view(summary, results_dir)))
         print(f"report: {results_dir / 'report.md'}", file=sys.stderr)
@@ -225,9 +225,13 @@ def _detach_from_terminal() -> None:
     os.close(devnull)
 
 
+def _summary_of(results_dir: Path) -> SummaryRecord:
+    return SummaryRecord.from_dict(json.loads((results_dir / "summary.json").read_text()))
+
+
 def results_json(results_dir: Path) -> dict:
     """``--json``'s one object for a finished results folder (``shiftbed demo --json`` gives one per scenario)."""
-    return _json_view(SummaryRecord.from_dict(json.loads((results_dir / "summary.json").read_text())), results_dir)
+    return _json_view(_summary_of(results_dir), results_dir)
 
 
 def _json_view(summary: SummaryRecord, results_dir: Path) -> dict:

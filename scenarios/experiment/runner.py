@@ -35,7 +35,7 @@ import pandas as pd
 from controller.limits import search_nodes
 from controller.scheduler_client import SchedulerClient
 from controller.theory.policies import get_policy
-from controller.theory.schedule import compute_schedule, period_quanta
+from controller.theory.schedule import compute_schedule, to_quanta
 from scenarios.experiment.calibration import Calibration
 from scenarios.experiment.drive import (
     MEASURE_ATTEMPTS,
@@ -84,7 +84,7 @@ def run_schedule(scenario):
     node budget (``controller.limits.search_nodes``), so that on an instance too big for the exact
     search both fall back to the same heuristic shifts."""
     timings = scenario.timings()
-    periods = [period_quanta(t.period_ms, scenario.quantum_ms) for t in timings]
+    periods = [to_quanta(t.period_ms, scenario.quantum_ms) for t in timings]  # as SchedulerCore counts them
     return compute_schedule(timings, scenario.quantum_ms, max_nodes=search_nodes(periods))
 
 
