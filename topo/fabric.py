@@ -43,9 +43,11 @@ from mininet.node import OVSSwitch, RemoteController
 from topo import ovs_heap, ovs_txbuf, runrecord
 from topo.leafspine import (
     DEFAULT_QUEUE_MS,
+    FAIR_CLASSES,
     JUMBO_MTU,
     FabricLink,
     LeafSpineTopo,
+    data_class_cmd,
     source_port_filter,
 )
 from topo.wiring import FabricParams, fabric_wiring
@@ -368,6 +370,21 @@ class Fabric:
         out = node.cmd(source_port_filter(str(node.defaultIntf()), src_port, dscp)).strip()
         if out:
             raise FabricError(f"{host}: tc filter for source port {src_port}: {out}")
+
+    def rank_job_classes(self, ranks: dict[int, int] | None) -> None:
+        """Strict priority between the jobs' data classes on every shaped interface: ``ranks[dscp]``
+        (0 first; ``topo.leafspine.data_class_cmd``), or back to fair shares for every class (None)."""
+        dscps = range(1, FAIR_CLASSES + 1)
+        for node in self.net.hosts + self.net.switches:
+            for intf in node.intfList():
+                bw = intf.params.get("bw") if hasattr(intf, "params") else None
+                if not bw:
+                    continue
+                for dscp in dscps:
+                    rank = None if ranks is None else ranks.get(dscp)
+                    out = node.cmd(data_class_cmd(str(intf), bw, dscp, rank, self.mtu)).strip()
+                    if out:
+                        raise FabricError(f"{intf}: tc class change for DSCP {dscp}: {out}")
 
     def set_pins(self, pins) -> dict:
         """Replace the controller's pins at run time (``PUT /fabric/pins``); returns its status."""

@@ -44,6 +44,26 @@ def fair_classid(dscp: int) -> str:
     return f"5:{0x21 + dscp:x}"
 
 
+# Strict priority between jobs: every job's class keeps this share of the data
+# rate as a floor and may borrow the whole link; HTB lends spare rate to the
+# lowest ``prio`` first, so the first-ranked job takes all it can use and the
+# next ones what it leaves. The floor is what makes it "strict" only nearly:
+# a lower-ranked burst never stops dead (its connection stays alive).
+PRIORITY_FLOOR_SHARE = 0.01
+
+
+def data_class_cmd(dev: str, bw_mbps: float, dscp: int, rank: int | None, mtu: int = JUMBO_MTU) -> str:
+    """tc command: re-rate the data class of ``dscp`` on ``dev`` (see :meth:`FabricIntf.bwCmds`).
+
+    ``rank`` None: its fair share (the fabric's default); ``rank`` 0..7: strict
+    priority, 0 first (:data:`PRIORITY_FLOOR_SHARE`)."""
+    data_mbps = bw_mbps * 0.9
+    rate = data_mbps / (FAIR_CLASSES + 1) if rank is None else data_mbps * PRIORITY_FLOOR_SHARE
+    prio = 1 if rank is None else min(max(int(rank), 0), 7)
+    return (f"tc class change dev {dev} parent 5:20 classid {fair_classid(dscp)} htb rate {rate:.6g}Mbit "
+            f"ceil {bw_mbps:g}Mbit prio {prio} quantum {2 * mtu}")
+
+
 # The priority class (see FabricIntf.bwCmds) takes TCP packets that never jump
 # queued data of their own connection:
 # - pure ACKs: under 128 bytes, 20-byte IP header, ACK set, neither PSH nor FIN;

@@ -147,6 +147,41 @@ class TestRunningFabric:
         return report["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
+    def test_ranked_job_classes_give_the_first_job_the_link(self, fabric, tmp_path):
+        """Strict priority between jobs (``Fabric.rank_job_classes``, the `priority` policy): of two
+        jobs' TCP flows on one uplink the first-ranked takes nearly all of it; back to fair
+        shares, each gets about half again."""
+        ranked = hoststeal.undisturbed(lambda _a: self._two_jobs_on_one_uplink(fabric, {1: 0, 2: 1}, tmp_path),
+                                       "two ranked jobs", busy_raises=True)
+        fair = hoststeal.undisturbed(lambda _a: self._two_jobs_on_one_uplink(fabric, None, tmp_path),
+                                     "two fair jobs", busy_raises=True)
+        print(f"ranked: first {ranked[0]:.1f}, second {ranked[1]:.1f}; fair: {fair[0]:.1f}, {fair[1]:.1f} Mbit/s")
+        assert ranked[0] >= 0.8 * LINK_MBPS and ranked[1] <= 0.15 * LINK_MBPS, ranked
+        assert min(fair) >= FAIR_SHARE_MIN * LINK_MBPS / 2, fair
+
+    @staticmethod
+    def _two_jobs_on_one_uplink(fabric, ranks, folder) -> tuple[float, float]:
+        """Receiver-side Mbit/s of a DSCP 1 flow h1 -> h7 and a DSCP 2 flow h2 -> h8, both over spine 1."""
+        servers = [fabric.spawn(h, ["iperf3", "-s", "-1", "-p", str(p)], label=f"iperf3-server:{p}")
+                   for h, p in (("h7", 5311), ("h8", 5312))]
+        try:
+            fabric.set_pins([{"spine": 1, "dst_port_range": [5311, 5311], "dscp": 1},
+                             {"spine": 1, "dst_port_range": [5312, 5312], "dscp": 2}])
+            fabric.rank_job_classes(ranks)
+            time.sleep(0.3)
+            second = fabric.spawn("h2", ["iperf3", "-c", fabric.ip("h8"), "-p", "5312", "-t", "3", "-J"],
+                                  label="iperf3-client:second", stdout=str(folder / "second.json"))
+            report = json.loads(fabric.run("h1", ["iperf3", "-c", fabric.ip("h7"), "-p", "5311", "-t", "3",
+                                                  "-J"], timeout_s=20).stdout)
+            second.popen.wait(timeout=20)
+            other = json.loads((folder / "second.json").read_text())
+        finally:
+            fabric.rank_job_classes(None)
+            fabric.set_pins([])
+            for server in servers:
+                fabric.stop_process(server)
+        return tuple(r["end"]["sum_received"]["bits_per_second"] / 1e6 for r in (report, other))
+
     def test_a_host_sends_a_source_port_into_a_job_class(self, fabric):
         fabric.classify_egress("h3", 5999, 2)  # what `shiftbed run` does for each job's data flows
         shown = fabric.host("h3").cmd("tc filter show dev h3-eth0")
