@@ -165,16 +165,16 @@ class Experiment:
         from apps import jobrun
 
         sc = self.scenario
-        timings = {t.name: t for t in sc.timings()}
-        self.specs = [
-            jobrun.job_on_fabric(fabric, job.name, timings[job.name].period_ms, timings[job.name].comm_ms,
+        self.specs = [  # each job keeps its true timing; the scheduler sees it on its grid
+            jobrun.job_on_fabric(fabric, job.name, job.period_ms, job.comm_ms,
                                  list(job.workers), pattern=job.pattern, link_mbps=self.link_mbps,
                                  fill=self.options.fill, base_port=tcp_ports.job_first_port(i),
                                  jitter_ms=job.jitter_ms, seed=self.options.seed + i)
             for i, job in enumerate(sc.jobs)]
         self._classify_host_egress(fabric)
         rest = fabric.controller.rest_url
-        controller_schedule = jobrun.register_jobs(rest, fabric.wiring, self.specs)
+        grid = {t.name: (t.period_ms, t.comm_ms) for t in sc.timings()}
+        controller_schedule = jobrun.register_jobs(rest, fabric.wiring, self.specs, grid)
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
                  controller_schedule.get("hyperperiod_ms"))
         measurer = Measurer(fabric, self.link, self.writer.partial_dir / "raw", self.notes, self.progress_stream)
@@ -201,7 +201,8 @@ class Experiment:
         if enforced:  # a floor, not a wall: a burst's closing handshake after its window still passes
             options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000)}
         for attempt in range(1, MEASURE_ATTEMPTS + 1):  # a run the host disturbed is kept, and run again
-            doc = scheduler.set_policy(policy, start_in_s=START_IN_S, seed=self.options.seed, **options)
+            doc = scheduler.set_policy(policy, start_in_s=START_IN_S, seed=self.options.seed,
+                                       quantum_ms=self.scenario.quantum_ms, **options)
             epoch_s = float(doc["epoch_s"])
             run_dir = measurer.work_dir(policy) if attempt == 1 else measurer.work_dir(policy, f"attempt{attempt}")
             measured = self._drive_policy(measurer, policy, run_dir, epoch_s, enforced)
