@@ -24,8 +24,11 @@ For more jobs it is a heuristic family whose winner is always verified.
 
 Candidates are tried cheapest first and the first one with a zero-overlap
 schedule (``compute_schedule(...).feasible``, a certificate whatever method found
-it) wins; the pairwise test rejects most of them without a search. The loss
-comparisons are exact (fractions), as ties between frames are common.
+it) wins. The pairwise test rejects most of family (c) without a search; the
+rest get a small exact-search budget each, and only the cheapest few of them
+are searched, so a call stays well under a second for six jobs of up to 2000
+quanta. The loss comparisons are exact (fractions): ties between frames are
+common.
 """
 
 from __future__ import annotations
@@ -35,9 +38,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from controller.theory.schedule import JobTiming, Schedule, compute_schedule, to_quanta
+from controller.theory.schedule import (
+    DEFAULT_MAX_NODES,
+    BeyondExactMethod,
+    JobTiming,
+    Schedule,
+    compute_schedule,
+    to_quanta,
+)
 
-VERIFY_MAX_NODES = 20_000  # search budget per candidate; a candidate not proven separable is skipped
+IDENTITY_MAX_NODES = 20_000  # search budget for the unpadded jobs (then the heuristic's restarts)
+CANDIDATE_MAX_NODES = 1_000  # exact-search budget per frame below the sum of bursts; unproven ones are skipped
+MAX_SEARCHES = 8  # frames below the sum of bursts searched at most; then the cheapest TDM frame wins
 
 
 @dataclass(frozen=True)
@@ -88,26 +100,50 @@ def _grid(jobs, quantum_ms, share) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def _search(jobs, quantum_ms, periods, comms, share) -> tuple[tuple[int, ...], Schedule] | None:
     """The first candidate, cheapest first, whose padded jobs have a zero-overlap schedule."""
-    padded_first = [periods, *(c for c in _candidates(periods, comms, share) if c != periods)]
-    for padded in padded_first:  # the identity first: no padding when none is needed
-        if not _pairwise_separable(padded, comms):
+    if _pairwise_separable(periods, comms):  # the identity first: no padding when none is needed
+        schedule = _verified(jobs, quantum_ms, periods, "auto", IDENTITY_MAX_NODES)
+        if schedule is not None:
+            return periods, schedule
+    searches = 0
+    for padded, framed in _candidates(periods, comms, share):
+        if padded == periods:
             continue
-        timings = [JobTiming(j.name, p * quantum_ms, j.comm_ms) for j, p in zip(jobs, padded, strict=True)]
-        schedule = compute_schedule(timings, quantum_ms, max_nodes=VERIFY_MAX_NODES)
-        if schedule.feasible:
+        if framed:  # a TDM frame: separable by construction, the search only finds the shifts
+            schedule = _verified(jobs, quantum_ms, padded, "auto", DEFAULT_MAX_NODES)
+        elif searches < MAX_SEARCHES and _pairwise_separable(padded, comms):
+            searches += 1
+            schedule = _verified(jobs, quantum_ms, padded, "exact", CANDIDATE_MAX_NODES)
+        else:
+            continue
+        if schedule is not None:
             return padded, schedule
     return None
 
 
-def _candidates(periods, comms, share) -> list[tuple[int, ...]]:
-    """Padded periods ``ceil(T_j / F) * F`` for every frame ``F``, within the share, cheapest first."""
-    top = max(sum(comms), max(periods))
-    cost = {}
-    for frame in range(1, top + 1):
+def _verified(jobs, quantum_ms, padded, method, max_nodes) -> Schedule | None:
+    """The padded jobs' schedule if one with zero overlap was found, else ``None``."""
+    timings = [JobTiming(j.name, p * quantum_ms, j.comm_ms) for j, p in zip(jobs, padded, strict=True)]
+    try:
+        schedule = compute_schedule(timings, quantum_ms, method=method, max_nodes=max_nodes)
+    except BeyondExactMethod:
+        return None
+    return schedule if schedule.feasible else None
+
+
+def _candidates(periods, comms, share) -> list[tuple[tuple[int, ...], bool]]:
+    """``(P, framed)`` with ``P_j = ceil(T_j / F) * F`` for every frame ``F``, within the share, cheapest first.
+
+    ``framed``: some frame that yields ``P`` holds every burst (a TDM frame).
+    """
+    total_comm = sum(comms)
+    cost, framed = {}, {}
+    for frame in range(1, max(total_comm, max(periods)) + 1):
         padded = tuple(-(-t // frame) * frame for t in periods)
         if padded not in cost and _within(periods, padded, share):
             cost[padded] = (*_losses(periods, padded), sum(padded) - sum(periods), padded)
-    return sorted(cost, key=cost.__getitem__)
+        if padded in cost:
+            framed[padded] = framed.get(padded, False) or frame >= total_comm
+    return [(padded, framed[padded]) for padded in sorted(cost, key=cost.__getitem__)]
 
 
 def _losses(periods, padded) -> tuple[Fraction, Fraction]:
