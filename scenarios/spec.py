@@ -7,6 +7,7 @@ mean 'period_ms'?)``. The rest of shiftbed trusts the objects it gets.
 Keys (``*`` = required)::
 
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
+    guard_ms (the guard policy's band, default 10)  realign_s (re-align shift every this many s)
     policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
     fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms
     jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
@@ -40,8 +41,10 @@ from apps.dltjob import phase_pairs
 from controller import limits
 from controller.theory import zoo
 from controller.theory.policies import (
+    DEFAULT_POLICIES,
     POLICIES,
     PolicyFileError,
+    PolicyKnobs,
     export_policy_files,
     load_policy_file,
 )
@@ -52,7 +55,8 @@ from topo.tcp_ports import PORTS_PER_JOB
 from topo.wiring import FabricParamError, FabricParams, check_queue_ms
 
 PATTERNS = ("ring", "ps")
-TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "fabric", "jobs")
+TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "guard_ms", "realign_s",
+            "fabric", "jobs")
 FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps", "queue_ms")
 FABRIC_REQUIRED = FABRIC_KEYS[:5]
 JOB_KEYS = ("name", "period_ms", "comm_ms", "workers", "pattern", "pin_spine", "gradient_mb",
@@ -105,6 +109,7 @@ class Scenario:
     policies: tuple[str, ...] = ("none", "shift", "gate", "random")
     duration_s: float | None = None
     policy_files: tuple[str, ...] = ()  # resolved paths, already loaded
+    knobs: PolicyKnobs = PolicyKnobs()  # guard_ms, realign_s
 
     def timings(self, quantum_ms: float | None = None) -> list[JobTiming]:
         """The jobs on the quantum grid (period to nearest, comm rounded up)."""
@@ -212,7 +217,7 @@ class _Checker:
         if not isinstance(description, str):
             self.fail("description", f"must be a string, got {_kind(description)}")
         policy_files = self.policy_files(doc.get("policy_files", []))
-        policies = self.policies(doc.get("policies", list(POLICIES)))
+        policies = self.policies(doc.get("policies", list(DEFAULT_POLICIES)))
         duration_s = None
         if "duration_s" in doc:
             duration_s = self.number(doc["duration_s"], "duration_s", maximum=MAX_DURATION_S)
@@ -233,7 +238,21 @@ class _Checker:
         if problem:
             self.fail("jobs", problem)
         return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
-                        policy_files)
+                        policy_files, self.knobs(doc, jobs))
+
+    def knobs(self, doc: dict, jobs: list[ScenarioJob]) -> PolicyKnobs:
+        """``guard_ms`` (>= 0, leaving every job some computation) and ``realign_s`` (> 0)."""
+        knobs = PolicyKnobs()
+        if doc.get("guard_ms") is not None:
+            guard_ms = self.number(doc["guard_ms"], "guard_ms", strict=False)
+            for j in jobs:
+                if guard_ms >= j.period_ms - j.comm_ms:
+                    self.fail("guard_ms", f"must be less than every job's period_ms - comm_ms "
+                              f"({j.name}: {j.period_ms - j.comm_ms:g}), got {guard_ms:g}")
+            knobs = PolicyKnobs(guard_ms=guard_ms)
+        if doc.get("realign_s") is not None:
+            knobs = PolicyKnobs(knobs.guard_ms, self.number(doc["realign_s"], "realign_s", maximum=MAX_DURATION_S))
+        return knobs
 
     def policy_files(self, value: Any) -> tuple[str, ...]:
         """Load each policy file (relative to the scenario file) so its policies can be named below."""

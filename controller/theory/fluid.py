@@ -54,13 +54,21 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
-from controller.theory.policies import Policy, get_policy
-from controller.theory.schedule import Schedule
+from controller.theory.policies import SHARING, Policy, PolicyKnobs, get_policy, link_shares
+from controller.theory.schedule import JobTiming, Schedule, compute_schedule
 from controller.theory.windows import last_window_index, next_window_index, window_start_ms
 
 _EPS = 1e-9
+WARMUP_ITERATIONS = 2  # of the longest job, before the horizon starts
+MIN_HORIZON_ITERATIONS = 40  # the horizon is at least this many periods of the longest job
+MAX_HORIZON_ITERATIONS = 400  # ... and at most this many: where the lcm is longer, phases cycle too slowly to wait for
+MLTCP_STEP_MS = 1.0  # the model's step while mltcp bursts share the link (halving it moves results < 0.5 %)
+# What a re-alignment costs beyond the wait for the window: the scheduler measures and sends the
+# new shift while the job computes, so the job only waits; 0.
+REALIGN_COST_MS = 0.0
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,7 @@ class FluidPolicyResult:
     policy: str
     offsets_ms: dict[str, float]
     jobs: dict[str, FluidJobResult]
+    overlap_share: float = math.nan  # share of the time with two or more bursts moving data on the link
 
     @property
     def normalised_throughput(self) -> float:
@@ -177,8 +186,12 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              windows: dict[str, FluidWindow] | None = None, iterations: int = 40,
              warmup: int = 2, waits: Callable[[int], bool] | None = None,
              enforce: bool = True, queue_ms: float = 0.0,
-             rng: random.Random | None = None, trace: list | None = None) -> dict[str, FluidJobResult]:
-    """Run until every job has finished ``warmup + iterations`` bursts; per-job results.
+             rng: random.Random | None = None, trace: list | None = None, *,
+             horizon_ms: float | None = None, warmup_ms: float | None = None, sharing: str = "fair",
+             priority: Sequence[str] = (), realign_ms: float | None = None,
+             mltcp_step_ms: float = MLTCP_STEP_MS, stats: dict | None = None) -> dict[str, FluidJobResult]:
+    """Run until every job has finished ``warmup + iterations`` bursts (or, with ``horizon_ms``, until
+    every job has run past ``warmup_ms + horizon_ms``); per-job results.
 
     ``offsets_ms``: first burst start of each job (its computation starts
     ``period - comm`` earlier). ``windows``: the named jobs' windows; by
@@ -186,6 +199,21 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     waits for a window start and pauses when its window closes. ``waits(k)``:
     whether burst ``k`` (0 = first) waits for the next window start;
     ``enforce``: whether a burst may only be on the link inside a window.
+
+    ``horizon_ms``: the mean iteration time is over the bursts that end in
+    ``[warmup_ms, warmup_ms + horizon_ms]`` (``warmup_ms`` default:
+    :data:`WARMUP_ITERATIONS` of the longest period); ``iterations`` and
+    ``warmup`` are then not used. A job that cannot finish two bursts in
+    twice that time is reported at an infinite iteration time.
+
+    ``sharing``: how bursts that meet share the link (see :func:`link_shares`);
+    ``priority``: job names, highest first, for ``"priority"``. With
+    ``"mltcp"`` rates change as bursts progress: the model steps at most
+    ``mltcp_step_ms`` while two or more bursts share the link.
+
+    ``realign_ms``: the first burst ready after every ``realign_ms`` of time
+    waits for its job's next window start (plus :data:`REALIGN_COST_MS`), the
+    windows being ``windows`` (a run-free policy's re-alignment).
 
     ``queue_ms``: how much of a burst (ms at its solo rate) the link's queue
     holds behind the gate. While ``n >= 2`` bursts share the link, each
@@ -200,14 +228,22 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
 
     ``trace``: if given, one ``(job, ready_ms, first_on_link_ms, end_ms)`` per
     finished burst is appended, to set beside a run's bursts burst by burst.
+    ``stats``: if given, receives ``overlap_share`` (share of the measured
+    span with two or more bursts moving data on the link), ``span_ms`` and
+    ``warmup_ms`` (the span measured and where it starts).
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
     _check_inputs(jobs, windows)
+    if sharing not in SHARING:
+        raise ValueError(f"sharing must be one of {', '.join(SHARING)}, got {sharing!r}")
     n = len(jobs)
     compute = [j.period_ms - j.comm_ms for j in jobs]
     gate = [windows.get(j.name) for j in jobs]
+    order = {name: k for k, name in enumerate(priority)}
+    rank = [order.get(j.name, len(order) + k) for k, j in enumerate(jobs)]
     remaining = [0.0] * n  # solo-ms of burst left
+    sent = [0.0] * n  # solo-ms of the current burst already sent (mltcp's weight)
     after = [0.0] * n  # the current burst's extra time after its end (FluidJob.after_samples_ms)
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
     on_link = [False] * n  # the current burst has gone once (a later window resumes it)
@@ -217,7 +253,19 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     starts: list[list[float]] = [[] for _ in jobs]
     aligned = [False] * n  # the current burst has waited for (or met) its window start
     ends: list[list[float]] = [[] for _ in jobs]
+    next_realign = [realign_ms or math.inf] * n
     target = warmup + iterations + 1
+    if horizon_ms is not None:
+        warmup_ms = WARMUP_ITERATIONS * max(j.period_ms for j in jobs) if warmup_ms is None else warmup_ms
+        span = (warmup_ms, warmup_ms + horizon_ms)
+        give_up_ms = span[1] + horizon_ms + 2 * max(j.period_ms for j in jobs)
+        max_events = 1000 * n * (math.ceil(give_up_ms / min(j.period_ms for j in jobs)) + 3)
+        if sharing == "mltcp":
+            max_events += 2 * math.ceil(give_up_ms / mltcp_step_ms)
+    else:
+        span, give_up_ms = (0.0, math.inf), math.inf
+        max_events = 1000 * n * target  # a bound far above any real run: a guard, not a limit
+    overlap_ms = 0.0
     t = min(next_t)
 
     def go(i: int) -> None:
@@ -235,6 +283,13 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             go(i)
             state[i], next_t[i] = "send", math.inf
             return
+        if now >= next_realign[i] - _EPS and not aligned[i]:  # time to re-align (realign_ms)
+            while next_realign[i] <= now + _EPS:
+                next_realign[i] += realign_ms
+            aligned[i] = True
+            if not w.takes(now):
+                state[i], next_t[i] = "wait", w.next_start(now) + REALIGN_COST_MS
+                return
         if waits(len(starts[i]) - 1) and not aligned[i] and not w.takes(now):
             state[i], next_t[i] = "wait", w.next_start(now)
             return
@@ -246,22 +301,32 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             go(i)
             state[i], next_t[i] = "send", end
 
-    max_events = 1000 * n * target  # a bound far above any real run: a guard, not a limit
-    while min(len(e) for e in ends) < target:
+    def running() -> bool:
+        if horizon_ms is None:
+            return min(len(e) for e in ends) < target
+        return t < give_up_ms and any(not e or e[-1] < span[1] for e in ends)
+
+    while running():
         max_events -= 1
         if max_events < 0:
             raise RuntimeError("fluid model made no progress (window or time values out of range)")
         sending = [i for i in range(n) if state[i] in ("send", "drain")]
-        # each burst's speed relative to alone: a fair share of the link, at most its solo rate
-        share = {i: min(1.0, jobs[i].link_headroom / len(sending)) for i in sending}
+        # each burst's speed relative to alone: its share of the link, at most its solo rate
+        share = link_shares(jobs, sending, sharing, rank, sent, remaining)
         t_next = min(next_t)
         for i in sending:
-            t_next = min(t_next, t + remaining[i] / share[i])
-            if state[i] == "drain":
-                t_next = min(t_next, t + queued[i] / share[i])
+            if share[i] > 0:
+                t_next = min(t_next, t + remaining[i] / share[i])
+                if state[i] == "drain":
+                    t_next = min(t_next, t + queued[i] / share[i])
+        if sharing == "mltcp" and len(sending) >= 2:
+            t_next = min(t_next, t + mltcp_step_ms)  # the weights move as the bursts progress
         dt = t_next - t
+        if sum(share[i] > 0 for i in sending) >= 2:
+            overlap_ms += max(0.0, min(t_next, span[1]) - max(t, span[0]))
         for i in sending:
             remaining[i] -= dt * share[i]
+            sent[i] += dt * share[i]
             if state[i] == "send":
                 queued[i] = min(queue_ms, remaining[i], queued[i] + dt * (1.0 - share[i]))
             else:
@@ -276,6 +341,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 state[i], next_t[i], queued[i] = "compute", t + max(0.0, compute[i] + after[i]), 0.0
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
                 remaining[i], after[i] = jobs[i].draw(rng)
+                sent[i] = 0.0
                 starts[i].append(t)
                 aligned[i] = on_link[i] = False
                 begin(i, t)
@@ -286,18 +352,35 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             elif state[i] == "send" and next_t[i] <= t + _EPS:  # gated window closes
                 state[i], next_t[i] = ("drain" if queued[i] > eps else "wait"), gate[i].next_start(t + _EPS)
 
+    if stats is not None:
+        measured_ms = (min(t, span[1]) if horizon_ms is not None else t) - span[0]
+        stats.update(overlap_share=overlap_ms / measured_ms if measured_ms > 0 else 0.0,
+                     span_ms=measured_ms, warmup_ms=span[0])
     out = {}
     for i, job in enumerate(jobs):
-        e = ends[i][warmup:]
-        mean = (e[-1] - e[0]) / (len(e) - 1)
+        count, mean = _mean_iteration(ends[i], warmup, span if horizon_ms is not None else None)
         k = len(starts[i]) - 1
         burst_start = _burst_start(starts[i][k], gate[i] if waits(k) else None)
         period = gate[i].period_ms if gate[i] else job.period_ms  # gated: against its window grid
         lag = burst_start - (offsets_ms[job.name] + k * period)
         phase = (lag + period / 2) % period - period / 2
-        out[job.name] = FluidJobResult(job.name, job.period_ms, len(e) - 1, mean, 1000.0 / mean, lag,
-                                  0.0 if abs(phase) < 1e-6 else phase)
+        out[job.name] = FluidJobResult(job.name, job.period_ms, count, mean, 1000.0 / mean, lag,
+                                       0.0 if abs(phase) < 1e-6 else phase)
     return out
+
+
+def _mean_iteration(ends: list[float], warmup: int, span: tuple[float, float] | None) -> tuple[int, float]:
+    """(iterations counted, mean iteration ms): after ``warmup`` bursts, or over the bursts that end in
+    ``span`` (at least two of them, taking the first after it if need be; infinite if there are none)."""
+    if span is None:
+        e = ends[warmup:]
+        return len(e) - 1, (e[-1] - e[0]) / (len(e) - 1)
+    inside = [k for k, x in enumerate(ends) if x >= span[0] - _EPS]
+    if len(inside) < 2:
+        return 0, math.inf
+    a = inside[0]
+    b = max([k for k in inside if ends[k] <= span[1] + _EPS] + [a + 1])
+    return b - a, (ends[b] - ends[a]) / (b - a)
 
 
 def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draws: int = 16, seed: int = 0,
@@ -320,28 +403,56 @@ def _burst_start(ready_ms: float, window: FluidWindow | None) -> float:
     return window.next_start(ready_ms)
 
 
+def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZON_ITERATIONS) -> float:
+    """Long enough for the jobs' relative phases to cycle: the lcm of their periods where every period
+    is a whole number of µs, within [:data:`MIN_HORIZON_ITERATIONS`, ``max_iterations``] periods of
+    the longest job (``max_iterations`` where the lcm does not exist)."""
+    longest = max(j.period_ms for j in jobs)
+    low, high = MIN_HORIZON_ITERATIONS * longest, max(MIN_HORIZON_ITERATIONS, max_iterations) * longest
+    micros = [Fraction(j.period_ms) * 1000 for j in jobs]
+    if any(m.denominator != 1 for m in micros):
+        return high
+    return float(min(max(math.lcm(*(int(m) for m in micros)) / 1000, low), high))
+
+
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
-                    seed: int = 0, iterations: int = 40) -> FluidPolicyResult:
-    """One policy on the schedule's jobs (or on measured solo figures ``jobs``)."""
+                    seed: int = 0, iterations: int | None = None, *, horizon_ms: float | None = None,
+                    knobs: PolicyKnobs | None = None, solo_periods_ms: dict[str, float] | None = None,
+                    ) -> FluidPolicyResult:
+    """One policy on ``jobs`` (the true jobs; default the schedule's own), against windows on the
+    schedule's grid. ``iterations``: simulate that many per job (the old fixed count); else over
+    ``horizon_ms`` (default :func:`default_horizon_ms`). ``knobs.realign_s``: re-alignment for a
+    policy that uses the schedule but enforces no windows. ``solo_periods_ms``: what each job's
+    throughput is normalised to, where its simulated period is not its own (align's padding)."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
-    return FluidPolicyResult(policy, offsets, simulate(fluid_jobs, offsets, policy_windows(pol, schedule, offsets),
-                                                  iterations, waits=pol.waits_for_window,
-                                                  enforce=pol.enforces_windows))
+    realign_s = (knobs or PolicyKnobs()).realign_s
+    realign_ms = 1000.0 * realign_s if realign_s and pol.uses_schedule and not pol.enforces_windows else None
+    windows = policy_windows(pol, schedule, offsets, always=realign_ms is not None)
+    length = {"iterations": iterations} if iterations is not None else {
+        "horizon_ms": horizon_ms or default_horizon_ms(fluid_jobs)}
+    stats: dict = {}
+    out = simulate(fluid_jobs, offsets, windows, waits=pol.waits_for_window, enforce=pol.enforces_windows,
+                   sharing=pol.sharing, priority=pol.priority_order(schedule), realign_ms=realign_ms,
+                   stats=stats, **length)
+    for name, solo in (solo_periods_ms or {}).items():
+        out[name] = replace(out[name], solo_period_ms=solo)
+    return FluidPolicyResult(policy, offsets, out, stats["overlap_share"])
 
 
 def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float],
                    late_ms: dict[str, float] | None = None,
-                   grace_ms: dict[str, float] | None = None) -> dict[str, FluidWindow] | None:
-    """Each job's windows under ``pol`` (None if it never waits for one and enforces none).
+                   grace_ms: dict[str, float] | None = None, always: bool = False) -> dict[str, FluidWindow] | None:
+    """Each job's windows under ``pol`` (None if it never waits for one and enforces none, unless
+    ``always``: a re-aligning run needs them).
 
     ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid. A run passes
     what the wire does: ``late_ms[job]``, how long after the window opens a
     waiting burst's data arrives (the window is that much shorter for it), and
     ``grace_ms[job]`` (see :class:`FluidWindow`).
     """
-    if not pol.realigns():
+    if not (always or pol.realigns()):
         return None
     late_ms, grace_ms = late_ms or {}, grace_ms or {}
     out = {}
@@ -352,12 +463,38 @@ def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float]
 
 
 def compare_policies(schedule: Schedule, policies: Sequence[str] = ("none", "shift", "gate", "random"),
-                     jobs: Sequence[FluidJob] | None = None, seed: int = 0,
-                     iterations: int = 40) -> dict[str, FluidPolicyResult]:
-    """Every policy on the same jobs; see :func:`change_vs_none` for the comparison."""
-    return {p: simulate_policy(schedule, p, jobs, seed, iterations) for p in policies}
+                     jobs: Sequence[FluidJob] | None = None, seed: int = 0, iterations: int | None = None,
+                     **kwargs) -> dict[str, FluidPolicyResult]:
+    """Every policy on the same jobs and schedule (``kwargs`` as :func:`simulate_policy`); see
+    :func:`change_vs_none` for the comparison."""
+    return {p: simulate_policy(schedule, p, jobs, seed, iterations, **kwargs) for p in policies}
 
 
 def change_vs_none(results: dict[str, FluidPolicyResult], policy: str, job: str) -> float:
     """Relative throughput change of ``job`` under ``policy`` versus ``none`` (0.05 = +5 %)."""
     return results[policy].jobs[job].throughput_per_s / results["none"].jobs[job].throughput_per_s - 1
+
+
+def predict_policy(policy: str, timings: Sequence[JobTiming], jobs: Sequence[FluidJob], quantum_ms: float,
+                   knobs: PolicyKnobs | None = None, schedule_cache: dict | None = None,
+                   schedule_kwargs: dict | None = None, **kwargs) -> tuple[Schedule, FluidPolicyResult, dict]:
+    """``policy`` on the true ``jobs``: its schedule from the grid ``timings``
+    (:func:`~controller.theory.policies.policy_schedule`), windows on that schedule's grid.
+
+    Where the policy's schedule lengthens a job's period (padding), the job's
+    computation is that much longer and its throughput is still normalised to
+    its own period. ``schedule_cache``: schedules by the timings they were made
+    from (the policies that do not change the timings share one). Returns
+    (schedule, result, padding_ms per job); ValueError if the policy cannot schedule these jobs.
+    """
+    knobs = knobs or PolicyKnobs()
+    scheduled = tuple(get_policy(policy).scheduled_timings(timings, quantum_ms, knobs))
+    cache = schedule_cache if schedule_cache is not None else {}
+    if scheduled not in cache:
+        cache[scheduled] = compute_schedule(scheduled, quantum_ms, **(schedule_kwargs or {}))
+    grid = {t.name: t.period_ms for t in timings}
+    padding = {t.name: t.period_ms - grid[t.name] for t in scheduled}
+    padded = [replace(j, period_ms=j.period_ms + padding[j.name]) for j in jobs]
+    solo = {j.name: j.period_ms for j in jobs} if any(padding.values()) else None
+    result = simulate_policy(cache[scheduled], policy, padded, knobs=knobs, solo_periods_ms=solo, **kwargs)
+    return cache[scheduled], result, padding

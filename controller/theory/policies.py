@@ -1,6 +1,6 @@
 """The policies, one small class each, by name: the same names in theory and emulation.
 
-A policy decides three things, and nothing else:
+A policy decides these things, and nothing else:
 
 - ``initial_offsets_ms(schedule, rng)``: where each job's *first burst* starts
   relative to the common epoch. Offsets are burst starts, the convention of
@@ -12,12 +12,19 @@ A policy decides three things, and nothing else:
   and ``c`` the schedule's on-grid period and burst.
 - ``enforces_windows``: whether the fabric confines the job's traffic to its
   windows (the controller opens and closes them in the switches).
+- ``scheduled_timings(timings, quantum_ms, knobs)``: the jobs as its schedule
+  sees them (grid values; default unchanged). :func:`policy_schedule` computes
+  the schedule from them, the same way for ``plan``, ``sweep`` and ``run``.
+- ``sharing`` and ``priority_order(schedule)``: how bursts that meet share
+  the link: ``"fair"`` (max-min, the default), ``"priority"`` (strict, in
+  ``priority_order``) or ``"mltcp"`` (weights growing with the bytes sent).
 
-``none``, ``shift`` and ``random`` never wait and are not enforced; ``gate``
-waits every iteration and is enforced. The fluid model
+``none``, ``shift``, ``random``, ``priority`` and ``mltcp`` never wait and are
+not enforced; ``gate`` and ``guard`` wait every iteration and are enforced.
+:class:`PolicyKnobs` holds what a scenario or the command line sets for them. The fluid model
 (``controller/theory/fluid.py``), the scheduler (``controller/scheduler.py``), the
 job driver (``apps/dltjob.py``) and the run (``scenarios/experiment/runner.py``) ask
-these three questions and never test a policy's name.
+these questions and never test a policy's name.
 
 Adding a policy: subclass :class:`Policy`, give it a ``name``, decorate it with
 ``@register``. In a file of your own, load it with ``--policy-file FILE.py``
@@ -30,12 +37,22 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import math
 import os
 import random as _random
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from controller.theory.schedule import Schedule
+from controller.theory.schedule import JobTiming, Schedule, compute_schedule
+
+# The guard policy's band: the gate's edges land 5.7-7.3 ms late at p95 with traffic on the
+# fabric (docs/gate.md), and a burst's launch jitters by a few ms more; 10 ms covers both.
+DEFAULT_GUARD_MS = 10.0
+SHARING = ("fair", "priority", "mltcp")
+# mltcp's weight: 1 + MLTCP_GAIN x the share of its burst already sent (the published rule's slope)
+MLTCP_GAIN = 1.0
 
 POLICY_FILES_ENV = "SHIFTBED_POLICY_FILES"  # os.pathsep-separated absolute paths
 
@@ -48,6 +65,20 @@ class PolicyFileError(ValueError):
     """A policy file that is missing, fails to import, or registers no policy (one line)."""
 
 
+@dataclass(frozen=True)
+class PolicyKnobs:
+    """What a scenario (or the command line) sets for the policies.
+
+    ``guard_ms``: the ``guard`` policy's band (:data:`DEFAULT_GUARD_MS`).
+    ``realign_s``: for a policy that uses the schedule but enforces no windows
+    (``shift``), the first burst after every ``realign_s`` of time waits for its
+    job's next window start (the scheduler re-measures and re-shifts); None: never.
+    """
+
+    guard_ms: float = DEFAULT_GUARD_MS
+    realign_s: float | None = None
+
+
 class Policy:
     """Base class: every job bursts first at the epoch and then runs free."""
 
@@ -55,6 +86,16 @@ class Policy:
     description: str = ""
     uses_schedule: bool = False  # its offsets (or windows) come from the schedule's shifts
     enforces_windows: bool = False  # the fabric confines each job's traffic to its windows
+    sharing: str = "fair"  # how bursts that meet share the link: one of SHARING
+
+    def scheduled_timings(self, timings: Sequence[JobTiming], quantum_ms: float,
+                          knobs: PolicyKnobs) -> list[JobTiming]:
+        """The jobs as this policy's schedule sees them (grid values). Default: unchanged."""
+        return list(timings)
+
+    def priority_order(self, schedule: Schedule) -> list[str]:
+        """Job names, highest priority first (used when ``sharing == "priority"``). Default: scenario order."""
+        return [j.name for j in schedule.jobs]
 
     def initial_offsets_ms(self, schedule: Schedule, rng: _random.Random) -> dict[str, float]:
         """Each job's first burst start, ms after the epoch, in ``[0, period)``."""
@@ -73,7 +114,43 @@ class Policy:
         return self.enforces_windows or any(self.waits_for_window(k) for k in range(iterations))
 
 
+def policy_schedule(pol: Policy, timings: Sequence[JobTiming], quantum_ms: float,
+                    knobs: PolicyKnobs = PolicyKnobs(), **kwargs) -> Schedule:
+    """The schedule ``pol`` works with: :func:`compute_schedule` of its ``scheduled_timings`` of the
+    grid ``timings`` (``kwargs`` go to :func:`compute_schedule`). ValueError if the policy cannot
+    schedule these jobs."""
+    return compute_schedule(pol.scheduled_timings(timings, quantum_ms, knobs), quantum_ms, **kwargs)
+
+
+def link_shares(jobs: Sequence, sending: list[int], sharing: str, rank: list[int],
+                sent: list[float], remaining: list[float]) -> dict[int, float]:
+    """Each burst on the link's speed relative to alone (1 = its solo rate).
+
+    The link is 1; a burst alone at its solo rate takes ``1 / link_headroom``
+    of it. ``fair``: each of ``n`` gets ``1/n`` of the link, at most its solo
+    rate. ``priority``: in ``rank`` order, each takes its solo rate or what is
+    left. ``mltcp``: weighted max-min fair, each capped at its solo rate, the
+    weight ``1 + MLTCP_GAIN × the share of its burst already sent``.
+    """
+    if sharing == "priority":
+        out, left = {}, 1.0
+        for i in sorted(sending, key=lambda i: rank[i]):
+            take = min(1.0 / jobs[i].link_headroom, left) if left > 1e-12 else 0.0
+            out[i], left = take * jobs[i].link_headroom, left - take
+        return out
+    if sharing == "mltcp" and len(sending) >= 2:
+        weight = {i: 1.0 + MLTCP_GAIN * sent[i] / max(sent[i] + remaining[i], 1e-9) for i in sending}
+        out, left, total = {}, 1.0, sum(weight.values())
+        for i in sorted(sending, key=lambda i: 1.0 / (jobs[i].link_headroom * weight[i])):  # smallest cap first
+            cap = 1.0 / jobs[i].link_headroom
+            take = cap if cap * total <= left * weight[i] else left * weight[i] / total
+            out[i], left, total = take * jobs[i].link_headroom, left - take, total - weight[i]
+        return out
+    return {i: min(1.0, jobs[i].link_headroom / len(sending)) for i in sending}
+
+
 POLICIES: dict[str, Policy] = {}
+DEFAULT_POLICIES = ("none", "shift", "gate", "random")  # what a scenario without `policies:` runs
 _LOADED_FILES: dict[str, list[str]] = {}  # resolved path -> names it registered
 
 
@@ -198,3 +275,54 @@ class RandomPolicy(Policy):
     def initial_offsets_ms(self, schedule, rng):
         q = schedule.quantum_ms
         return {j.name: rng.randrange(round(j.period_ms / q)) * q for j in schedule.jobs}
+
+
+@register
+class GuardPolicy(GatePolicy):
+    """The gate with a guard band: each window is ``guard_ms`` (rounded up to the grid) longer than
+    the burst, and the schedule keeps these longer windows apart, so a gate edge that fires late or
+    a burst that starts late does not cut into the next job's window."""
+
+    name = "guard"
+    description = "gate with a guard band: windows guard_ms longer than each burst, kept apart"
+
+    def scheduled_timings(self, timings, quantum_ms, knobs):
+        out = []
+        for t in timings:
+            comm_ms = t.comm_ms + math.ceil(knobs.guard_ms / quantum_ms - 1e-9) * quantum_ms
+            if comm_ms >= t.period_ms:
+                raise ValueError(f"{t.name}: burst {t.comm_ms:g} ms + guard {knobs.guard_ms:g} ms does not fit "
+                                 f"in its {t.period_ms:g} ms grid period")
+            out.append(JobTiming(t.name, t.period_ms, comm_ms))
+        return out
+
+
+@register
+class PriorityPolicy(NonePolicy):
+    """Strict priority on the link, shortest burst first (ties: scenario order).
+
+    No shifts and no windows: bursts that meet are not stretched alike, the
+    shortest goes at its full rate and the others take what is left. Serving
+    the shortest job first minimises the mean stretching (the classic
+    shortest-job-first argument; Crux- and Metronome-style priorities between
+    training jobs)."""
+
+    name = "priority"
+    description = "strict priority on the link, shortest burst first; no shifts, no windows"
+    sharing = "priority"
+
+    def priority_order(self, schedule):
+        order = sorted(range(len(schedule.jobs)), key=lambda k: (schedule.jobs[k].comm_ms, k))
+        return [schedule.jobs[k].name for k in order]
+
+
+@register
+class MltcpPolicy(NonePolicy):
+    """MLTCP-style sharing (Rajasekaran et al., NSDI 2024, after HotNets 2023): a flow's weight grows
+    with the share of its iteration's bytes already sent, so the burst nearer its end finishes first,
+    and jobs that meet slide apart on their own, without a schedule. No shifts, no windows; a model
+    of the idea (the fabric has no such congestion control)."""
+
+    name = "mltcp"
+    description = "model: link shares weighted by each burst's progress (MLTCP); no shifts, no windows"
+    sharing = "mltcp"

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import random
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -170,6 +170,41 @@ def run_sweep(settings: dict, workers: int = 1, progress: bool = False) -> list[
     if progress:
         print(file=sys.stderr)
     return rows
+
+
+def random_offsets_baseline(jobs: Sequence[fluid.FluidJob], draws: int = 20, seed: int = 0,
+                            iterations: int | None = None, horizon_ms: float | None = None) -> dict:
+    """The baseline as the jobs would meet it unscheduled: each job's first burst at a start offset
+    uniform in ``[0, its period)``, free running, fair sharing; over ``draws`` draws, the mean
+    normalised throughput and each job's mean iteration time, with 95 % t intervals."""
+    rng = random.Random(seed)
+    length = {"iterations": iterations} if iterations is not None else {
+        "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs)}
+    thr, per_job = [], {j.name: [] for j in jobs}
+    for _ in range(draws):
+        offsets = {j.name: rng.uniform(0.0, j.period_ms) for j in jobs}
+        out = fluid.simulate(jobs, offsets, **length)
+        thr.append(sum(j.period_ms / out[j.name].mean_iteration_ms for j in jobs) / len(jobs))
+        for j in jobs:
+            per_job[j.name].append(out[j.name].mean_iteration_ms)
+    return {"normalised_throughput": mean_ci95(thr), "draws": draws,
+            "jobs": {name: mean_ci95(xs) for name, xs in per_job.items()}}
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and its 95 % Student-t interval (zero width for one value)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, mean, mean
+    sd = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1))
+    half = _T975[min(n - 1, len(_T975)) - 1] * sd / math.sqrt(n) if n - 1 <= len(_T975) else 1.96 * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+# Student's t at 0.975, 1..30 degrees of freedom (beyond: the normal's 1.96)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
 def wilson_interval(successes: int, trials: int, z: float = WILSON_Z95) -> tuple[float, float]:

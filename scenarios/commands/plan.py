@@ -13,9 +13,10 @@ import itertools
 import json
 import math
 import sys
+from dataclasses import replace
 
 from controller import limits
-from controller.theory import fluid
+from controller.theory import fluid, sweep
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from controller.theory.schedule import (
     BeyondExactMethod,
@@ -27,6 +28,8 @@ from controller.theory.schedule import (
 from scenarios import policyfiles, spec
 from scenarios.errors import InputError
 
+DEFAULT_RANDOM_DRAWS = 20
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("scenario", help="scenario YAML file")
@@ -36,29 +39,83 @@ def add_arguments(parser) -> None:
                         help="use the heuristic (states its optimality gap) instead of the exact optimiser")
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated policies to predict (default: the scenario's; known: {', '.join(POLICIES)})")
-    parser.add_argument("--iterations", type=int, default=40, help="iterations simulated per job by the fluid model")
-    parser.add_argument("--seed", type=int, default=0, help="seed for the random policy")
+    parser.add_argument("--horizon-s", type=float, default=None,
+                        help="simulated time per policy after the warm-up (default: long enough for the jobs' "
+                             "phases to cycle, within 40 to 400 periods of the longest job)")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="instead of a horizon, simulate this many iterations per job")
+    parser.add_argument("--realign-s", type=float, default=None,
+                        help="re-align a schedule-using policy that enforces no windows (shift) every this many s")
+    parser.add_argument("--random-draws", type=int, default=DEFAULT_RANDOM_DRAWS,
+                        help="draws of random start offsets for the random-offsets baseline")
+    parser.add_argument("--seed", type=int, default=0, help="seed for the random policy and the random offsets")
     policyfiles.add_argument(parser)
 
 
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,
-               policies: tuple[str, ...] | None = None, iterations: int = 40, seed: int = 0) -> dict:
-    """The plan as a JSON-ready dict (also used by ``run`` to record the prediction)."""
+               policies: tuple[str, ...] | None = None, iterations: int | None = None, seed: int = 0,
+               horizon_ms: float | None = None, realign_s: float | None = None,
+               random_draws: int = DEFAULT_RANDOM_DRAWS) -> dict:
+    """The plan as a JSON-ready dict (also used by ``run`` to record the prediction).
+
+    The schedules see the jobs on the grid; the fluid model runs the jobs as
+    they are (their true periods and bursts) against those schedules' windows.
+    """
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
     for i, t in enumerate(timings):
         if t.comm_ms >= t.period_ms:
             raise InputError(f"{scenario.path}: jobs[{i}].comm_ms: at quantum {q:g} ms comm rounds up to "
                              f"{t.comm_ms:g} ms, not less than period {t.period_ms:g} ms")
+    method = {"method": "heuristic" if heuristic else "exact"}
     try:
-        schedule = compute_schedule(timings, q, method="heuristic" if heuristic else "exact")
+        schedule = compute_schedule(timings, q, **method)
     except BeyondExactMethod as exc:
         raise InputError(f"{scenario.path}: jobs: {exc}") from None
     policies = policies or scenario.policies
-    jobs = planned_jobs(scenario, schedule)
-    headroom = {j.name: j.link_headroom for j in jobs or ()}
-    results = fluid.compare_policies(schedule, tuple(dict.fromkeys(("none", *policies))), jobs, seed=seed,
-                                     iterations=iterations)
+    knobs = scenario.knobs if realign_s is None else replace(scenario.knobs, realign_s=realign_s)
+    jobs = planned_jobs(scenario)
+    horizon = None if iterations else (horizon_ms or fluid.default_horizon_ms(jobs))
+    length = {"iterations": iterations} if iterations else {"horizon_ms": horizon}
+    cache = {tuple(timings): schedule}
+    results, padding, errors = {}, {}, {}
+    for p in dict.fromkeys(("none", *policies)):
+        try:
+            _, results[p], padding[p] = fluid.predict_policy(p, timings, jobs, q, knobs, cache, method,
+                                                             seed=seed, **length)
+        except BeyondExactMethod as exc:
+            raise InputError(f"{scenario.path}: jobs: {p}: {exc}") from None
+        except ValueError as exc:
+            errors[p] = str(exc).splitlines()[0]
+    rand = sweep.random_offsets_baseline(jobs, random_draws, seed, **length)
+    return {
+        "scenario": scenario.name,
+        "quantum_ms": q,
+        "feasible": schedule.feasible,
+        "hyperperiod_ms": _num(schedule.hyperperiod_ms),
+        "overlap_ms": _num(schedule.overlap_ms),
+        "overlap_objective": "pairwise overlapped link-time per hyper-period",
+        "method": schedule.method,
+        "gap": schedule.gap,
+        "horizon_ms": None if horizon is None else _num(horizon),
+        "iterations": iterations,
+        "jobs": [{"name": t.name, "period_ms": _num(j.period_ms), "comm_ms": _num(j.comm_ms),
+                  "grid_period_ms": _num(t.period_ms), "grid_comm_ms": _num(t.comm_ms),
+                  "shift_ms": _num(schedule.shifts_ms[t.name]), "solo_period_ms": j.period_ms,
+                  "solo_comm_ms": j.comm_ms, "link_headroom": round(f.link_headroom, 3)}
+                 for t, j, f in zip(timings, scenario.jobs, jobs, strict=True)],
+        "pairs": _pairs(timings, q),
+        "baselines": {"none": _baseline_none(results["none"]), "random_offsets": _baseline_random(rand)},
+        "policies": {p: {"error": errors[p]} if p in errors else _per_job(results, p, padding[p], rand)
+                     for p in policies},
+        "normalised_throughput": {p: None if p in errors else round(results[p].normalised_throughput, 4)
+                                  for p in policies},
+        "overlap": {p: None if p in errors else round(results[p].overlap_share, 4) for p in policies},
+    }
+
+
+def _pairs(timings, q: float) -> list[dict]:
+    """Each pair's gcd and lcm on the grid, and whether (and how) a relative shift separates it."""
     pairs = []
     for a, b in itertools.combinations(timings, 2):
         ta, tb = to_quanta(a.period_ms, q), to_quanta(b.period_ms, q)
@@ -70,43 +127,52 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
             "separable": interval is not None,
             "separating_shift_ms": None if interval is None else [_num(interval[0] * q), _num(interval[1] * q)],
         })
-    return {
-        "scenario": scenario.name,
-        "quantum_ms": q,
-        "feasible": schedule.feasible,
-        "hyperperiod_ms": _num(schedule.hyperperiod_ms),
-        "overlap_ms": _num(schedule.overlap_ms),
-        "overlap_objective": "pairwise overlapped link-time per hyper-period",
-        "method": schedule.method,
-        "gap": schedule.gap,
-        "jobs": [{"name": t.name, "period_ms": _num(t.period_ms), "comm_ms": _num(t.comm_ms),
-                  "shift_ms": _num(schedule.shifts_ms[t.name]), "solo_period_ms": j.period_ms,
-                  "solo_comm_ms": j.comm_ms, "link_headroom": round(headroom.get(t.name, 1.0), 3)}
-                 for t, j in zip(timings, scenario.jobs, strict=True)],
-        "pairs": pairs,
-        "policies": {
-            p: {name: {"predicted_iteration_ms": round(r.mean_iteration_ms, 3),
-                       "throughput_per_s": round(r.throughput_per_s, 4),
-                       "change_vs_none": round(fluid.change_vs_none(results, p, name), 4),
-                       "phase_error_ms": round(r.phase_error_ms, 3)}
-                for name, r in results[p].jobs.items()}
-            for p in policies
-        },
-        "normalised_throughput": {p: round(results[p].normalised_throughput, 4) for p in policies},
-    }
+    return pairs
 
 
-def planned_jobs(scenario: spec.Scenario, schedule) -> list[fluid.FluidJob] | None:
-    """The schedule's jobs with the shared link's headroom over each (None: no fabric or
-    workers to place them, so every burst alone fills the link)."""
+def _per_job(results: dict, p: str, padding: dict[str, float], rand: dict) -> dict:
+    """One policy's prediction per job, against both baselines."""
+    out = {}
+    for name, r in results[p].jobs.items():
+        out[name] = {"predicted_iteration_ms": _ms(r.mean_iteration_ms),
+                     "throughput_per_s": round(r.throughput_per_s, 4),
+                     "change_vs_none": round(fluid.change_vs_none(results, p, name), 4),
+                     "change_vs_random_offsets": round(rand["jobs"][name][0] / r.mean_iteration_ms - 1, 4),
+                     "phase_error_ms": round(r.phase_error_ms, 3)}
+        if any(padding.values()):
+            out[name]["padding_ms"] = _num(padding[name])
+    return out
+
+
+def _baseline_none(result: fluid.FluidPolicyResult) -> dict:
+    return {"normalised_throughput": round(result.normalised_throughput, 4),
+            "jobs": {name: {"predicted_iteration_ms": _ms(r.mean_iteration_ms)} for name, r in result.jobs.items()}}
+
+
+def _baseline_random(rand: dict) -> dict:
+    thr = rand["normalised_throughput"]
+    return {"normalised_throughput": round(thr[0], 4), "ci95": [round(thr[1], 4), round(thr[2], 4)],
+            "draws": rand["draws"],
+            "jobs": {name: {"predicted_iteration_ms": _ms(m), "ci95": [_ms(lo), _ms(hi)]}
+                     for name, (m, lo, hi) in rand["jobs"].items()}}
+
+
+def _ms(x: float) -> float | None:
+    """A predicted time for JSON: rounded, None where a job never finishes (starved by priority)."""
+    return round(x, 3) if math.isfinite(x) else None
+
+
+def planned_jobs(scenario: spec.Scenario) -> list[fluid.FluidJob]:
+    """The scenario's jobs as they are (true period and burst), with the shared link's headroom
+    over each (1 without a fabric or workers to place them: every burst alone fills the link)."""
     if scenario.fabric is None or any(len(job.workers) < 2 for job in scenario.jobs):
-        return None
+        return [fluid.FluidJob(j.name, j.period_ms, j.comm_ms) for j in scenario.jobs]
     from scenarios.sharedlink import fabric_params, planned_headroom, shared_link
     from topo.wiring import fabric_wiring
 
     wiring = fabric_wiring(fabric_params(scenario))
     headroom = planned_headroom(scenario, wiring, shared_link(scenario, wiring))
-    return [fluid.FluidJob(j.name, j.period_ms, j.comm_ms, headroom[j.name]) for j in schedule.jobs]
+    return [fluid.FluidJob(j.name, j.period_ms, j.comm_ms, headroom[j.name]) for j in scenario.jobs]
 
 
 def _num(x: float) -> int | float:
@@ -142,14 +208,22 @@ def check_quantum(scenario: spec.Scenario, quantum_ms: float) -> None:
 def run(args) -> int:
     if args.quantum_ms is not None and not (math.isfinite(args.quantum_ms) and args.quantum_ms > 0):
         raise InputError(f"--quantum-ms: must be a positive number, got {args.quantum_ms}")
-    if args.iterations < 2:
+    if args.iterations is not None and args.iterations < 2:
         raise InputError(f"--iterations: must be at least 2, got {args.iterations}")
+    if args.iterations is not None and args.horizon_s is not None:
+        raise InputError("--horizon-s: give either --horizon-s or --iterations, not both")
+    for name, value in (("--horizon-s", args.horizon_s), ("--realign-s", args.realign_s)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise InputError(f"{name}: must be a positive number, got {value}")
+    if args.random_draws < 1:
+        raise InputError(f"--random-draws: must be at least 1, got {args.random_draws}")
     policyfiles.load(args.policy_file)
     scenario = spec.load(args.scenario)
     if args.quantum_ms is not None:
         check_quantum(scenario, args.quantum_ms)
     plan = build_plan(scenario, args.quantum_ms, args.heuristic, _policies_arg(args.policies),
-                      args.iterations, args.seed)
+                      args.iterations, args.seed, args.horizon_s and 1000.0 * args.horizon_s, args.realign_s,
+                      args.random_draws)
     if args.json:
         print(json.dumps(plan))
     else:
@@ -160,15 +234,18 @@ def run(args) -> int:
 def render(plan: dict) -> str:
     """The human-readable table."""
     gap = "" if plan["gap"] is None else f", gap {plan['gap']:.1%}"
+    simulated = (f"{plan['iterations']} iterations per job" if plan["horizon_ms"] is None
+                 else f"horizon {plan['horizon_ms'] / 1000:g} s")
     lines = [
         f"scenario {plan['scenario']}  quantum {plan['quantum_ms']:g} ms  hyper-period {plan['hyperperiod_ms']:,} ms",
         f"feasible: {'yes' if plan['feasible'] else 'no'}  (overlap {plan['overlap_ms']:g} ms per hyper-period, "
         f"{plan['method']}{gap})",
         "",
-        f"{'job':<12}{'period_ms':>10}{'comm_ms':>10}{'shift_ms':>10}",
+        f"{'job':<12}{'period_ms':>10}{'comm_ms':>10}{'grid T':>8}{'grid c':>8}{'shift_ms':>10}",
     ]
     for j in plan["jobs"]:
-        lines.append(f"{j['name']:<12}{j['period_ms']:>10g}{j['comm_ms']:>10g}{j['shift_ms']:>10g}")
+        lines.append(f"{j['name']:<12}{j['period_ms']:>10g}{j['comm_ms']:>10g}{j['grid_period_ms']:>8g}"
+                     f"{j['grid_comm_ms']:>8g}{j['shift_ms']:>10g}")
     lines.append("")
     for p in plan["pairs"]:
         sep = (f"separable, relative shift in [{p['separating_shift_ms'][0]:g}, {p['separating_shift_ms'][1]:g}] "
@@ -178,14 +255,27 @@ def render(plan: dict) -> str:
     if roomy:
         lines.append("the shared link is faster than these jobs' bursts alone (link rate / burst rate): "
                      f"{', '.join(roomy)}; bursts that meet share its spare rate before they stretch")
-    lines.append("")
+    rand = plan["baselines"]["random_offsets"]
+    lines += ["", f"baselines ({simulated}): none (all first bursts at 0) normalised throughput "
+              f"{plan['baselines']['none']['normalised_throughput']:.3f}; random start offsets "
+              f"{rand['normalised_throughput']:.3f} [{rand['ci95'][0]:.3f}, {rand['ci95'][1]:.3f}] "
+              f"(95 %, {rand['draws']} draws)", ""]
     names = [j["name"] for j in plan["jobs"]]
-    lines.append("predicted iteration time, ms (change in throughput vs none)")
-    lines.append(f"{'policy':<8}" + "".join(f"{n:>20}" for n in names) + f"{'norm. thr.':>12}")
+    lines.append("predicted iteration time, ms (change in throughput vs none / vs random offsets)")
+    lines.append(f"{'policy':<9}" + "".join(f"{n:>26}" for n in names) + f"{'norm. thr.':>12}{'overlap':>9}")
     for p, per_job in plan["policies"].items():
-        cells = "".join(f"{per_job[n]['predicted_iteration_ms']:>11.1f} ({per_job[n]['change_vs_none']:+6.1%})" for n in names)
-        lines.append(f"{p:<8}{cells}{plan['normalised_throughput'][p]:>12.3f}")
+        if "error" in per_job:
+            lines.append(f"{p:<9}not applicable: {per_job['error']}")
+            continue
+        cells = "".join(_cell(per_job[n]) for n in names)
+        lines.append(f"{p:<9}{cells}{plan['normalised_throughput'][p]:>12.3f}{plan['overlap'][p]:>9.1%}")
     return "\n".join(lines)
+
+
+def _cell(job: dict) -> str:
+    ms = job["predicted_iteration_ms"]
+    return (f"{'never' if ms is None else f'{ms:.1f}':>10} ({job['change_vs_none']:+6.1%} / "
+            f"{job['change_vs_random_offsets']:+6.1%})")
 
 
 if __name__ == "__main__":

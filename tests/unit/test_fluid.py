@@ -4,13 +4,16 @@ import random
 
 import pytest
 
+from controller.theory import policies
 from controller.theory.fluid import (
     FluidJob,
     FluidWindow,
     compare_policies,
+    default_horizon_ms,
     mean_iterations,
     policy_windows,
     simulate,
+    simulate_policy,
 )
 from controller.theory.policies import get_policy
 from controller.theory.schedule import JobTiming, compute_schedule
@@ -243,3 +246,86 @@ def test_a_drawn_burst_brings_its_jobs_extra_time_after_it():
     assert {pair.draw(random.Random(seed)) for seed in range(20)} == {(80.0, -10.0), (120.0, 10.0)}
     assert FluidJob("a", 300, 100, comm_samples_ms=(80.0,), after_samples_ms=(1.0, 2.0)).draw(random.Random(0)) == (80.0, 0.0)
     assert job.draw(None) == (100, 0.0)
+
+
+def test_a_shift_re_aligns_to_its_grid_window_after_every_realign_period():
+    """True period 310 ms, windows every 300 (the grid), re-align every second. Bursts ready at 0,
+    310, 620, 930; the one ready at 1240 (first after 1 s) waits for the window at 1500; then 1810,
+    2120 (after 2 s) waits for 2400; 2710, 3020 (after 3 s) waits for 3300. Between, it runs free."""
+    trace = []
+    simulate([FluidJob("a", 310, 100)], {"a": 0.0}, {"a": FluidWindow(0, 300, 100)}, iterations=9, warmup=0,
+             waits=lambda k: False, enforce=False, realign_ms=1000.0, trace=trace)
+    assert [round(went) for _, _, went, _ in trace[:10]] == [0, 310, 620, 930, 1500, 1810, 2400, 2710, 3300, 3610]
+    assert [round(ready) for _, ready, _, _ in trace[4:5]] == [1240]
+
+
+def test_realign_s_reaches_the_model_only_for_a_schedule_using_policy_without_windows():
+    sched = compute_schedule([JobTiming("a", 300, 100), JobTiming("b", 600, 200)], 100)
+    true = [FluidJob("a", 310, 100), FluidJob("b", 600, 150)]
+    free = simulate_policy(sched, "shift", true, iterations=30)
+    knobs = policies.PolicyKnobs(realign_s=1.0)
+    realigned = simulate_policy(sched, "shift", true, iterations=30, knobs=knobs)
+    assert realigned.jobs["a"].mean_iteration_ms > free.jobs["a"].mean_iteration_ms  # it waits for windows
+    for p in ("none", "gate"):  # none has no schedule to re-align to; gate waits every burst anyway
+        assert simulate_policy(sched, p, true, iterations=30, knobs=knobs).jobs == \
+            simulate_policy(sched, p, true, iterations=30).jobs
+
+
+def test_strict_priority_lets_the_first_burst_go_and_the_other_follow():
+    """Two jobs of 300 ms, bursts of 100, both ready at 0. Fair: each gets half, 200-ms bursts, 400-ms
+    iterations (and the link shared half the time). Priority to a: a sends [0, 100), b [100, 200); a is
+    ready at 300, b at 400: they never meet again, 300 each, nothing shared after the warm-up."""
+    jobs = [FluidJob("a", 300, 100), FluidJob("b", 300, 100)]
+    fair_stats, prio_stats = {}, {}
+    fair = simulate(jobs, {"a": 0.0, "b": 0.0}, horizon_ms=12_000, stats=fair_stats)
+    prio = simulate(jobs, {"a": 0.0, "b": 0.0}, horizon_ms=12_000, sharing="priority", priority=["a", "b"],
+                    stats=prio_stats)
+    assert {k: v.mean_iteration_ms for k, v in fair.items()} == pytest.approx({"a": 400, "b": 400})
+    assert {k: v.mean_iteration_ms for k, v in prio.items()} == pytest.approx({"a": 300, "b": 300})
+    assert fair_stats["overlap_share"] == pytest.approx(0.5) and prio_stats["overlap_share"] == 0.0
+
+
+def test_link_shares_by_hand():
+    jobs = [FluidJob("a", 300, 100), FluidJob("b", 300, 100)]
+    # priority, each burst alone fills the link: the first takes it all
+    assert policies.link_shares(jobs, [0, 1], "priority", [1, 0], [0, 0], [1, 1]) == {1: 1.0, 0: 0.0}
+    # link 1.5 times a burst's rate: the first takes 2/3 of it, the second the last third = half its speed
+    roomy = [FluidJob("a", 300, 100, 1.5), FluidJob("b", 300, 100, 1.5)]
+    assert policies.link_shares(roomy, [0, 1], "priority", [0, 1], [0, 0], [1, 1]) == pytest.approx({0: 1.0, 1: 0.5})
+    # mltcp: a half sent (weight 1.5), b not started (weight 1): 0.6 and 0.4 of the link
+    assert policies.link_shares(jobs, [0, 1], "mltcp", [0, 1], [50, 0], [50, 100]) == pytest.approx({0: 0.6, 1: 0.4})
+    # ... each capped at its solo rate: on a link twice a burst's rate both go at full speed
+    wide = [FluidJob("a", 300, 100, 2.0), FluidJob("b", 300, 100, 2.0)]
+    assert policies.link_shares(wide, [0, 1], "mltcp", [0, 1], [50, 0], [50, 100]) == pytest.approx({0: 1.0, 1: 1.0})
+    assert policies.link_shares(jobs, [0, 1], "fair", [0, 1], [50, 0], [50, 100]) == {0: 0.5, 1: 0.5}
+
+
+def test_mltcp_lets_the_burst_nearer_its_end_finish_first():
+    """a (100 ms) starts at 0, b (100 ms) at 50. Fair: a alone to 50, then half each: a ends at 150, b
+    alone to 200. MLTCP: a has sent half when b comes, so it gets more of the link and ends before 150;
+    the link is never idle, so b still ends at 200 (200 ms of work from t = 0)."""
+    jobs = [FluidJob("a", 1000, 100), FluidJob("b", 1000, 100)]
+    fair, mltcp = [], []
+    simulate(jobs, {"a": 0.0, "b": 50.0}, iterations=1, warmup=0, trace=fair)
+    simulate(jobs, {"a": 0.0, "b": 50.0}, iterations=1, warmup=0, sharing="mltcp", trace=mltcp)
+    ends = {(name, round(end, 6)) for name, _, _, end in fair if end < 1000}
+    assert ends == {("a", 150), ("b", 200)}
+    end = {name: e for name, _, _, e in mltcp if e < 1000}
+    assert 100 < end["a"] < 145 and end["b"] == pytest.approx(200, abs=1e-6)
+
+
+def test_halving_the_mltcp_step_moves_predictions_by_less_than_half_a_percent():
+    jobs = [FluidJob("a", 304, 100), FluidJob("b", 597, 150), FluidJob("c", 450, 120)]
+    offsets = {"a": 0.0, "b": 30.0, "c": 70.0}
+    coarse = simulate(jobs, offsets, horizon_ms=60_000, sharing="mltcp")
+    fine = simulate(jobs, offsets, horizon_ms=60_000, sharing="mltcp", mltcp_step_ms=0.5)
+    for name in coarse:
+        assert fine[name].mean_iteration_ms == pytest.approx(coarse[name].mean_iteration_ms, rel=0.005)
+
+
+def test_the_default_horizon_is_the_lcm_of_the_true_periods_in_microseconds():
+    assert default_horizon_ms([FluidJob("a", 304, 100), FluidJob("b", 597, 150)]) == 304 * 597
+    # 300.5 and 601 ms: lcm(300 500, 601 000) µs = 601 000 µs ... below 40 periods of 601 ms
+    assert default_horizon_ms([FluidJob("a", 300.5, 100), FluidJob("b", 601, 150)]) == 40 * 601
+    # 0.1 is no whole number of µs as a float: no lcm, the cap
+    assert default_horizon_ms([FluidJob("a", 300.1, 100), FluidJob("b", 600, 150)]) == 400 * 600

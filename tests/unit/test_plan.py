@@ -6,6 +6,8 @@ import random
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from scenarios import spec
 from scenarios.commands import plan
 
@@ -99,3 +101,77 @@ def test_a_quantum_override_gets_the_schemas_bound_on_the_schedules_size(tmp_pat
     assert main(["plan", str(path), "--quantum-ms", "1e-6"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("shiftbed plan: --quantum-ms:") and "\n" not in err and "quanta" in err
+
+
+def drift_scenario(period_a, period_b):
+    return spec.parse(f"name: drift\nquantum_ms: 100\njobs:\n  - {{name: a, period_ms: {period_a}, comm_ms: 100}}\n"
+                      f"  - {{name: b, period_ms: {period_b}, comm_ms: 150}}\n", "drift.yaml")
+
+
+def test_the_model_runs_the_true_jobs_against_a_schedule_on_the_grid():
+    """304/597 ms at a 100-ms quantum: the schedule sees 300/600 (bursts 100/200) and separates them,
+    but the true jobs are coprime (gcd(304, 597) = 1): free running, their relative phase walks through
+    every value over the lcm (181 488 ms, the horizon), exactly as the unshifted jobs' does, so the
+    shift is worth what a start offset is worth in the long run: nothing (measured +0.1 %, +0.1 %)."""
+    doc = plan.build_plan(drift_scenario(304, 597), policies=("none", "shift"))
+    assert doc["horizon_ms"] == 304 * 597  # coprime: the lcm is the product, 304 periods of b (within 40..400)
+    assert [(j["period_ms"], j["comm_ms"], j["grid_period_ms"], j["grid_comm_ms"]) for j in doc["jobs"]] == [
+        (304, 100, 300, 100), (597, 150, 600, 200)]
+    for job in ("a", "b"):
+        assert abs(doc["policies"]["shift"][job]["change_vs_none"]) < 0.01, job
+
+
+def test_on_the_grid_the_shift_keeps_its_full_gain():
+    """300/600, bursts 100/150, by hand. none: both start at 0 and share the link; a's 100 ms take 200,
+    b's 150 take 200 + 50 alone (250); a is ready at 400, sends alone to 500, is ready at 700 with b
+    (250 + 450): a 700-ms cycle with two iterations of a (350) and one of b (700), both sharing [0, 200):
+    overlap share 2/7. shift: b 100 ms after a, never meets a: 300 and 600, so +16.7 % (350/300 - 1 =
+    1/6) for both, and no overlap."""
+    doc = plan.build_plan(drift_scenario(300, 600), policies=("none", "shift"))
+    none, shift = doc["policies"]["none"], doc["policies"]["shift"]
+    assert (none["a"]["predicted_iteration_ms"], none["b"]["predicted_iteration_ms"]) == (350, 700)
+    assert (shift["a"]["predicted_iteration_ms"], shift["b"]["predicted_iteration_ms"]) == (300, 600)
+    assert shift["a"]["change_vs_none"] == shift["b"]["change_vs_none"] == round(1 / 6, 4)
+    # the 24-s horizon is 34 cycles and 2/7 of one: the share is 2/7 within 200 ms / 24 s
+    assert doc["overlap"]["none"] == pytest.approx(2 / 7, abs=200 / 24_000) and doc["overlap"]["shift"] == 0.0
+    assert doc["horizon_ms"] == 40 * 600  # lcm(300, 600) = 600 is below 40 periods of b: 40 of them
+
+
+def test_both_baselines_are_reported_and_the_random_one_carries_an_interval():
+    doc = plan.build_plan(drift_scenario(300, 600), policies=("none", "shift"), random_draws=12)
+    assert doc["baselines"]["none"]["jobs"]["a"]["predicted_iteration_ms"] == 350
+    rand = doc["baselines"]["random_offsets"]
+    assert rand["draws"] == 12
+    lo, hi = rand["ci95"]
+    assert lo <= rand["normalised_throughput"] <= hi
+    # random offsets land between the worst (both at 0: 0.857) and separated (1.0)
+    assert 6 / 7 <= lo and hi <= 1.0
+    for job, period in (("a", 300), ("b", 600)):
+        mean = rand["jobs"][job]["predicted_iteration_ms"]
+        assert rand["jobs"][job]["ci95"][0] <= mean <= rand["jobs"][job]["ci95"][1]
+        assert doc["policies"]["shift"][job]["change_vs_random_offsets"] == pytest.approx(mean / period - 1, abs=1e-4)
+
+
+def test_the_horizon_is_capped_at_400_periods_of_the_longest_job_and_iterations_still_work():
+    coprime = spec.parse("name: c\njobs:\n  - {name: a, period_ms: 401, comm_ms: 150}\n"
+                         "  - {name: b, period_ms: 600, comm_ms: 200}\n", "c.yaml")
+    doc = plan.build_plan(coprime, policies=("none",), random_draws=2)
+    assert doc["horizon_ms"] == 400 * 600  # lcm 240 600 > 240 000
+    fixed = plan.build_plan(coprime, policies=("none",), iterations=40, random_draws=2)
+    assert fixed["horizon_ms"] is None and fixed["iterations"] == 40
+    shorter = plan.build_plan(coprime, policies=("none",), horizon_ms=30_000, random_draws=2)
+    assert shorter["horizon_ms"] == 30_000
+
+
+def test_plan_cli_horizon_and_iterations_exclude_each_other(tmp_path, capsys):
+    from scenarios.cli import main
+
+    path = tmp_path / "d.yaml"
+    path.write_text("name: d\njobs:\n  - {name: a, period_ms: 300, comm_ms: 100}\n"
+                    "  - {name: b, period_ms: 600, comm_ms: 150}\n")
+    assert main(["plan", str(path), "--iterations", "10", "--horizon-s", "5"]) == 2
+    assert "--horizon-s" in capsys.readouterr().err
+    assert main(["plan", str(path), "--realign-s", "0"]) == 2
+    assert main(["plan", str(path), "--json", "--horizon-s", "6", "--random-draws", "3", "--realign-s", "2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["horizon_ms"] == 6000 and doc["baselines"]["random_offsets"]["draws"] == 3

@@ -46,3 +46,33 @@ def test_a_registered_policy_is_usable_by_name_in_the_fluid_model():
         assert result.offsets_ms == {"a": 200.0, "b": 400.0}
     finally:
         del policies.POLICIES["test-half"]
+
+
+def test_guard_lengthens_each_burst_by_the_band_rounded_up_to_the_grid():
+    guard = policies.get_policy("guard")
+    grid = [JobTiming("a", 400, 150), JobTiming("b", 800, 200)]
+    assert guard.scheduled_timings(grid, 10, policies.PolicyKnobs()) == [JobTiming("a", 400, 160),
+                                                                         JobTiming("b", 800, 210)]
+    # 10 ms on a 100-ms grid: one whole quantum
+    assert guard.scheduled_timings(grid, 100, policies.PolicyKnobs(guard_ms=10)) == [JobTiming("a", 400, 250),
+                                                                                   JobTiming("b", 800, 300)]
+    with pytest.raises(ValueError, match="does not fit"):
+        guard.scheduled_timings([JobTiming("a", 400, 390)], 10, policies.PolicyKnobs())
+    # its schedule keeps the guarded windows apart: gcd 400 >= 160 + 210, b from 160 after a
+    sched = policies.policy_schedule(guard, grid, 10)
+    assert sched.feasible and [j.comm_ms for j in sched.jobs] == [160, 210] and sched.shifts_ms["b"] == 160
+    assert guard.enforces_windows and guard.uses_schedule
+    # the others see the grid timings unchanged
+    assert policies.policy_schedule(policies.get_policy("shift"), grid, 10).jobs == tuple(grid)
+
+
+def test_priority_puts_the_shortest_grid_burst_first_ties_in_scenario_order():
+    sched = compute_schedule([JobTiming("a", 400, 150), JobTiming("b", 800, 100), JobTiming("c", 800, 150)])
+    prio = policies.get_policy("priority")
+    assert prio.priority_order(sched) == ["b", "a", "c"]
+    assert prio.sharing == "priority" and not prio.realigns()
+    assert prio.initial_offsets_ms(sched, random.Random(0)) == {"a": 0.0, "b": 0.0, "c": 0.0}
+    mltcp = policies.get_policy("mltcp")
+    assert mltcp.sharing == "mltcp" and not mltcp.realigns()
+    assert policies.get_policy("shift").sharing == "fair"
+    assert policies.DEFAULT_POLICIES == ("none", "shift", "gate", "random")

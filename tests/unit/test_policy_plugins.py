@@ -127,7 +127,7 @@ def test_the_reference_fluid_model_on_cases_worked_by_hand():
 def test_the_fluid_model_realigns_every_fourth_burst_without_pausing_bursts(loaded):
     loaded(EXAMPLE)
     sched = compute_schedule([JobTiming("a", 401, 150), JobTiming("b", 600, 200)])
-    res = fluid.compare_policies(sched, ("none", "shift", "gate", "realign4"))
+    res = fluid.compare_policies(sched, ("none", "shift", "gate", "realign4"), iterations=40)
     ms = {p: {j: r.mean_iteration_ms for j, r in res[p].jobs.items()} for p in res}
     jobs, shifts = {"a": (401, 150), "b": (600, 200)}, sched.shifts_ms
     reference = {"none": reference_fluid(jobs, {"a": 0, "b": 0}),
@@ -168,7 +168,7 @@ def test_the_scheduler_accepts_a_registered_policy_and_does_not_gate_it(loaded):
     assert 100 <= (offsets["b"] - offsets["a"]) % 300 <= 150, offsets
     core.set_policy({"policy": "gate"}, now_s=1000.0)
     assert core.enforces_windows
-    with pytest.raises(ApiError, match="must be one of none, shift, gate, random, realign4"):
+    with pytest.raises(ApiError, match="must be one of none, shift, gate, random, .*realign4"):
         core.set_policy({"policy": "realign5"}, now_s=1000.0)
 
 

@@ -234,3 +234,26 @@ def test_the_readme_scenario_example_is_valid():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+KNOB_BASE = "name: k\njobs:\n  - {name: a, period_ms: 300, comm_ms: 100}\n  - {name: b, period_ms: 600, comm_ms: 150}\n"
+
+
+def test_scenario_knobs_and_the_default_policies():
+    from controller.theory.policies import DEFAULT_GUARD_MS, PolicyKnobs
+
+    plain = spec.parse(KNOB_BASE, "k.yaml")
+    assert plain.knobs == PolicyKnobs(DEFAULT_GUARD_MS, None)
+    assert plain.policies == ("none", "shift", "gate", "random")  # not every registered policy
+    set_ = spec.parse(KNOB_BASE + "guard_ms: 0\nrealign_s: 2.5\n", "k.yaml")
+    assert set_.knobs == PolicyKnobs(0.0, 2.5)
+
+
+@pytest.mark.parametrize("extra, field", [("guard_ms: -1", "guard_ms"), ("guard_ms: 200", "guard_ms"),
+                                          ("guard_ms: abc", "guard_ms"), ("realign_s: 0", "realign_s"),
+                                          ("realign_s: -3", "realign_s")])
+def test_bad_knobs_are_one_line_naming_the_key(extra, field):
+    with pytest.raises(InputError) as err:
+        spec.parse(KNOB_BASE + extra + "\n", "k.yaml")
+    msg = str(err.value)
+    assert msg.startswith(f"k.yaml: {field}:") and "\n" not in msg
