@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.theory.align import align_periods
 from controller.theory.schedule import JobTiming, Schedule, compute_schedule
 
 # The guard policy's band: the gate's edges land 5.7-7.3 ms late at p95 with traffic on the
@@ -326,3 +327,16 @@ class MltcpPolicy(NonePolicy):
     name = "mltcp"
     description = "model: link shares weighted by each burst's progress (MLTCP); no shifts, no windows"
     sharing = "mltcp"
+
+
+@register
+class AlignPolicy(GatePolicy):
+    """Pad compute phases so the periods admit a zero-overlap schedule, then shift and gate on the
+    padded periods (``controller/theory/align.py``). The scheduler knows only the grid: a job whose
+    true period is off it still meets its windows, and pays for the mismatch, as under ``gate``."""
+
+    name = "align"
+    description = "pad periods until a zero-overlap schedule exists, then shift + gate on them"
+
+    def scheduled_timings(self, timings, quantum_ms, knobs):
+        return list(align_periods(timings, quantum_ms).timings)

@@ -175,3 +175,25 @@ def test_plan_cli_horizon_and_iterations_exclude_each_other(tmp_path, capsys):
     assert main(["plan", str(path), "--json", "--horizon-s", "6", "--random-draws", "3", "--realign-s", "2"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["horizon_ms"] == 6000 and doc["baselines"]["random_offsets"]["draws"] == 3
+
+
+def test_align_pads_the_true_period_and_a_policy_that_cannot_schedule_is_reported_not_raised():
+    """401/600 (gcd 1) cannot be separated. align's cheapest padding (a TDM frame of F = 401 >=
+    150 + 200) rounds beta up to 2 × 401 = 802 and leaves alpha: windows never meet, so alpha
+    iterates at 401 and beta at its true 600 plus 202 ms of padding; normalised to the true periods,
+    (1 + 600/802) / 2."""
+    coprime = spec.parse("name: c\njobs:\n  - {name: alpha, period_ms: 401, comm_ms: 150}\n"
+                         "  - {name: beta, period_ms: 600, comm_ms: 200}\n", "c.yaml")
+    doc = plan.build_plan(coprime, policies=("none", "align"), random_draws=2)
+    align = doc["policies"]["align"]
+    assert (align["alpha"]["padding_ms"], align["beta"]["padding_ms"]) == (0, 202)
+    assert (align["alpha"]["predicted_iteration_ms"], align["beta"]["predicted_iteration_ms"]) == (401, 802)
+    assert doc["normalised_throughput"]["align"] == round((1 + 600 / 802) / 2, 4)
+    assert doc["overlap"]["align"] == 0.0 and doc["policies"]["none"]["beta"]["padding_ms"] == 0
+    # three bursts of 90 in periods of 100: a frame holding all three (270) more than doubles every period
+    crowded = spec.parse("name: x\nquantum_ms: 10\njobs:\n" + "".join(
+        f"  - {{name: j{i}, period_ms: 100, comm_ms: 90}}\n" for i in range(3)), "x.yaml")
+    doc = plan.build_plan(crowded, policies=("none", "shift", "align"), random_draws=2)
+    assert set(doc["policies"]["align"]) == {"error"} and doc["normalised_throughput"]["align"] is None
+    assert doc["normalised_throughput"]["shift"] > 0
+    assert "align" in plan.render(doc) and "not applicable" in plan.render(doc)
