@@ -171,6 +171,7 @@ class JobPlan:
     offset_ms: float
     period_ms: float
     window_ms: float
+    padding_ms: float = 0.0  # added to every compute phase (the policy pads the period: ``align``)
 
     def waits_for_window(self, iteration: int) -> bool:
         """Does this iteration's burst wait for the next window start? (The registered policy decides.)"""
@@ -191,7 +192,7 @@ class JobPlan:
             raise ValueError("the scheduler has no epoch yet: POST /shiftbed/policy first")
         return cls(policy=doc["policy"], epoch_s=float(doc["epoch_s"]),
                    offset_ms=float(entry["offset_ms"]), period_ms=float(entry["period_ms"]),
-                   window_ms=float(entry["window_ms"]))
+                   window_ms=float(entry["window_ms"]), padding_ms=float(entry.get("padding_ms") or 0.0))
 
 
 @dataclass(frozen=True)
@@ -305,15 +306,20 @@ class JobDriver:
         self._rng = random.Random(self.spec.seed)
         self._phases = collective(self.spec)
 
+    @property
+    def compute_ms(self) -> float:
+        """The job's compute phase as this policy runs it: its own, plus the plan's padding."""
+        return self.spec.compute_ms + self.plan.padding_ms
+
     def compute_s(self) -> float:
         """This iteration's compute time: ``period − comm`` plus uniform(±jitter_ms), never < 0."""
         jitter = self._rng.uniform(-self.spec.jitter_ms, self.spec.jitter_ms) if self.spec.jitter_ms else 0.0
-        return max(0.0, self.spec.compute_ms + jitter) / 1000
+        return max(0.0, self.compute_ms + jitter) / 1000
 
     def run(self, iterations: int | None = None, until_s: float | None = None) -> int:
         """Run until ``iterations`` are done, ``until_s`` (unix) passes or ``stop()``; return the count."""
         first_comm_s = self.plan.epoch_s + self.plan.offset_ms / 1000
-        start_s = first_comm_s - self.spec.compute_ms / 1000
+        start_s = first_comm_s - self.compute_ms / 1000
         if self.plan.gated:
             start_s -= self.launch_lead_ms / 1000
         self.ready_slack_ms = (start_s - self.clock.now()) * 1000
@@ -329,7 +335,7 @@ class JobDriver:
 
     def iteration(self, k: int, start_s: float) -> float:
         """One iteration starting at ``start_s``: compute, (gate: wait), collective, barrier; log rows."""
-        compute_end_s = start_s + (self.spec.compute_ms / 1000 if k == 0 else self.compute_s())
+        compute_end_s = start_s + (self.compute_ms / 1000 if k == 0 else self.compute_s())
         launch_s = compute_end_s
         if self.plan.waits_for_window(k):
             window_s = next_window_start(self.plan, compute_end_s, late_launch_ms(self.plan.window_ms, self.burst_ms))

@@ -10,12 +10,15 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 - ``POST /jobs`` ``{"name", "period_ms", "comm_ms", "workers": [host, ...],
   "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"?}, ...]}`` → 201
 - ``DELETE /jobs/{name}`` → 200; ``GET /jobs``
-- ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window,
+- ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window and
+  ``padding_ms`` (how much the policy lengthens the job's period: ``align``),
   hyper-period, feasibility
 - ``POST /policy`` ``{"policy", "epoch_s"? | "start_in_s"?, "seed"?, "mode"?,
   "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?, "advance_ms"?}``: choose the policy (any
   registered one, ``controller/theory/policies.py``) and the common epoch; for a policy that enforces
-  its windows (``gate``) the controller starts firing edges
+  its windows (``gate``) the controller starts firing edges. The schedule is the policy's own
+  (``policies.policy_schedule``); ``guard_ms`` widens every window, and for ``guard`` the schedule
+  also keeps the widened windows apart
 - ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
   ``GET /edges``
 
@@ -43,12 +46,11 @@ from controller.limits import (
     schedule_size_problem,
     search_nodes,
 )
-from controller.theory.policies import POLICIES, get_policy
+from controller.theory.policies import POLICIES, PolicyKnobs, get_policy, policy_schedule
 from controller.theory.schedule import (
     BeyondExactMethod,
     JobTiming,
     Schedule,
-    compute_schedule,
     to_quanta,
 )
 
@@ -248,11 +250,12 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
                          advance_ms)
 
 
-def _compute(timings: list[JobTiming], quantum_ms: float, max_nodes: int) -> Schedule | Exception:
-    """The schedule, or the refusal as a value: it may run on another thread, which should not
-    print a traceback for a refused instance."""
+def _compute(pol, timings: list[JobTiming], quantum_ms: float, knobs: PolicyKnobs,
+             max_nodes: int) -> Schedule | Exception:
+    """The policy's schedule, or the refusal as a value: it may run on another thread, which should
+    not print a traceback for a refused instance."""
     try:
-        return compute_schedule(timings, quantum_ms=quantum_ms, max_nodes=max_nodes)
+        return policy_schedule(pol, timings, quantum_ms, knobs, max_nodes=max_nodes)
     except (ValueError, BeyondExactMethod) as exc:
         return exc
 
@@ -309,8 +312,11 @@ class SchedulerCore:
         if self.gating:
             raise ApiError(409, f"cannot {what} while the gate runs: POST /shiftbed/stop first")
 
-    def schedule_for(self, jobs: dict[str, JobRequest], quantum_ms: float | None = None) -> Schedule | None:
-        """The schedule of ``jobs`` (the theory module decides); changes nothing.
+    def schedule_for(self, jobs: dict[str, JobRequest], quantum_ms: float | None = None,
+                     policy: PolicyRequest | None = None) -> Schedule | None:
+        """The schedule of ``jobs`` (the theory module decides), as ``policy`` sees them
+        (``Policy.scheduled_timings``: ``guard`` lengthens the bursts by ``guard_ms``, ``align``
+        pads the periods; default: as registered); changes nothing.
 
         Refused (400) before anything is computed when it would exceed the
         bounds of ``controller/limits.py``; the exact search gets the node
@@ -328,7 +334,8 @@ class SchedulerCore:
         if problem:
             raise ApiError(400, f"schedule: {problem}")
         timings = [JobTiming(job.name, job.period_ms, job.comm_ms) for job in jobs.values()]
-        outcome = self._compute_with(_compute, timings, quantum_ms, search_nodes(periods))
+        name, knobs = (policy.policy, PolicyKnobs(guard_ms=policy.guard_ms)) if policy else ("none", PolicyKnobs())
+        outcome = self._compute_with(_compute, get_policy(name), timings, quantum_ms, knobs, search_nodes(periods))
         if isinstance(outcome, Exception):
             raise ApiError(400, f"schedule: {str(outcome).splitlines()[0][:200]}")
         return outcome
@@ -341,9 +348,7 @@ class SchedulerCore:
         self._refuse_while_gating("change the policy")
         if get_policy(request.policy).enforces_windows:
             self._refuse_windows_too_long(request.guard_ms)
-        schedule = self.schedule
-        if schedule is None or request.quantum_ms != schedule.quantum_ms:
-            schedule = self.schedule_for(self.jobs, request.quantum_ms)
+        schedule = self.schedule_for(self.jobs, request.quantum_ms, request)
         offsets = get_policy(request.policy).initial_offsets_ms(schedule, random.Random(request.seed))
         offsets_ms = {name: float(offsets[name]) for name in self.jobs}
         self.schedule, self.policy, self.offsets_ms = schedule, request, offsets_ms
@@ -372,7 +377,7 @@ class SchedulerCore:
         """
         guard = self.policy.guard_ms if self.policy else 0.0
         return {j.name: (j.period_ms, self.offsets_ms.get(j.name, self.schedule.shifts_ms[j.name]),
-                         _window_ms(j.comm_ms, guard))
+                         max(j.comm_ms, _window_ms(self.jobs[j.name].comm_ms, guard)))
                 for j in self.schedule.jobs}
 
     def schedule_doc(self) -> dict:
@@ -389,7 +394,10 @@ class SchedulerCore:
         windows = self.windows_ms()
         for j in s.jobs:
             period_ms, _start_ms, window_ms = windows[j.name]
-            doc["jobs"][j.name] = {"period_ms": period_ms, "comm_ms": j.comm_ms, "shift_ms": s.shifts_ms[j.name],
+            registered = self.jobs[j.name]
+            doc["jobs"][j.name] = {"period_ms": period_ms, "comm_ms": registered.comm_ms,
+                                   "padding_ms": round(period_ms - registered.period_ms, 9),
+                                   "shift_ms": s.shifts_ms[j.name],
                                    "offset_ms": self.offsets_ms.get(j.name), "window_ms": window_ms,
                                    "workers": list(self.jobs[j.name].workers)}
         return doc

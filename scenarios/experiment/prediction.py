@@ -54,7 +54,7 @@ edge, and the report says so beside its error.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -87,6 +87,7 @@ class RunModel:
     launch_lead_ms: dict[str, float]
     link_mbps: float  # the shared link's rate; a fabric faster than the host links has room for more
     queue_ms: float
+    padding_ms: dict[str, float] = field(default_factory=dict)  # per job, what the policy adds to its period
 
     def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,
                 busy_start_ms: float | dict[str, float] = BUSY_START_MS,
@@ -118,7 +119,8 @@ class RunModel:
             longest_ms = 0.99 * solo["iteration_ms"]
             samples = tuple(min(max(x, 0.01), longest_ms) for x in solo.get("link_samples_ms", ()))
             busy_ms = busy_start_ms[job.name] if isinstance(busy_start_ms, dict) else busy_start_ms
-            jobs.append(FluidJob(job.name, solo["iteration_ms"], min(solo["data_ms"], longest_ms), headroom,
+            iteration_ms = solo["iteration_ms"] + self.padding_ms.get(job.name, 0.0)  # the driver pads its compute
+            jobs.append(FluidJob(job.name, iteration_ms, min(solo["data_ms"], longest_ms), headroom,
                                  samples, busy_start_ms=max(0.0, busy_ms),
                                  after_samples_ms=tuple(solo.get("after_samples_ms", ())),
                                  busy_start_samples_ms=tuple((busy_start_samples_ms or {}).get(job.name, ()))))
@@ -130,7 +132,8 @@ class RunModel:
         windows = policy_windows(pol, self.schedule, offsets_ms, late_ms=late, grace_ms=grace)
         return jobs, offsets, {"windows": windows, "iterations": max(iterations, 5), "warmup": 0,
                                "waits": pol.waits_for_window, "enforce": pol.enforces_windows,
-                               "queue_ms": self.queue_ms}  # a held burst's queue drains past its gate
+                               "queue_ms": self.queue_ms,  # a held burst's queue drains past its gate
+                               "sharing": pol.sharing, "priority": pol.priority_order(self.schedule)}
 
     def predict_with_range(self, policy: str, offsets_ms: dict[str, float], iterations: int,
                            busy_start_ms: dict[str, float] | None = None,
@@ -228,6 +231,16 @@ class MeasuredRun:
     solo_spans: dict[str, pd.DataFrame]  # per job: the bursts of the solo run kept in ``solo``
     bursts: dict[str, pd.DataFrame]  # policy -> its bursts (analysis.burst_spans)
     launch_lead_ms: dict[str, float]
+    schedules: dict[str, Schedule] = field(default_factory=dict)  # policy -> its own, where it differs
+
+    def schedule_of(self, policy: str) -> Schedule:
+        """The schedule ``policy`` ran with (``policies.policy_schedule``; default: the run's)."""
+        return self.schedules.get(policy, self.schedule)
+
+    def padding_ms(self, policy: str) -> dict[str, float]:
+        """Per job, how much ``policy``'s schedule lengthens its period (``align``)."""
+        base = {j.name: j.period_ms for j in self.schedule.jobs}
+        return {j.name: j.period_ms - base[j.name] for j in self.schedule_of(policy).jobs}
 
     def other_bursts(self, policy: str | None) -> pd.DataFrame:
         """The bursts of the run's policies but ``policy`` (a policy's prediction never uses its own;

@@ -34,8 +34,9 @@ import pandas as pd
 
 from controller.limits import search_nodes
 from controller.scheduler_client import SchedulerClient
-from controller.theory.policies import get_policy
-from controller.theory.schedule import compute_schedule, to_quanta
+from controller.theory.policies import get_policy, policy_schedule
+from controller.theory.schedule import to_quanta
+from scenarios.errors import InputError
 from scenarios.experiment.calibration import Calibration
 from scenarios.experiment.drive import (
     MEASURE_ATTEMPTS,
@@ -79,13 +80,36 @@ class RunOptions:
     datapath: str | None = None
 
 
-def run_schedule(scenario):
-    """The schedule the run predicts with: computed as the controller computes it, with the same
-    node budget (``controller.limits.search_nodes``), so that on an instance too big for the exact
-    search both fall back to the same heuristic shifts."""
+def run_schedule(scenario, policy: str = "none"):
+    """The schedule the run predicts ``policy`` with: that policy's (``policies.policy_schedule``),
+    computed as the controller computes it, with the same node budget
+    (``controller.limits.search_nodes``), so that on an instance too big for the exact search both
+    fall back to the same heuristic shifts. ValueError where the policy cannot schedule the jobs."""
     timings = scenario.timings()
     periods = [to_quanta(t.period_ms, scenario.quantum_ms) for t in timings]  # as SchedulerCore counts them
-    return compute_schedule(timings, scenario.quantum_ms, max_nodes=search_nodes(periods))
+    return policy_schedule(get_policy(policy), timings, scenario.quantum_ms, scenario.knobs,
+                           max_nodes=search_nodes(periods))
+
+
+def guard_option_ms(scenario, policy: str) -> float:
+    """The ``guard_ms`` the run asks the controller for: the scenario's guard band where the policy's
+    schedule lengthens the bursts by it (``guard``), else 0 (every other window is one burst long)."""
+    timings = scenario.timings()
+    scheduled = get_policy(policy).scheduled_timings(timings, scenario.quantum_ms, scenario.knobs)
+    lengthened = any(s.comm_ms > t.comm_ms for s, t in zip(scheduled, timings, strict=True))
+    return scenario.knobs.guard_ms if lengthened else 0.0
+
+
+def policy_schedules(scenario, policies) -> dict:
+    """Each policy's schedule (:func:`run_schedule`); InputError naming the policy that cannot
+    schedule the scenario's jobs (before anything is built)."""
+    out = {}
+    for policy in policies:
+        try:
+            out[policy] = run_schedule(scenario, policy)
+        except ValueError as exc:
+            raise InputError(f"{scenario.path}: policy {policy}: {str(exc).splitlines()[0]}") from None
+    return out
 
 
 class Experiment:
@@ -97,6 +121,7 @@ class Experiment:
         self.options = options
         self.progress_stream = progress_stream
         self.schedule = run_schedule(scenario)
+        self.schedules = policy_schedules(scenario, options.policies)  # each policy's own (align pads, guard widens)
         self.writer: ResultsWriter | None = None  # the results folder, once the run started
         self.link: SharedLink | None = None  # the link the jobs share, once the fabric is up
         self.queue_ms: float | None = None  # the fabric's queue, once it is up
@@ -197,15 +222,17 @@ class Experiment:
     def _run_policy(self, measurer: Measurer, policy: str) -> None:
         scheduler = SchedulerClient(measurer.fabric.controller.rest_url)
         options = {}
-        enforced = get_policy(policy).enforces_windows
+        pol = get_policy(policy)
+        enforced = pol.enforces_windows
         if enforced:  # a floor, not a wall: a burst's closing handshake after its window still passes
-            options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000)}
+            options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000),
+                       "guard_ms": guard_option_ms(self.scenario, policy)}
         for attempt in range(1, MEASURE_ATTEMPTS + 1):  # a run the host disturbed is kept, and run again
             doc = scheduler.set_policy(policy, start_in_s=START_IN_S, seed=self.options.seed,
                                        quantum_ms=self.scenario.quantum_ms, **options)
             epoch_s = float(doc["epoch_s"])
             run_dir = measurer.work_dir(policy) if attempt == 1 else measurer.work_dir(policy, f"attempt{attempt}")
-            measured = self._drive_policy(measurer, policy, run_dir, epoch_s, enforced)
+            measured = self._drive_policy(measurer, policy, run_dir, epoch_s, enforced, self._ranks(pol))
             if measured is None:
                 return
             if not measured.steal.disturbed or attempt == MEASURE_ATTEMPTS:
@@ -215,13 +242,23 @@ class Experiment:
                            measurer.link_senders(self.specs))
         stages.info("%s", policy_line(policy, self.record.measured[policy]))
 
-    def _drive_policy(self, measurer: Measurer, policy, run_dir, epoch_s, enforced):
-        """One measurement of ``policy`` (a ``drive.Measurement``), or None if a worker fault stopped it."""
+    def _ranks(self, pol) -> dict[int, int] | None:
+        """Under a strict-priority policy, each job's DSCP class and its rank on every link (0 first)."""
+        if pol.sharing != "priority":
+            return None
+        order = pol.priority_order(self.schedules[pol.name])
+        return {job_dscp(i): order.index(job.name) for i, job in enumerate(self.scenario.jobs)}
+
+    def _drive_policy(self, measurer: Measurer, policy, run_dir, epoch_s, enforced, ranks=None):
+        """One measurement of ``policy`` (a ``drive.Measurement``), or None if a worker fault stopped it.
+        ``ranks``: the jobs' classes ranked for strict priority on every link while it runs."""
         fabric = measurer.fabric
         try:
+            if ranks:
+                fabric.rank_job_classes(ranks)
             return measurer.drive(self.specs, run_dir, policy, until_s=epoch_s + self.options.duration_s,
                                   launch_lead_ms=self.calibration.launch_lead_ms,
-                                  burst_ms=late_launch_bursts_ms(self.schedule, self.calibration.solo))
+                                  burst_ms=late_launch_bursts_ms(self.schedules[policy], self.calibration.solo))
         except WorkerFault as fault:  # this policy's measurement stops here; the next policy runs
             kept = self.record.keep_rows(self.writer, policy, run_dir, self.specs)
             self.gaps.append(Gap(policy=policy, job=fault.job, worker=fault.worker, message=str(fault),
@@ -233,6 +270,8 @@ class Experiment:
             self.record.keep_rows(self.writer, policy, run_dir, self.specs)
             raise
         finally:
+            if ranks:
+                fabric.rank_job_classes(None)
             if enforced and fabric.controller.alive():
                 SchedulerClient(fabric.controller.rest_url).stop()
 
@@ -261,7 +300,8 @@ class Experiment:
     def summary(self, complete: bool, reason: str | None) -> SummaryRecord:
         """The summary record of what the run measured so far."""
         cal = self.calibration
-        run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms)
+        run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms,
+                          self.schedules)
         return build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run, record=self.record,
                              notes=self.notes, link=self.link, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
                              expected_solo_mbps=self.expected_solo_mbps,

@@ -29,7 +29,8 @@ def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[s
     that skips only the first (launch to first burst's end, analysis.job_means)
     and counts from the first burst's end on.
     """
-    model = RunModel(run.schedule, figures, run.launch_lead_ms, link_mbps, queue_ms)
+    model = RunModel(run.schedule_of(policy), figures, run.launch_lead_ms, link_mbps, queue_ms,
+                     run.padding_ms(policy))
     iterations = max(m["iterations"] for m in record.measured[policy].values()) + 1
     return model.predict_with_range(policy, record.offsets[policy], iterations, busy_start_ms,
                                     busy_start_samples_ms)

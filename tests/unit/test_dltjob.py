@@ -241,3 +241,20 @@ def test_bad_specs_raise():
         spec(workers=WORKERS[:1])
     with pytest.raises(ValueError):
         spec(pattern="tree")
+
+
+def test_a_padded_plan_lengthens_every_compute_phase():
+    """``align`` pads the period: with 100 ms of padding a 200-ms job (compute 150 ms) whose bursts
+    take 50 ms launches every 150 + 100 + 50 = 300 ms, its first burst still at its offset."""
+    plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=300.0, window_ms=50.0, padding_ms=100.0)
+    _rows, transport = run(spec(), plan, duration_s=0.05, iterations=4)
+    assert transport.launches[0] == pytest.approx(1001.0)
+    assert diffs(transport.launches) == pytest.approx([0.15 + 0.1 + 0.05] * 3)
+
+
+def test_the_schedule_answer_carries_the_padding():
+    doc = {"policy": "align", "epoch_s": 1001.0,
+           "jobs": {"a": {"offset_ms": 5.0, "period_ms": 450.0, "window_ms": 100.0, "padding_ms": 50.0}}}
+    assert JobPlan.from_schedule(doc, "a").padding_ms == 50.0
+    del doc["jobs"]["a"]["padding_ms"]  # an older controller: no padding
+    assert JobPlan.from_schedule(doc, "a").padding_ms == 0.0

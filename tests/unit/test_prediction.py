@@ -167,3 +167,58 @@ def test_the_run_predicts_with_the_shifts_the_controller_computes(name):
                       "flows": [{"dpid": 0x101, "src_ip": "10.0.0.1", "dst_ip": "10.0.0.3", "tcp_src": 5201 + k}]})
     ours = run_schedule(scenario)
     assert ours.shifts_ms == core.schedule.shifts_ms and ours.method == core.schedule.method
+
+
+@pytest.mark.parametrize("policy", ["gate", "guard", "align", "priority"])
+@pytest.mark.parametrize("name", ["classroom.yaml", "two-jobs-coprime.yaml", "two-jobs-drifting.yaml"])
+def test_each_policy_is_predicted_with_the_schedule_the_controller_computes_for_it(name, policy):
+    """``guard`` and ``align`` have schedules of their own (longer windows, padded periods): the run
+    computes each as the scheduler core does when the run sets that policy (its quantum and guard)."""
+    from controller.scheduler import SchedulerCore
+    from scenarios import spec
+    from scenarios.experiment.runner import guard_option_ms, run_schedule
+
+    scenario = spec.load(REPO / "scenarios" / name)
+    core = SchedulerCore()
+    for k, t in enumerate(scenario.timings()):
+        core.add_job({"name": t.name, "period_ms": t.period_ms, "comm_ms": t.comm_ms, "workers": ["h1", "h3"],
+                      "flows": [{"dpid": 0x101, "src_ip": "10.0.0.1", "dst_ip": "10.0.0.3", "tcp_src": 5201 + k}]})
+    core.set_policy({"policy": policy, "start_in_s": 1.0, "quantum_ms": scenario.quantum_ms,
+                     "guard_ms": guard_option_ms(scenario, policy)})
+    ours = run_schedule(scenario, policy)
+    assert ours.shifts_ms == core.schedule.shifts_ms
+    doc = core.schedule_doc()["jobs"]
+    for j in ours.jobs:
+        assert doc[j.name]["period_ms"] == j.period_ms and doc[j.name]["window_ms"] == j.comm_ms, (j, doc[j.name])
+
+
+def test_the_guard_is_asked_for_only_where_the_policy_widens_the_windows():
+    from scenarios import spec
+    from scenarios.experiment.runner import guard_option_ms
+
+    scenario = spec.load(REPO / "scenarios" / "classroom.yaml")
+    assert guard_option_ms(scenario, "guard") == scenario.knobs.guard_ms > 0
+    assert guard_option_ms(scenario, "gate") == guard_option_ms(scenario, "align") == 0.0
+
+
+def test_a_padded_job_is_predicted_at_its_solo_iteration_plus_the_padding():
+    """A 288-ms job padded by 12 ms runs at 300 ms, exactly half its neighbour's 600: shifted apart,
+    their bursts never meet, and its predicted iteration is its solo iteration plus the padding."""
+    schedule = compute_schedule([JobTiming("a", 300, 100), JobTiming("b", 600, 100)], 1.0)
+    solo = {"a": _solo(288.0, 60.0), "b": _solo(600.0, 60.0)}
+    padded = RunModel(schedule, solo, {"a": 0.0, "b": 0.0}, link_mbps=50.0, queue_ms=0.0, padding_ms={"a": 12.0})
+    predicted = padded.predict("none", {"a": 0.0, "b": 150.0}, 20)
+    assert predicted == pytest.approx({"a": 300.0, "b": 600.0}, abs=0.01)
+
+
+def test_under_strict_priority_the_first_ranked_job_is_never_slowed():
+    """``priority`` ranks the shorter burst first. Two 300-ms jobs whose bursts start together: fair
+    sharing stretches both alike, so they stay together and both run slow; under strict priority
+    the first goes at full rate, the second waits for it once and then runs beside it, apart."""
+    schedule = compute_schedule([JobTiming("a", 300, 100), JobTiming("b", 300, 150)], 1.0)
+    solo = {"a": _solo(300.0, 80.0, lead_ms=0.0), "b": _solo(300.0, 120.0, lead_ms=0.0)}
+    model = RunModel(schedule, solo, {"a": 0.0, "b": 0.0}, link_mbps=50.0, queue_ms=0.0)
+    fair = model.predict("none", {"a": 0.0, "b": 0.0}, 20, busy_start_ms=0.0)
+    strict = model.predict("priority", {"a": 0.0, "b": 0.0}, 20, busy_start_ms=0.0)
+    assert strict["a"] == pytest.approx(300.0, abs=0.5) and fair["a"] > 300.0 + 10
+    assert strict["b"] == pytest.approx(300.0, abs=0.5) and fair["b"] > 300.0 + 10
