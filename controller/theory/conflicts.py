@@ -14,7 +14,8 @@ this module only compares them.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Iterable
+import numbers
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -76,9 +77,9 @@ class ConflictGraph:
         return components(self.jobs, self.pairs())
 
 
-def components(jobs: Iterable[str], edges: Iterable[Iterable[str]]) -> list[list[str]]:
-    """Connected components of the graph on ``jobs`` with the given edges (pairs of jobs),
-    each sorted, in order of their smallest job."""
+def components(jobs: Iterable, edges: Iterable[Iterable]) -> list[list]:
+    """Connected components of the graph on ``jobs`` (names, or any values that sort) with
+    the given edges (pairs of jobs), each sorted, in order of their smallest job."""
     parent = {job: job for job in jobs}
 
     def root(job):
@@ -92,7 +93,37 @@ def components(jobs: Iterable[str], edges: Iterable[Iterable[str]]) -> list[list
         ra, rb = root(a), root(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[str, list[str]] = {}
+    groups: dict = {}
     for job in sorted(parent):
         groups.setdefault(root(job), []).append(job)
     return sorted(groups.values(), key=lambda group: group[0])
+
+
+def weight_matrix(names: Sequence[str], pair_weights: dict[frozenset[str], int] | None) -> list[list[int]] | None:
+    """``pair_weights`` as a symmetric matrix by job index (missing pairs 0); ``None`` stays
+    ``None`` (every pair weighs 1). ValueError naming the pair for an unknown job or a weight
+    that is not a whole number >= 0."""
+    if pair_weights is None:
+        return None
+    index = {name: i for i, name in enumerate(names)}
+    if len(index) != len(names):
+        raise ValueError("pair_weights: the jobs' names must be distinct")
+    w = [[0] * len(names) for _ in names]
+    for pair, weight in pair_weights.items():
+        ends = sorted(pair)
+        if len(ends) != 2 or any(name not in index for name in ends):
+            raise ValueError(f"pair_weights: {ends!r} is not a pair of these jobs")
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Integral) or weight < 0:
+            raise ValueError(f"pair_weights: weight of {ends!r} must be a whole number >= 0, got {weight!r}")
+        a, b = index[ends[0]], index[ends[1]]
+        w[a][b] = w[b][a] = int(weight)
+    return w
+
+
+def index_components(n: int, weights: list[list[int]] | None) -> list[list[int]]:
+    """Indices ``0..n-1`` grouped by the pairs of positive weight (``None``: all one group),
+    each group ascending, groups in order of their first index."""
+    if weights is None:
+        return [list(range(n))]
+    edges = [(a, b) for a in range(n) for b in range(a + 1, n) if weights[a][b] > 0]
+    return components(range(n), edges)
