@@ -7,6 +7,7 @@ import zlib
 import pytest
 
 from apps.dltjob import JobSpec, Worker, data_flows
+from controller.theory.schedule import compute_schedule
 from scenarios import spec
 from scenarios.routes import conflicts_of, ecmp_spine, flow_label, job_links, job_routes
 from scenarios.sharedlink import fabric_params
@@ -111,3 +112,12 @@ def test_the_chain_meets_on_leaf2_and_leaf3_only():
     assert {wiring.link_name(link) for link in pairs[("B", "C")]} == {"leaf3->spine1", "spine1->leaf3"}
     assert graph.weight("A", "C") == 0
     assert graph.components() == [["A", "B", "C"]]
+
+
+def test_the_chain_schedules_on_its_real_routes_but_not_on_one_link():
+    scenario, wiring = _load(CHAIN)
+    graph = conflicts_of(scenario, wiring)
+    assert graph.pair_weights() == {frozenset("AB"): 2, frozenset("BC"): 2}
+    timings = scenario.timings()
+    assert compute_schedule(timings, 1.0, pair_weights=graph.pair_weights()).feasible
+    assert not compute_schedule(timings, 1.0).feasible
