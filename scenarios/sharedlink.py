@@ -31,7 +31,7 @@ class SharedLink:
 
     @property
     def uplink(self) -> tuple:
-        """This link as :func:`flow_links` names the links a flow crosses."""
+        """This link as :meth:`topo.wiring.Wiring.flow_links` names the links a flow crosses."""
         return ("up", self.leaf, self.spine)
 
     @property
@@ -97,13 +97,6 @@ def max_min_rates(paths: dict, capacity_mbps: dict) -> dict:
     return rate
 
 
-def flow_links(wiring, src: str, dst: str, spine: int) -> list[tuple]:
-    """The directed links a flow from host ``src`` to host ``dst`` crosses (through ``spine``)."""
-    a, b = wiring.host(src).leaf, wiring.host(dst).leaf
-    fabric = [("up", a, spine), ("down", spine, b)] if a != b else []
-    return [("host-up", src), *fabric, ("host-down", dst)]
-
-
 def _link_capacity_mbps(wiring, paths: dict) -> dict:
     """Every link the flows in ``paths`` cross, at its configured rate."""
     p = wiring.params
@@ -122,7 +115,7 @@ def peak_load_mbps(scenario, wiring) -> float:
     for job in scenario.jobs:
         phase = max(phase_pairs(job.workers, job.pattern), key=len)
         for i, (src, dst) in enumerate(phase):
-            paths[(job.name, i)] = flow_links(wiring, src, dst, job.pin_spine or 1)
+            paths[(job.name, i)] = wiring.flow_links(src, dst, job.pin_spine or 1)
     return sum(max_min_rates(paths, _link_capacity_mbps(wiring, paths)).values())
 
 
@@ -138,7 +131,7 @@ def planned_solo_mbps(scenario, wiring, link: SharedLink) -> dict[str, float]:
         spine = job.pin_spine or 1
         best = 0.0
         for phase in phase_pairs(job.workers, job.pattern):
-            paths = {i: flow_links(wiring, s, d, spine) for i, (s, d) in enumerate(phase)}
+            paths = {i: wiring.flow_links(s, d, spine) for i, (s, d) in enumerate(phase)}
             rates = max_min_rates(paths, _link_capacity_mbps(wiring, paths))
             best = max(best, sum(r for i, r in rates.items() if link.uplink in paths[i]))
         out[job.name] = best

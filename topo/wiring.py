@@ -155,6 +155,30 @@ class Wiring:
         """Port on every spine that faces ``leafL`` (1-based)."""
         return leaf
 
+    def flow_links(self, src: str, dst: str, spine: int) -> list[tuple]:
+        """The directed links a flow from host ``src`` to host ``dst`` crosses (through ``spine``).
+
+        Links are tuples: ``("host-up", h)``, ``("up", leaf, spine)``, ``("down", spine, leaf)``,
+        ``("host-down", h)``; a flow within one leaf crosses no spine. :meth:`link_name` names them.
+        """
+        a, b = self.host(src).leaf, self.host(dst).leaf
+        fabric = [("up", a, spine), ("down", spine, b)] if a != b else []
+        return [("host-up", src), *fabric, ("host-down", dst)]
+
+    def link_name(self, link: tuple) -> str:
+        """A directed link of :meth:`flow_links` named sender first: ``leaf1->spine1``,
+        ``spine1->leaf2``, ``h1->leaf1``, ``leaf2->h3`` (a host link needs its host's leaf)."""
+        kind = link[0]
+        if kind == "up":
+            return f"{leaf_name(link[1])}->{spine_name(link[2])}"
+        if kind == "down":
+            return f"{spine_name(link[1])}->{leaf_name(link[2])}"
+        if kind == "host-up":
+            return f"{link[1]}->{leaf_name(self.host(link[1]).leaf)}"
+        if kind == "host-down":
+            return f"{leaf_name(self.host(link[1]).leaf)}->{link[1]}"
+        raise ValueError(f"not a directed link of this fabric: {link!r}")
+
     def dpids(self) -> dict[str, int]:
         """Switch name -> DPID, leaves then spines."""
         names = {leaf_name(leaf): leaf_dpid(leaf) for leaf in range(1, self.params.leaves + 1)}

@@ -1,4 +1,4 @@
-"""The schedule maths: periodic jobs sharing one link, on an explicit time quantum.
+"""The schedule maths: periodic jobs sharing links, on an explicit time quantum.
 
 Model (docs/design.md, "The model"): job *j* has period ``T_j`` and busy time ``c_j``
 (its communication burst at full link rate). With shift ``s_j`` it occupies the
@@ -6,11 +6,14 @@ link during ``[s_j + k*T_j, s_j + k*T_j + c_j)`` for every integer ``k``. All
 times live on a grid of ``quantum_ms``; internally everything is an integer
 number of quanta, so gcd, LCM and feasibility are exact.
 
-Objective. ``overlap_ms`` is the *pairwise* overlapped link-time per
-hyper-period: for every pair of jobs, the time during which both are busy,
-summed over pairs (a slot where three jobs are busy counts three times). It is
-zero exactly when the jobs are separated, and it decomposes over pairs, which
-is what makes the exact search fast.
+Objective. ``overlap_ms`` is the *weighted pairwise* overlapped link-time per
+hyper-period: the time both jobs of a pair are busy times the pair's weight,
+summed over pairs (three jobs busy on one link count three times). Jobs meet only
+where their routes do: the weight is the number of directed links two jobs share
+(``conflicts.ConflictGraph``), 0 for a pair free to burst together, 1 for every
+pair without weights (one shared link). It is zero exactly when every pair that
+meets is separated and decomposes over pairs, which makes the search fast;
+components of the graph of positive weights are solved apart.
 
 Why the search never walks the LCM. For a pair (i, j) with ``g = gcd(T_i, T_j)``
 the start-time differences of their bursts are exactly ``d + g*Z`` with
@@ -22,8 +25,8 @@ iff ``c_i + c_j <= g``, with the separating ``d`` in ``[c_i, g - c_j]``.
 Consequently ``s_i`` matters only modulo ``G_i = lcm_j gcd(T_i, T_j)``.
 
 The exact optimiser is a branch and bound over these residues: one job is
-anchored at 0 (a common time shift changes nothing), identical jobs are kept in
-order (swapping them changes nothing), every assignment updates, for each
+anchored at 0 (a common time shift changes nothing), identical jobs (same timing,
+same weights to the others) are kept in order (swapping them changes nothing), every assignment updates, for each
 unassigned job, the cost of each of its residues against the assigned ones
 (forward checking with NumPy), and the bound is "cost so far + best residue of
 every unassigned job + best value of every unassigned pair". A heuristic (one
@@ -33,9 +36,9 @@ bound; it is also the fallback, with a gap stated against the pairwise bound.
 Exact comparisons. A pair's cost per unit time is ``O_ij(d) / lcm(T_i, T_j)``,
 a rational; the sums of three or more such rates can differ by far less than
 any float tolerance. The search therefore works on one integer scale: every
-pair's table is multiplied by ``S / lcm(T_i, T_j)`` with ``S`` the lcm of the
-pair lcms (of the pairs whose cost depends on the shifts), so every cost,
-bound and comparison is an integer one. The tables are int64 when the largest
+pair's table is multiplied by its (whole) weight and by ``S / lcm(T_i, T_j)``
+with ``S`` the lcm of the pair lcms (of the pairs whose cost depends on the
+shifts), so every cost, bound and comparison is an integer one. The tables are int64 when the largest
 possible total fits, else arrays of Python integers (exact, slower; only for
 instances whose pair lcms share few factors).
 """
@@ -47,6 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from controller.theory.conflicts import index_components, weight_matrix
 
 MAX_EXACT_JOBS = 6
 MAX_PERIOD_QUANTA = 100_000
@@ -70,9 +75,9 @@ class Schedule:
 
     ``shifts_ms[name]`` is when the job's burst (window) starts, modulo its
     period: the job is busy in ``[shift + k*period, shift + k*period + comm)``.
-    ``overlap_ms`` is the pairwise overlapped link-time per hyper-period (see
-    the module docstring); ``gap`` is ``(overlap - lower_bound) / overlap`` for
-    the heuristic, ``None`` when the result is proven optimal.
+    ``overlap_ms`` is the weighted pairwise overlapped link-time per hyper-period
+    (the LCM of all periods; module docstring); ``gap`` is ``(overlap - lower_bound) /
+    overlap`` for the heuristic, ``None`` when the result is proven optimal.
     """
 
     jobs: tuple[JobTiming, ...]
@@ -85,10 +90,11 @@ class Schedule:
     gap: float | None
     lower_bound_ms: float = 0.0
     nodes: int = 0
+    pair_weights: dict[frozenset[str], int] | None = None  # as given to compute_schedule; None: all 1
 
     @property
     def overlap_fraction(self) -> float:
-        """Pairwise overlapped link-time per unit time (0 when separated)."""
+        """Weighted pairwise overlapped link-time per unit time (0 when separated)."""
         return self.overlap_ms / self.hyperperiod_ms if self.hyperperiod_ms else 0.0
 
 
@@ -172,24 +178,29 @@ def pair_overlap_table(t1: int, c1: int, t2: int, c2: int) -> np.ndarray:
     return np.bincount(delta % g, weights=line, minlength=g).astype(np.int64)
 
 
-def overlap_quanta(periods: Sequence[int], comms: Sequence[int], shifts: Sequence[int]) -> int:
-    """Pairwise overlapped quanta per hyper-period for given integer shifts."""
+def overlap_quanta(periods: Sequence[int], comms: Sequence[int], shifts: Sequence[int],
+                   weights: Sequence[Sequence[int]] | None = None) -> int:
+    """Pairwise overlapped quanta per hyper-period for given integer shifts, pair (i, j)
+    counted ``weights[i][j]`` times (``None``: once)."""
     h = math.lcm(*periods)
     total = 0
     for i in range(len(periods)):
         for j in range(i + 1, len(periods)):
+            w = 1 if weights is None else weights[i][j]
             g = math.gcd(periods[i], periods[j])
             table = pair_overlap_table(periods[i], comms[i], periods[j], comms[j])
-            total += int(table[(shifts[j] - shifts[i]) % g]) * (h // math.lcm(periods[i], periods[j]))
+            total += w * int(table[(shifts[j] - shifts[i]) % g]) * (h // math.lcm(periods[i], periods[j]))
     return total
 
 
-def overlap_ms(jobs: Sequence[JobTiming], shifts_ms: dict[str, float], quantum_ms: float) -> float:
-    """Pairwise overlapped link-time per hyper-period (ms) of the given shifts."""
+def overlap_ms(jobs: Sequence[JobTiming], shifts_ms: dict[str, float], quantum_ms: float,
+               pair_weights: dict[frozenset[str], int] | None = None) -> float:
+    """Weighted pairwise overlapped link-time per hyper-period (ms) of the given shifts
+    (``pair_weights`` as :func:`compute_schedule` takes them; ``None``: every pair 1)."""
     periods = [to_quanta(j.period_ms, quantum_ms) for j in jobs]
     comms = [to_quanta(j.comm_ms, quantum_ms) for j in jobs]
     shifts = [to_quanta(shifts_ms[j.name], quantum_ms) for j in jobs]
-    return overlap_quanta(periods, comms, shifts) * quantum_ms
+    return overlap_quanta(periods, comms, shifts, weight_matrix([j.name for j in jobs], pair_weights)) * quantum_ms
 
 
 # ---------------------------------------------------------------- N jobs
@@ -207,6 +218,7 @@ class _Problem:
 
     periods: list[int]
     comms: list[int]
+    weights: list[list[int]] | None = None  # pair weights (None: every pair 1); weight 0 pairs are left out
     n: int = 0
     residue: list[int] = field(default_factory=list)  # G_i: s_i matters modulo this
     scale: int = 1  # lcm of the active pairs' lcms: cost = overlap per unit time × scale
@@ -222,41 +234,34 @@ class _Problem:
         active = []
         for i in range(n):
             for j in range(i + 1, n):
-                self.tables[(i, j)] = table = pair_overlap_table(p[i], c[i], p[j], c[j])
+                w = 1 if self.weights is None else self.weights[i][j]
+                if w == 0:  # these two never meet: no cost
+                    continue
+                self.tables[(i, j)] = table = pair_overlap_table(p[i], c[i], p[j], c[j]) * w
                 if table.min() != table.max():  # else every relative shift costs the same: inert
                     active.append((i, j))
         # only active pairs constrain a shift: s_i matters modulo lcm of their gcds
         self.residue = [math.lcm(1, *(math.gcd(p[a], p[b]) for a, b in active if i in (a, b))) for i in range(n)]
         self.scale = math.lcm(1, *(math.lcm(p[i], p[j]) for i, j in active))
-        weight = {(i, j): self.scale // math.lcm(p[i], p[j]) for i, j in active}
-        worst = sum(int(self.tables[pair].max()) * w for pair, w in weight.items())
+        factor = {(i, j): self.scale // math.lcm(p[i], p[j]) for i, j in active}
+        worst = sum(int(self.tables[pair].max()) * f for pair, f in factor.items())
         self.dtype = np.int64 if worst < _INT64_TOTAL_LIMIT else object
         self.directed = [[None] * n for _ in range(n)]
         for i, j in active:
             g = math.gcd(p[i], p[j])
-            rate = self.tables[(i, j)].astype(self.dtype) * weight[(i, j)]
+            rate = self.tables[(i, j)].astype(self.dtype) * factor[(i, j)]
             self.pair_min[(i, j)] = int(rate.min())
             self.directed[i][j] = np.tile(rate, self.residue[j] // g)
             self.directed[j][i] = np.tile(rate[(-np.arange(g)) % g], self.residue[i] // g)
 
     def overlap_quanta(self, shifts: Sequence[int]) -> int:
-        """Exact integer objective: pairwise overlapped quanta per hyper-period."""
-        h = math.lcm(*self.periods)
-        total = 0
-        for (i, j), table in self.tables.items():
-            lcm = math.lcm(self.periods[i], self.periods[j])
-            total += int(table[(shifts[j] - shifts[i]) % len(table)]) * (h // lcm)
-        return total
+        """Exact integer objective: weighted pairwise overlapped quanta per hyper-period."""
+        return overlap_quanta(self.periods, self.comms, shifts, self.weights)
 
     def cost(self, shifts: Sequence[int]) -> int:
         """The active pairs' scaled cost of these shifts (exact)."""
-        total = 0
-        for i in range(self.n):
-            for j in range(i + 1, self.n):
-                row = self.directed[i][j]
-                if row is not None:
-                    total += int(row[(shifts[j] - shifts[i]) % len(row)])
-        return total
+        rows = ((self.directed[i][j], shifts[j] - shifts[i]) for i, j in self.pair_min)
+        return sum(int(row[d % len(row)]) for row, d in rows)
 
     def cost_array(self, i: int, shifts: Sequence[int | None]) -> np.ndarray:
         """Cost of every residue of job i against the jobs with a shift."""
@@ -318,7 +323,12 @@ def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[i
         return best, 0
     anchor = max(range(n), key=lambda i: prob.residue[i])
     key = [(prob.periods[i], prob.comms[i]) for i in range(n)]
-    twins = [[j for j in range(n) if j != i and j != anchor and key[j] == key[i]] if i != anchor else [] for i in range(n)]
+    w = prob.weights
+
+    def alike(i, j):  # swapping i and j changes no cost: same timing, same weight to every other job
+        return key[i] == key[j] and (w is None or all(w[i][k] == w[j][k] for k in range(n) if k not in (i, j)))
+
+    twins = [[j for j in range(n) if j != i and j != anchor and alike(i, j)] if i != anchor else [] for i in range(n)]
     nodes = 0
 
     def search(shifts, arrays, cost):
@@ -409,12 +419,16 @@ def compute_schedule(
     max_jobs: int = MAX_EXACT_JOBS,
     restarts: int = 8,
     seed: int = 0,
+    pair_weights: dict[frozenset[str], int] | None = None,
 ) -> Schedule:
-    """Shifts that separate the jobs if possible, else minimise pairwise overlap.
-
+    """Shifts that separate the jobs if possible, else minimise weighted pairwise overlap:
     ``method``: ``"exact"`` (raise :class:`BeyondExactMethod` when the instance
     is too large), ``"heuristic"``, or ``"auto"`` (exact, falling back to the
     heuristic with its gap stated). Times must already be on the grid.
+    ``pair_weights``: ``{frozenset({a, b}): w}`` (whole ``w >= 0``; pairs not listed
+    weigh 0), e.g. ``conflicts.ConflictGraph.pair_weights()``; ``None``: every pair 1
+    (one shared link). Components of the pairs of positive weight are solved apart,
+    each anchored at 0; ``max_jobs`` and ``max_nodes`` apply to each.
     """
     if not jobs:
         raise ValueError("need at least one job")
@@ -425,15 +439,37 @@ def compute_schedule(
     for j, t, c in zip(jobs, periods, comms, strict=True):
         if not 1 <= c < t:
             raise ValueError(f"{j.name}: need 1 quantum <= comm < period, got comm={c}, period={t} quanta")
+    weights = weight_matrix([j.name for j in jobs], pair_weights)
     h = math.lcm(*periods)
-    if len(jobs) == 2 and method != "heuristic" and not max(periods) > MAX_PERIOD_QUANTA:
-        return _two_jobs(jobs, quantum_ms, periods, comms)
-    prob = _Problem(periods, comms)
-    too_big = len(jobs) > max_jobs or max(periods) > MAX_PERIOD_QUANTA
+    options = dict(method=method, max_nodes=max_nodes, max_jobs=max_jobs, restarts=restarts, seed=seed)
+    shifts, overlap, lower, exact, nodes = [0] * len(jobs), 0, 0, True, 0
+    for group in index_components(len(jobs), weights):
+        sub = None if weights is None else [[weights[a][b] for b in group] for a in group]
+        part = _solve([periods[a] for a in group], [comms[a] for a in group], sub, **options)
+        anchor = part[0][0] if len(group) < len(jobs) else 0  # each component's first job at 0
+        scale = h // math.lcm(*(periods[a] for a in group))  # the component's hyper-period divides h
+        for a, s in zip(group, part[0], strict=True):
+            shifts[a] = (s - anchor) % periods[a] if anchor else s
+        overlap, lower = overlap + part[1] * scale, lower + part[2] * scale
+        exact, nodes = exact and part[3], nodes + part[4]
+    gap = None if exact else (0.0 if overlap == 0 else max(0.0, (overlap - lower) / overlap))
+    return Schedule(tuple(jobs), quantum_ms, {j.name: s * quantum_ms for j, s in zip(jobs, shifts, strict=True)},
+                    h * quantum_ms, overlap == 0, overlap * quantum_ms, "exact" if exact else "heuristic", gap,
+                    lower * quantum_ms, nodes, None if pair_weights is None else dict(pair_weights))
+
+
+def _solve(periods, comms, weights, *, method, max_nodes, max_jobs, restarts, seed):
+    """One connected instance, in quanta: ``(shifts, overlap, lower bound, exact, nodes)``,
+    the overlap and its bound per the instance's own hyper-period."""
+    n = len(periods)
+    if n == 2 and method != "heuristic" and not max(periods) > MAX_PERIOD_QUANTA:
+        return _two_jobs(periods, comms, 1 if weights is None else weights[0][1])
+    prob = _Problem(periods, comms, weights)
+    too_big = n > max_jobs or max(periods) > MAX_PERIOD_QUANTA
     if too_big and method == "exact":
-        raise BeyondExactMethod(_refusal(len(jobs), max(periods), max_nodes))
+        raise BeyondExactMethod(_refusal(n, max(periods), max_nodes))
     exact, nodes = False, 0
-    if len(jobs) == 1:
+    if n == 1:
         shifts, exact = [0], True
     elif method == "heuristic" or too_big:
         shifts = _heuristic(prob, restarts, seed)
@@ -443,43 +479,22 @@ def compute_schedule(
             exact = True
         except BeyondExactMethod:
             if method == "exact":
-                raise BeyondExactMethod(_refusal(len(jobs), max(periods), max_nodes)) from None
+                raise BeyondExactMethod(_refusal(n, max(periods), max_nodes)) from None
             shifts = _heuristic(prob, restarts, seed)
     overlap = prob.overlap_quanta(shifts)
     lower = overlap if exact else prob.pairwise_bound_quanta()
-    gap = None if exact else (0.0 if overlap == 0 else max(0.0, (overlap - lower) / overlap))
-    return Schedule(
-        jobs=tuple(jobs),
-        quantum_ms=quantum_ms,
-        shifts_ms={j.name: s * quantum_ms for j, s in zip(jobs, shifts, strict=True)},
-        hyperperiod_ms=h * quantum_ms,
-        feasible=overlap == 0,
-        overlap_ms=overlap * quantum_ms,
-        method="exact" if exact else "heuristic",
-        gap=gap,
-        lower_bound_ms=lower * quantum_ms,
-        nodes=nodes,
-    )
+    return shifts, overlap, lower, exact, nodes
 
 
-def _two_jobs(jobs, quantum_ms, periods, comms) -> Schedule:
-    """Closed form: the separating interval if it exists, else the table's minimum."""
-    (t1, t2), (c1, c2) = periods, comms
-    interval = separating_interval(t1, c1, t2, c2)
-    if interval is not None:
-        d, overlap = interval[0], 0
-    else:
-        table = pair_overlap_table(t1, c1, t2, c2)
-        d = int(table.argmin())
-        overlap = int(table[d])  # the hyper-period is the pair's LCM
-    return Schedule(tuple(jobs), quantum_ms, {jobs[0].name: 0.0, jobs[1].name: d * quantum_ms},
-                    math.lcm(t1, t2) * quantum_ms, overlap == 0, overlap * quantum_ms, "exact", None,
-                    overlap * quantum_ms, 0)
+def _two_jobs(periods, comms, weight):
+    """Closed form: the table's first minimum, which is the separating interval's start
+    (``c1``) when the two separate; the hyper-period is the pair's LCM."""
+    table = pair_overlap_table(periods[0], comms[0], periods[1], comms[1])
+    d = int(table.argmin())
+    return [0, d], weight * int(table[d]), weight * int(table[d]), True, 0
 
 
 def _refusal(n_jobs: int, max_period: int, max_nodes: int) -> str:
-    return (
-        f"instance beyond the exact method ({n_jobs} jobs, longest period {max_period} quanta, "
-        f"search budget {max_nodes} nodes; exact supports up to {MAX_EXACT_JOBS} jobs): "
-        "use the heuristic (method='heuristic', `--heuristic`), which states its gap"
-    )
+    return (f"instance beyond the exact method ({n_jobs} jobs, longest period {max_period} quanta, "
+            f"search budget {max_nodes} nodes; exact supports up to {MAX_EXACT_JOBS} jobs): "
+            "use the heuristic (method='heuristic', `--heuristic`), which states its gap")

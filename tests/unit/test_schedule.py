@@ -224,3 +224,141 @@ def test_costs_closer_than_any_float_tolerance_are_told_apart():
     assert (369911 - 369870) / math.lcm(*periods) < 1e-12
     sched = compute_schedule(as_jobs(periods, comms), 1.0, method="exact")
     assert sched.overlap_ms == 369870 == min(every.values())
+
+
+# ---------------------------------------------------------------- weighted pairs (jobs meeting on some links)
+
+
+def brute_weighted_overlap(periods, comms, shifts, w):
+    """Busy-slot collisions over the hyper-period, slot by slot, pair (i, j) counted w[i][j] times."""
+    total, n = 0, len(periods)
+    for slot in range(math.lcm(*periods)):
+        busy = [(slot - s) % t < c for t, c, s in zip(periods, comms, shifts, strict=True)]
+        total += sum(w[i][j] for i in range(n) for j in range(i + 1, n) if busy[i] and busy[j])
+    return total
+
+
+def brute_weighted_optimum(periods, comms, w):
+    return min(brute_weighted_overlap(periods, comms, (0, *rest), w)
+               for rest in itertools.product(*(range(t) for t in periods[1:])))
+
+
+def pair_weights_of(w, names):
+    return {frozenset((names[i], names[j])): w[i][j] for i in range(len(w)) for j in range(i + 1, len(w))}
+
+
+CHAIN = [JobTiming("A", 400, 150), JobTiming("B", 400, 200), JobTiming("C", 400, 150)]
+
+
+def test_the_chain_separates_when_a_and_c_never_meet():
+    weights = {frozenset("AB"): 1, frozenset("BC"): 1}  # A-C left out: weight 0
+    sched = compute_schedule(CHAIN, 1.0, pair_weights=weights)
+    assert sched.feasible and sched.overlap_ms == 0 and sched.method == "exact"
+    assert sched.pair_weights == weights
+    assert overlap_ms(CHAIN, sched.shifts_ms, 1.0, weights) == 0
+    assert overlap_ms(CHAIN, sched.shifts_ms, 1.0) > 0  # on one link, A and C would collide
+    assert compute_schedule(CHAIN, 1.0, pair_weights={**weights, frozenset("AC"): 0}).feasible
+
+
+def test_the_chain_cannot_separate_on_one_link():
+    ones = {frozenset(p): 1 for p in ("AB", "BC", "AC")}
+    assert not compute_schedule(CHAIN, 1.0, pair_weights=ones).feasible
+    assert not compute_schedule(CHAIN, 1.0).feasible
+    assert compute_schedule(CHAIN, 1.0, pair_weights=ones).overlap_ms == compute_schedule(CHAIN, 1.0).overlap_ms
+
+
+def random_weighted(rng, n, max_period, periods_from=None):
+    periods = [rng.choice(periods_from) if periods_from else rng.randint(2, max_period) for _ in range(n)]
+    comms = [rng.randint(1, t - 1) for t in periods]
+    w = [[0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            w[i][j] = w[j][i] = rng.randint(0, 2)
+    return periods, comms, w
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_weighted_optimum_equals_brute_force(seed):
+    rng = random.Random(500 + seed)
+    periods, comms, w = random_weighted(rng, 3, 12)
+    jobs = as_jobs(periods, comms)
+    weights = pair_weights_of(w, [j.name for j in jobs])
+    optimum = brute_weighted_optimum(periods, comms, w)
+    for method in ("exact", "auto"):
+        sched = compute_schedule(jobs, 1.0, method=method, pair_weights=weights)
+        shifts = [round(sched.shifts_ms[j.name]) for j in jobs]
+        assert sched.overlap_ms == optimum == brute_weighted_overlap(periods, comms, shifts, w)
+        assert sched.feasible == (optimum == 0)
+        assert sched.hyperperiod_ms == math.lcm(*periods)
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_identical_jobs_with_different_weights_are_not_interchanged(seed):
+    """Same timing but different weights to the others: swapping them changes the cost, so the
+    search must not order them as it orders identical jobs. The branch and bound starts from a
+    poor incumbent (all at 0) so that its own pruning is what is tested."""
+    from controller.theory.schedule import _exact
+
+    rng = random.Random(seed)
+    n = rng.choice([3, 4])
+    periods, comms, w = random_weighted(rng, n, 12, periods_from=(4, 6, 8, 12))
+    periods[1], comms[1] = periods[0], comms[0]
+    if n == 4 and rng.random() < 0.5:
+        periods[2], comms[2] = periods[0], comms[0]
+    optimum = brute_weighted_optimum(periods, comms, w)
+    prob = _Problem(periods, comms, w)
+    assert prob.overlap_quanta(_exact(prob, [0] * n, 10**6)[0]) == optimum
+    jobs = as_jobs(periods, comms)
+    sched = compute_schedule(jobs, 1.0, method="exact", pair_weights=pair_weights_of(w, [j.name for j in jobs]))
+    assert sched.overlap_ms == optimum
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_components_solved_apart_equal_the_joint_optimum(seed):
+    """Two groups that never meet: the decomposed optimum equals one branch and bound over all
+    five jobs (weight-0 pairs left out), and each component has a job at 0."""
+    from controller.theory.schedule import _exact, _heuristic
+
+    rng = random.Random(1300 + seed)
+    periods, comms, w = random_weighted(rng, 5, 10)
+    for i in range(5):
+        for j in range(i + 1, 5):
+            if (i < 3) != (j < 3):
+                w[i][j] = w[j][i] = 0
+            elif w[i][j] == 0:
+                w[i][j] = w[j][i] = 1  # each group connected
+    jobs = as_jobs(periods, comms)
+    sched = compute_schedule(jobs, 1.0, method="exact", pair_weights=pair_weights_of(w, [j.name for j in jobs]))
+    prob = _Problem(periods, comms, w)
+    joint, _ = _exact(prob, _heuristic(prob, 0, 0), 10**6)
+    assert sched.overlap_ms == prob.overlap_quanta(joint)
+    shifts = [round(sched.shifts_ms[j.name]) for j in jobs]
+    assert sched.overlap_ms == brute_weighted_overlap(periods, comms, shifts, w)
+    assert 0 in shifts[:3] and 0 in shifts[3:]
+    assert all(0 <= s < t for s, t in zip(shifts, periods, strict=True))
+
+
+def test_the_exact_limit_applies_to_each_component():
+    jobs = as_jobs([10] * 8, [3] * 8)
+    with pytest.raises(BeyondExactMethod):
+        compute_schedule(jobs, 1.0, method="exact")
+    pairs = {frozenset((f"j{i}", f"j{i + 1}")): 1 for i in range(0, 8, 2)}
+    sched = compute_schedule(jobs, 1.0, method="exact", pair_weights=pairs)
+    assert sched.feasible and sched.method == "exact"
+
+
+def test_no_pair_meets_everyone_at_zero():
+    sched = compute_schedule(CHAIN, 1.0, pair_weights={})
+    assert sched.feasible and set(sched.shifts_ms.values()) == {0.0}
+
+
+@pytest.mark.parametrize("weights, problem", [
+    ({frozenset("AZ"): 1}, "not a pair of these jobs"),
+    ({frozenset("A"): 1}, "not a pair of these jobs"),
+    ({frozenset("AB"): -1}, "whole number >= 0"),
+    ({frozenset("AB"): 1.5}, "whole number >= 0"),
+    ({frozenset("AB"): True}, "whole number >= 0"),
+])
+def test_bad_pair_weights_are_named(weights, problem):
+    with pytest.raises(ValueError, match=f"pair_weights: .*{problem}"):
+        compute_schedule(CHAIN, 1.0, pair_weights=weights)
