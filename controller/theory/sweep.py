@@ -1,22 +1,29 @@
 """Over many random job combinations, how often does a static shift help? (``shiftbed sweep``)
 
-Sampling model (one combination): each of N jobs gets a period drawn uniformly
-from the integers in [LO, HI] ms and a communication fraction uniform in
-[lo, hi]. At each quantum Q the period is rounded to the nearest multiple of Q
-(at least two quanta, so a burst and a gap fit; this only matters for zoo
-jobs at coarse quanta) and ``comm_ms = fraction × period`` rounded up to Q
-(capped at one quantum below the period). With ``--zoo`` each job is instead a random zoo
+Sampling model (one combination): each of N jobs gets a true period drawn
+uniformly from the integers in [LO, HI] ms and a communication fraction uniform
+in [lo, hi]; its true burst is ``fraction × period`` (real-valued). The fluid
+model runs these true jobs. Only the schedule sees the grid: at each quantum Q
+the period is rounded to the nearest multiple of Q (at least two quanta, so a
+burst and a gap fit; this only matters for zoo jobs at coarse quanta) and the
+burst rounded up to Q (capped at one quantum below the period). So a shift
+computed on the grid drifts where the true periods are not commensurate. With ``--zoo`` each job is instead a random zoo
 model with 2, 4 or 8 workers on ``--zoo-link-mbps`` links (``controller/theory/zoo.py``).
 The same raw combinations are evaluated at every quantum (a paired design).
 
-Per combination: the exact schedule (``controller.theory.schedule``; the heuristic if
-the instance is beyond it) and the fluid model (``controller.theory.fluid``) under
-``none`` and ``shift``. ``shift_helps``: the best static shift raises the
-normalised throughput (mean over jobs of solo period / realised iteration time)
-by more than 1 % over ``none``. ``--policy P`` (a built-in or one registered by
-``--policy-file``) also simulates ``P`` and reports ``policy_helps`` by the same
-rule (columns ``throughput_policy``, ``policy_gain``, ``policy_helps``; with the
-default ``P = shift`` they repeat the shift columns).
+Per combination: each policy's schedule (``policies.policy_schedule``: exact;
+the heuristic if the instance is beyond it) and the fluid model
+(``controller.theory.fluid``) over a horizon (``--horizon-s``; default the
+steady-state rule capped at :data:`MAX_HORIZON_ITERATIONS` periods of the
+longest job) under ``none`` and ``shift``. ``shift_helps``: the best static
+shift raises the normalised throughput (mean over jobs of solo period /
+realised iteration time) by more than 1 % over ``none``. ``--policy P,Q,...``
+(built-ins or ones registered by ``--policy-file``) also simulates each and
+reports it two-sided (columns ``throughput_<p>``, ``gain_<p>``; the first one
+also in ``throughput_policy``, ``policy_gain``, ``policy_helps``; with the
+default ``P = shift`` they repeat the shift columns). A policy that cannot
+schedule a combination (``align`` beyond its padding limit) is left out of its
+fractions there.
 
 Two-sided, with intervals. With the threshold ``θ`` (``--threshold-pct``,
 default 1 %) every simulated policy's gain over ``none`` is classed as
@@ -38,15 +45,19 @@ import random
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from controller.theory import fluid, zoo
-from controller.theory.policies import load_from_environment
-from controller.theory.schedule import JobTiming, comm_quanta, compute_schedule, period_quanta
+from controller.theory.policies import PolicyKnobs, load_from_environment
+from controller.theory.schedule import JobTiming, comm_quanta, period_quanta
 
 HELPS_THRESHOLD = 0.01
+# The default horizon's cap, in periods of the longest job (fluid.default_horizon_ms allows 400). The
+# default `shiftbed sweep` on one core (2026-12-03): 40 iterations per job took 14 s; a cap of 40 periods
+# 15 s with a noise floor of 10.6 % helps / 10.3 % hurts; 100 periods 34 s with 4.7 % / 5.6 %.
+MAX_HORIZON_ITERATIONS = 100
 WILSON_Z95 = 1.959963984540054  # standard normal quantile at 0.975
 ZOO_WORKERS = (2, 4, 8)
 HELP = (
@@ -84,6 +95,7 @@ class Combination:
     policy_hurts: bool = False
     throughput_sham: float = math.nan
     sham_gain: float = math.nan
+    per_policy: dict = field(default_factory=dict)  # throughput_<p>, gain_<p> (CSV columns)
 
 
 # ---------------------------------------------------------------- sampling and evaluation
@@ -114,23 +126,50 @@ def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming
     return jobs
 
 
-def evaluate(jobs: list[JobTiming], quantum_ms: float, iterations: int = 40, policy: str = "shift",
-             threshold: float = HELPS_THRESHOLD, sham_seed: int | str = 0) -> dict:
-    """Schedule + fluid model for one on-grid combination (``none``, ``shift``, ``policy`` and the sham)."""
-    schedule = compute_schedule(jobs, quantum_ms)
-    results = fluid.compare_policies(schedule, tuple(dict.fromkeys(("none", "shift", policy))), iterations=iterations)
-    none, shift = results["none"].normalised_throughput, results["shift"].normalised_throughput
-    other = results[policy].normalised_throughput
-    gain, other_gain = shift / none - 1, other / none - 1
+def true_jobs(raw: list[tuple[float, float]]) -> list[fluid.FluidJob]:
+    """The jobs as they are: the sampled period and ``comm = fraction × period``, not rounded."""
+    return [fluid.FluidJob(f"j{i}", period_ms, frac * period_ms) for i, (period_ms, frac) in enumerate(raw)]
+
+
+def evaluate(raw: list[tuple[float, float]], quantum_ms: float, policies: tuple[str, ...] = ("shift",),
+             threshold: float = HELPS_THRESHOLD, sham_seed: int | str = 0, iterations: int | None = None,
+             horizon_ms: float | None = None, knobs: PolicyKnobs | None = None) -> dict:
+    """Schedules on the grid + the fluid model of the true jobs for one combination: ``none``,
+    ``shift``, every policy of ``policies`` (NaN where it cannot schedule the jobs) and the sham.
+
+    ``iterations``: that many per job; else ``horizon_ms`` (default: the steady-state rule of
+    :func:`fluid.default_horizon_ms`, at most :data:`MAX_HORIZON_ITERATIONS` periods of the longest job).
+    """
+    grid, jobs = on_grid(raw, quantum_ms), true_jobs(raw)
+    length = {"iterations": iterations} if iterations else {
+        "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)}
+    cache: dict = {}
+
+    def throughput(policy: str, seed: int = 0) -> float:
+        try:
+            return fluid.predict_policy(policy, grid, jobs, quantum_ms, knobs, cache, seed=seed,
+                                        **length)[1].normalised_throughput
+        except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
+            return math.nan
+
+    names = tuple(dict.fromkeys(("none", "shift", *policies)))
+    thr = {p: throughput(p) for p in names}
+    schedule = cache[tuple(grid)]
+    none, shift, first = thr["none"], thr["shift"], policies[0]
+    gain, other_gain = shift / none - 1, thr[first] / none - 1
     sham_seeds = random.Random(sham_seed).sample(range(1 << 30), 2)  # two independent sets of offsets
-    sham_base, sham = (fluid.simulate_policy(schedule, "random", seed=s, iterations=iterations).normalised_throughput
-                       for s in sham_seeds)
-    return {"hyperperiod_ms": schedule.hyperperiod_ms, "feasible": schedule.feasible, "method": schedule.method,
+    sham_base, sham = (throughput("random", s) for s in sham_seeds)
+    per_policy = {}
+    for p in names[1:]:
+        per_policy[f"throughput_{p}"], per_policy[f"gain_{p}"] = thr[p], thr[p] / none - 1
+    return {"periods_ms": ";".join(f"{j.period_ms:g}" for j in grid), "comms_ms": ";".join(f"{j.comm_ms:g}" for j in grid),
+            "hyperperiod_ms": schedule.hyperperiod_ms, "feasible": schedule.feasible, "method": schedule.method,
             "overlap_fraction": schedule.overlap_fraction, "throughput_none": none,
             "throughput_shift": shift, "shift_gain": gain, "shift_helps": gain > threshold,
-            "policy": policy, "throughput_policy": other, "policy_gain": other_gain,
+            "policy": first, "throughput_policy": thr[first], "policy_gain": other_gain,
             "policy_helps": other_gain > threshold, "shift_hurts": gain < -threshold,
-            "policy_hurts": other_gain < -threshold, "throughput_sham": sham, "sham_gain": sham / sham_base - 1}
+            "policy_hurts": other_gain < -threshold, "throughput_sham": sham, "sham_gain": sham / sham_base - 1,
+            "per_policy": per_policy}
 
 
 def _task(args) -> list[Combination]:
@@ -138,14 +177,14 @@ def _task(args) -> list[Combination]:
     load_from_environment()  # a worker process knows the --policy-file policies too (no-op if loaded)
     raw = sample_raw(settings["seed"], n, sample, settings["period_range"], settings["frac_range"],
                      settings["zoo"], settings["zoo_link_mbps"])
+    policies = tuple(settings.get("policies") or (settings.get("policy", "shift"),))
+    knobs = PolicyKnobs(realign_s=settings.get("realign_s"))
     rows = []
     for q in settings["quanta"]:
-        jobs = on_grid(raw, q)
         sham_seed = f"{settings['seed']}/{n}/{sample}/{q:g}"  # random.Random hashes a str seed the same everywhere
-        r = evaluate(jobs, q, settings["iterations"], settings.get("policy", "shift"),
-                     settings.get("threshold", HELPS_THRESHOLD), sham_seed)
-        rows.append(Combination(n, q, sample, ";".join(f"{j.period_ms:g}" for j in jobs),
-                                ";".join(f"{j.comm_ms:g}" for j in jobs), **r))
+        r = evaluate(raw, q, policies, settings.get("threshold", HELPS_THRESHOLD), sham_seed,
+                     settings.get("iterations"), settings.get("horizon_ms"), knobs)
+        rows.append(Combination(n, q, sample, **r))
     return rows
 
 
@@ -233,8 +272,10 @@ def summarise(rows: list[Combination], threshold: float = HELPS_THRESHOLD) -> di
     def fractions(sel: list[Combination]) -> dict:
         n = len(sel)
         policies = {"shift": two_sided([r.shift_gain for r in sel], threshold)}
-        for name in sorted({r.policy for r in sel} - {"shift"}):
-            policies[name] = two_sided([r.policy_gain for r in sel if r.policy == name], threshold)
+        for key in dict.fromkeys(k for r in sel for k in r.per_policy if k.startswith("gain_")):
+            if key != "gain_shift":
+                policies[key[5:]] = two_sided([r.per_policy[key] for r in sel
+                                               if math.isfinite(r.per_policy.get(key, math.nan))], threshold)
         return {"combinations": n,
                 "feasible_fraction": sum(r.feasible for r in sel) / n if n else math.nan,
                 "shift_helps_fraction": sum(r.shift_helps for r in sel) / n if n else math.nan,

@@ -13,7 +13,14 @@ from dataclasses import asdict
 
 from controller.theory import zoo
 from controller.theory.policies import UnknownPolicy, get_policy
-from controller.theory.sweep import HELP, HELPS_THRESHOLD, Combination, run_sweep, summarise
+from controller.theory.sweep import (
+    HELP,
+    HELPS_THRESHOLD,
+    MAX_HORIZON_ITERATIONS,
+    Combination,
+    run_sweep,
+    summarise,
+)
 from scenarios import policyfiles
 from scenarios.errors import InputError
 
@@ -32,9 +39,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--zoo", action="store_true", help="draw jobs from the model zoo instead of uniform periods")
     parser.add_argument("--zoo-link-mbps", type=float, default=zoo.DEFAULT_MODEL_LINK_MBPS,
                         help="link rate the zoo models' gradients are timed at (--zoo)")
-    parser.add_argument("--iterations", type=int, default=40, help="fluid-model iterations per job")
+    parser.add_argument("--horizon-s", type=float, default=None,
+                        help="simulated time per policy after the warm-up (default: the lcm of the periods, "
+                             f"within 40 to {MAX_HORIZON_ITERATIONS} periods of the longest job)")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="instead of a horizon, fluid-model iterations per job")
     parser.add_argument("--policy", default="shift",
-                        help="also report how often this policy helps over `none` (default: shift)")
+                        help="comma-separated policies to report two-sided against `none` (default: shift)")
+    parser.add_argument("--realign-s", type=float, default=None,
+                        help="re-align a schedule-using policy that enforces no windows (shift) every this many s")
     parser.add_argument("--threshold-pct", type=float, default=100 * HELPS_THRESHOLD,
                         help="a gain above this (percent) helps, below minus this hurts, else neutral (default 1)")
     policyfiles.add_argument(parser)
@@ -53,10 +66,13 @@ def write_out(out_dir: str, rows: list[Combination], summary: dict) -> None:
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".sweep-", dir=parent)
     os.chmod(tmp, 0o755)  # mkdtemp makes it private; results are for everyone to read
+    flat = [{**{k: v for k, v in asdict(r).items() if k != "per_policy"}, **r.per_policy} for r in rows]
+    extra = list(dict.fromkeys(k for r in rows for k in r.per_policy))  # throughput_<p>, gain_<p>
     with open(os.path.join(tmp, "sweep.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(Combination.__dataclass_fields__))
+        writer = csv.DictWriter(f, fieldnames=[k for k in Combination.__dataclass_fields__ if k != "per_policy"]
+                                + extra)
         writer.writeheader()
-        writer.writerows(asdict(r) for r in rows)
+        writer.writerows(flat)
     with open(os.path.join(tmp, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
     _plots(tmp, summary)
@@ -137,19 +153,28 @@ def settings_from_args(args) -> dict:
     if not args.zoo and max(quanta) * 2 > period_range[0]:
         raise InputError(f"--quantum-ms: must be at most half of the shortest period ({period_range[0]} ms)")
     for name, value in (("--samples", args.samples), ("--workers", args.workers), ("--iterations", args.iterations)):
-        if value < 1:
+        if value is not None and value < 1:
             raise InputError(f"{name}: must be at least 1, got {value}")
+    if args.iterations is not None and args.horizon_s is not None:
+        raise InputError("--horizon-s: give either --horizon-s or --iterations, not both")
+    for name, value in (("--horizon-s", args.horizon_s), ("--realign-s", args.realign_s)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise InputError(f"{name}: must be a positive number, got {value}")
     if not (math.isfinite(args.zoo_link_mbps) and args.zoo_link_mbps > 0):
         raise InputError(f"--zoo-link-mbps: must be positive, got {args.zoo_link_mbps}")
     if not (math.isfinite(args.threshold_pct) and 0 <= args.threshold_pct < 100):
         raise InputError(f"--threshold-pct: need 0 <= value < 100, got {args.threshold_pct}")
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     try:
-        get_policy(args.policy)
+        for p in policies or [""]:
+            get_policy(p)
     except UnknownPolicy as exc:
         raise InputError(f"--policy: {exc}") from None
-    return {"policy": args.policy, "seed": args.seed, "jobs": jobs, "samples": args.samples, "period_range": period_range,
+    return {"policy": policies[0], "policies": policies, "seed": args.seed, "jobs": jobs, "samples": args.samples, "period_range": period_range,
             "frac_range": frac_range, "quanta": quanta, "zoo": args.zoo,
-            "zoo_link_mbps": args.zoo_link_mbps, "iterations": args.iterations, "threshold": args.threshold_pct / 100}
+            "zoo_link_mbps": args.zoo_link_mbps, "iterations": args.iterations,
+            "horizon_ms": args.horizon_s and 1000.0 * args.horizon_s, "realign_s": args.realign_s,
+            "threshold": args.threshold_pct / 100}
 
 
 def run(args) -> int:
@@ -181,19 +206,16 @@ def _print_table(summary: dict, settings: dict) -> None:
     noise floor's helps + hurts)."""
     print(f"{summary['combinations']} combinations: feasible {summary['feasible_fraction']:.1%}, "
           f"shift helps {summary['shift_helps_fraction']:.1%} (does not help: {1 - summary['shift_helps_fraction']:.1%})")
-    other = settings["policy"] if settings["policy"] != "shift" else None
-    if other:
-        print(f"{other} helps {summary['policy_helps_fraction']:.1%} (does not help: "
-              f"{1 - summary['policy_helps_fraction']:.1%})")
+    others = [p for p in summary["policies"] if p != "shift"]
     for name, fractions in summary["policies"].items():
         print(_two_sided_line(name, fractions))
     print(_two_sided_line("noise floor (random vs random offsets)", summary["noise_floor"]))
     print(f"{'jobs':>5}{'quantum_ms':>12}{'feasible':>10}{'helps':>8}{'hurts':>8}{'noise':>8}"
-          + (f"{other:>12}{'hurts':>8}" if other else ""))
+          + "".join(f"{p:>12}{'hurts':>8}" for p in others))
     for c in summary["by_jobs_and_quantum"]:
         noise = c["noise_floor"]["helps_fraction"] + c["noise_floor"]["hurts_fraction"]
         line = (f"{c['n_jobs']:>5}{c['quantum_ms']:>12g}{c['feasible_fraction']:>10.1%}{c['shift_helps_fraction']:>8.1%}"
                 f"{c['policies']['shift']['hurts_fraction']:>8.1%}{noise:>8.1%}")
-        if other:
-            line += f"{c['policy_helps_fraction']:>12.1%}{c['policies'][other]['hurts_fraction']:>8.1%}"
+        for p in others:
+            line += f"{c['policies'][p]['helps_fraction']:>12.1%}{c['policies'][p]['hurts_fraction']:>8.1%}"
         print(line)

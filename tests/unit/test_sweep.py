@@ -22,13 +22,14 @@ def settings(n, period_range, quanta, samples=K, frac=(0.1, 0.5)):
             "frac_range": frac, "quanta": quanta, "zoo": False, "zoo_link_mbps": 1e4, "iterations": 30}
 
 
-def ref_sample(rng, n, lo, hi, q, frac_lo=0.1, frac_hi=0.5):
+def ref_sample(rng, n, lo, hi, q, frac_lo=0.1, frac_hi=0.5, true=False):
+    """Each job on the grid (quanta), or with ``true`` also as it is: (t, c, period_ms, comm_ms)."""
     jobs = []
     for _ in range(n):
         period, frac = rng.randint(lo, hi), rng.uniform(frac_lo, frac_hi)
         t = max(1, math.floor(period / q + 0.5))
         c = min(max(1, math.ceil(round(frac * t, 9))), t - 1)
-        jobs.append((t, c))
+        jobs.append((t, c, period, frac * period) if true else (t, c))
     return jobs
 
 
@@ -51,18 +52,18 @@ def ref_feasible(jobs):
     return place(base, 0)
 
 
-def ref_shift_helps(pairs, steps_per_ms=10, iterations=30):
-    """Time-stepped fluid for many two-job combinations at once: none vs the best shift."""
-    t = np.array([[p[0][0], p[1][0]] for p in pairs], float)
-    c = np.array([[p[0][1], p[1][1]] for p in pairs], float)
-    g = np.gcd(t[:, 0].astype(int), t[:, 1].astype(int))
+def ref_shift_helps(pairs, q, steps_per_ms=10, iterations=30):
+    """Time-stepped fluid for many two-job combinations at once: none vs the best shift, the shift
+    chosen on the grid (quanta), the jobs simulated as they are (true ms)."""
+    t = np.array([[p[0][2], p[1][2]] for p in pairs], float)
+    c = np.array([[p[0][3], p[1][3]] for p in pairs], float)
     best = []
-    for (t1, c1), (t2, c2) in pairs:  # smallest relative shift with the least overlap per LCM
+    for (t1, c1, *_), (t2, c2, *_) in pairs:  # smallest relative shift with the least overlap per LCM
         gg = math.gcd(t1, t2)
         cost = [sum(max(0, min(c1, d + k * gg + c2) - max(0, d + k * gg)) for k in range(-(c2 // gg) - 2, c1 // gg + 2))
                 for d in range(gg)]
-        best.append(cost.index(min(cost)))
-    assert len(best) == len(g)
+        best.append(cost.index(min(cost)) * q)
+    assert len(best) == len(pairs)
 
     def throughput(offset2):
         dt = 1 / steps_per_ms
@@ -103,9 +104,9 @@ def test_two_job_fractions_match_an_independent_monte_carlo():
     rows = run_sweep(settings(2, (20, 80), [1, 10]))
     by_q = summarise(rows)["by_quantum_ms"]
     for q in (1, 10):
-        sample = [ref_sample(rng, 2, 20, 80, q) for _ in range(K)]
-        feasible = sum(map(ref_feasible, sample)) / K
-        helps = float(np.mean(ref_shift_helps(sample)))
+        sample = [ref_sample(rng, 2, 20, 80, q, true=True) for _ in range(K)]
+        feasible = sum(ref_feasible([job[:2] for job in jobs]) for jobs in sample) / K
+        helps = float(np.mean(ref_shift_helps(sample, q)))
         got = by_q[f"{q:g}"]
         assert close(got["feasible_fraction"], feasible, K), (q, got, feasible)
         assert close(got["shift_helps_fraction"], helps, K), (q, got, helps)
@@ -203,3 +204,32 @@ def test_threshold_moves_the_classification():
     narrow = summarise(rows, 0.0)["policies"]["shift"]
     assert wide["neutral_fraction"] >= narrow["neutral_fraction"]
     assert narrow["helps_fraction"] == sum(r.shift_gain > 0 for r in rows) / len(rows)
+
+
+def test_the_sweep_simulates_the_true_jobs_against_the_grid_schedule():
+    """The plan's pair (tests/unit/test_plan.py): true 304/597 ms at a 100-ms quantum is separable on
+    the grid but drifts, so the shift gains nothing; true 300/600 keeps the hand-derived 1/6."""
+    from controller.theory.sweep import evaluate
+
+    drift = evaluate([(304.0, 100 / 304), (597.0, 150 / 597)], 100, ("shift", "gate"))
+    assert drift["periods_ms"] == "300;600" and drift["comms_ms"] == "100;200" and drift["feasible"]
+    assert abs(drift["shift_gain"]) < 0.01
+    assert set(drift["per_policy"]) == {"throughput_shift", "gain_shift", "throughput_gate", "gain_gate"}
+    on_grid = evaluate([(300.0, 100 / 300), (600.0, 150 / 600)], 100, ("shift",))
+    assert on_grid["shift_gain"] == pytest.approx(1 / 6)
+
+
+def test_several_policies_each_get_two_sided_fractions_and_csv_columns(tmp_path):
+    from scenarios.commands.sweep import write_out
+
+    s = {**settings(2, (50, 300), [10], samples=6), "iterations": None, "horizon_ms": 6000.0,
+         "policies": ["shift", "gate", "priority"], "policy": "shift"}
+    rows = run_sweep(s)
+    summary = summarise(rows)
+    assert list(summary["policies"]) == ["shift", "gate", "priority"]
+    assert summary["policies"]["priority"]["helps_fraction"] == sum(
+        r.per_policy["gain_priority"] > 0.01 for r in rows) / len(rows)
+    write_out(str(tmp_path / "out"), rows, summary)
+    header = (tmp_path / "out" / "sweep.csv").read_text().splitlines()[0].split(",")
+    assert {"throughput_gate", "gain_gate", "throughput_priority", "gain_priority", "shift_gain",
+            "throughput_policy"} <= set(header) and "per_policy" not in header
