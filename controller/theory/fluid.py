@@ -7,12 +7,12 @@ Assumptions (the emulator's measurements are compared against these):
   (a ring all-reduce, each worker sending ``2(N-1)/N × gradient`` bytes; see
   ``controller/theory/zoo.py``). The next iteration starts when the burst ends.
 - All bursts of all jobs cross one bottleneck link. While ``n`` bursts are on
-  it, each gets ``1/n`` of the capacity (max-min fair sharing with equal
-  demands), so overlapping bursts stretch and the realised periods grow. A
-  burst alone may not fill the link (a measured job's solo rate includes
-  TCP's ramp-up); ``link_headroom`` (link rate / solo rate) says so, and
-  sharing splits the link, not the solo rate: each of ``n`` bursts runs at
-  ``min(1, link_headroom / n)`` of its solo speed.
+  it, each gets ``1/n`` of the capacity (max-min fair), so overlapping bursts
+  stretch and the realised periods grow. A burst alone may not fill the link
+  (a measured solo rate includes TCP's ramp-up): ``link_headroom`` (link rate
+  / solo rate) says so, and each of ``n`` bursts runs at
+  ``min(1, link_headroom / n)`` of its solo speed. A policy's ``sharing`` may
+  say otherwise (strict priority, MLTCP weights: ``policies.link_shares``).
 - ``none`` starts every job's first burst at t = 0, ``shift`` and ``gate`` at
   the schedule's shift, ``random`` at a random on-grid offset; after that
   ``none``/``shift``/``random`` run free.
@@ -37,16 +37,16 @@ Assumptions (the emulator's measurements are compared against these):
   longer than alone: ``FluidJob.busy_start_ms`` more of the link (0 by
   default). On the emulator its processes start and end slower while other
   jobs' bursts load the CPU, and its flows start apart.
-- Jobs may be fed measured solo figures (``FluidJob``), real-valued; the
-  gate's windows stay on the schedule's grid. With measured bursts
-  (``comm_samples_ms``) and an ``rng``, each burst draws its length from them
-  (with ``after_samples_ms``, also how much longer than usual its job took
-  after that burst), and :func:`mean_iterations` averages several such runs.
-  Where a gated burst only just fits its window, a fixed length makes every
-  burst fit or every burst lose a period; on the wire some do and some do not.
+- The jobs are simulated as they are (true, real-valued periods and bursts:
+  the scenario's, or measured ones); only the schedule and its windows are on
+  the grid. With measured bursts (``comm_samples_ms``) and an ``rng``, each
+  burst draws its length from them (with ``after_samples_ms``, also how much
+  longer its job then took), and :func:`mean_iterations` averages such runs.
+- The mean iteration time is over a horizon (:func:`default_horizon_ms`:
+  until the relative phases cycle) after a warm-up, or over a fixed count.
 
-It is an event-driven simulation: time jumps from one burst start, burst end
-or window edge to the next, with constant rates in between.
+It is event-driven: time jumps from one burst start, burst end or window edge
+to the next, with constant rates in between (in steps while MLTCP weights move).
 """
 
 from __future__ import annotations

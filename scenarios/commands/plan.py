@@ -2,9 +2,10 @@
 
 The schedule comes from ``controller.theory.schedule`` (exact; ``--heuristic`` when
 the instance is beyond it); predictions come from the fluid model
-(``controller.theory.fluid``) run on the on-grid timings for every policy, on the
-link the jobs share: a fabric faster than its host links carries more than
-one burst at full rate (``sharedlink.planned_headroom``).
+(``controller.theory.fluid``): the jobs as they are (true periods and bursts)
+against each policy's schedule on the grid, over a horizon, beside two
+baselines (``none`` and random start offsets), on the link the jobs share: a
+fabric faster than its host links carries more than one burst at full rate (``sharedlink.planned_headroom``).
 """
 
 from __future__ import annotations
