@@ -228,6 +228,8 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     policy = doc.get("policy")
     if not isinstance(policy, str) or policy not in POLICIES:
         raise ApiError(400, f"policy.policy: must be one of {', '.join(POLICIES)}, got {policy!r}"[:200])
+    if not get_policy(policy).emulated:
+        raise ApiError(400, f"policy.policy: {policy} is a model only (plan and sweep); the fabric cannot run it")
     if "epoch_s" in doc and "start_in_s" in doc:
         raise ApiError(400, "policy: give epoch_s or start_in_s, not both")
     if "epoch_s" in doc:

@@ -88,6 +88,7 @@ class Policy:
     uses_schedule: bool = False  # its offsets (or windows) come from the schedule's shifts
     enforces_windows: bool = False  # the fabric confines each job's traffic to its windows
     sharing: str = "fair"  # how bursts that meet share the link: one of SHARING
+    emulated: bool = True  # the fabric can run it (False: a model only, for plan and sweep)
 
     def scheduled_timings(self, timings: Sequence[JobTiming], quantum_ms: float,
                           knobs: PolicyKnobs) -> list[JobTiming]:
@@ -327,6 +328,7 @@ class MltcpPolicy(NonePolicy):
     name = "mltcp"
     description = "model: link shares weighted by each burst's progress (MLTCP); no shifts, no windows"
     sharing = "mltcp"
+    emulated = False  # the fabric's TCP has no such rule; iperf3 cannot weight a flow by its progress
 
 
 @register

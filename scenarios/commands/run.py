@@ -113,6 +113,22 @@ def require_one_shared_link(scenario, path: str) -> None:
 MAX_FAITHFUL_MBPS = 400.0
 
 
+def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
+    """InputError (before anything is built) for what only the model has: a policy the fabric cannot
+    run, re-alignment (``realign_s``; the job drivers do not re-shift), or a policy that cannot
+    schedule the scenario's jobs (``runner.policy_schedules``)."""
+    from scenarios.experiment.runner import policy_schedules
+
+    model_only = [p for p in policies if not get_policy(p).emulated]
+    if model_only:
+        raise InputError(f"--policy: {', '.join(model_only)}: a model only (shiftbed plan and sweep predict it; "
+                         "the fabric cannot run it)")
+    if scenario.knobs.realign_s is not None:
+        raise InputError(f"{path}: realign_s: re-alignment is predicted by plan and sweep; the run does not "
+                         "re-shift its jobs (remove realign_s to run)")
+    policy_schedules(scenario, policies)
+
+
 def run(args) -> int:
     from scenarios import policyfiles, spec
 
@@ -122,6 +138,7 @@ def run(args) -> int:
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
+    require_emulated(scenario, args.scenario, policies)
     require_one_shared_link(scenario, args.scenario)
     load = emulation_load_mbps(scenario)
     if load > MAX_FAITHFUL_MBPS and not args.force:

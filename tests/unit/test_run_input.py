@@ -120,6 +120,10 @@ def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
     (THREE_LEAVES, "jobs[2] (c)", "its bursts do not cross leaf1->spine1"),
     (GOOD.replace("spines: 1", "spines: 2").replace("[h2, h4]}", "[h2, h4], pin_spine: 2}"), "jobs[1] (b)",
      "do not cross leaf1->spine1, the link the other jobs share"),
+    # what only the model has
+    (GOOD.replace("name: rel\n", "name: rel\nrealign_s: 5\n"), "realign_s", "the run does not re-shift"),
+    (GOOD.replace("name: rel\n", "name: rel\nguard_ms: 250\npolicies: [guard]\n"), "guard_ms",
+     "must be less than every job's period_ms - comm_ms (a: 200), got 250"),
 ])
 def test_bad_scenario_files_through_run(tmp_path, text, field, words):
     (line,) = refused(tmp_path, text)
@@ -160,6 +164,7 @@ def test_directory_as_scenario_file(tmp_path):
     (["--seed", "x"], "--seed"),
     (["--datapath", "fast"], "--datapath"),
     (["--bogus"], "unrecognized arguments"),
+    (["--policy", "none,mltcp"], "mltcp: a model only"),
 ])
 def test_bad_command_line_values(tmp_path, args, words):
     lines = refused(tmp_path, GOOD, *args)

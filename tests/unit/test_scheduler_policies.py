@@ -74,3 +74,16 @@ def test_align_pads_periods_and_reports_the_padding():
     assert any(p > 0 for p in want.padding_ms.values())
     core.set_policy({"policy": "none"}, NOW_S)  # the next policy gets the jobs as registered again
     assert {j["padding_ms"] for j in core.schedule_doc()["jobs"].values()} == {0}
+
+
+def test_a_model_only_policy_is_refused_and_changes_nothing():
+    core = core_of(("a", 300, 100, "h1"), ("b", 300, 150, "h2"))
+    core.set_policy({"policy": "gate", "epoch_s": NOW_S + 1}, NOW_S)
+    before = core.schedule_doc()
+    try:
+        core.set_policy({"policy": "mltcp", "epoch_s": NOW_S + 1}, NOW_S)
+    except Exception as exc:
+        assert getattr(exc, "status", None) == 400 and "model only" in str(exc.message), exc
+    else:
+        raise AssertionError("mltcp (a model only) was accepted by the controller")
+    assert core.schedule_doc() == before
