@@ -2,7 +2,7 @@
 
     shiftbed plan S --json | .venv/bin/python docs/labs/labtool.py keys feasible pairs.0.gcd_ms
     .venv/bin/python docs/labs/labtool.py contention results/lab2     # lab 2
-    .venv/bin/python docs/labs/labtool.py compare results/lab3        # labs 3 and 4
+    .venv/bin/python docs/labs/labtool.py compare results/lab3        # labs 3, 4 and 5
 
 ``contention`` and ``compare`` read the newest results folder under the given
 root (``shiftbed run --out ROOT`` writes ``ROOT/<scenario>/<time>/``): its
@@ -105,19 +105,28 @@ def cmd_compare(args) -> None:
     folder = newest_results(args.root)
     summary = json.loads((folder / "summary.json").read_text())
     tables = on_link(folder)
+    errors = []
     for policy, entry in summary["policies"].items():
         for name, j in entry["jobs"].items():
             print(f"{policy}.{name}_ms = {j['mean_iteration_ms']:.1f}")
             if j.get("median_iteration_ms") is not None:  # older results folders have none
                 print(f"{policy}.{name}_median_ms = {j['median_iteration_ms']:.1f}")
             print(f"{policy}.{name}_predicted_ms = {j['predicted_iteration_ms']:.1f}")
+            errors.append(abs(prediction_error_pct(j['mean_iteration_ms'], j['predicted_iteration_ms'])))
         if entry.get("throughput_change_vs_none_pct") is not None:
             print(f"{policy}.change_vs_none_pct = {entry['throughput_change_vs_none_pct']:.1f}")
             print(f"{policy}.predicted_change_vs_none_pct = {entry['predicted_throughput_change_vs_none_pct']:.1f}")
         if policy in tables.index.get_level_values(0):
             print(f"{policy}.overlap_share = {overlap_share(tables.loc[policy]):.2f}")
             print(f"{policy}.first_bursts_overlap_ms = {first_bursts_overlap_ms(tables.loc[policy]):.0f}")
+    if errors:  # how far the run's model was from the wire, at worst over every job and policy
+        print(f"max_abs_error_pct = {max(errors):.1f}")
     print(f"results: {folder}")
+
+
+def prediction_error_pct(measured_ms: float, predicted_ms: float) -> float:
+    """(measured - predicted) / predicted, in %."""
+    return (measured_ms - predicted_ms) / predicted_ms * 100
 
 
 def _plot(table: pd.DataFrame, path: Path, title: str) -> None:
@@ -147,7 +156,7 @@ def main(argv=None) -> int:
     contention.add_argument("root")
     contention.add_argument("--policy", default="none")
     contention.add_argument("--plot", help="where to draw the bandwidth plot (default: lab-plots/...)")
-    compare = sub.add_parser("compare", help="labs 3 and 4: every policy of the newest run")
+    compare = sub.add_parser("compare", help="labs 3, 4 and 5: every policy of the newest run")
     compare.add_argument("root")
     args = parser.parse_args(argv)
     {"keys": cmd_keys, "contention": cmd_contention, "compare": cmd_compare}[args.command](args)

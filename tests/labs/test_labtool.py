@@ -32,3 +32,10 @@ def test_first_bursts_overlap_counts_only_the_first_bursts(spans, expected_ms):
 def test_overlap_share_is_the_share_of_busy_bins_with_both_jobs():
     """a busy in bins 0-11, b in 0-16: 17 busy bins, 12 with both."""
     assert labtool.overlap_share(capture(a=[(0, 12)], b=[(0, 17)])) == pytest.approx(12 / 17)
+
+
+def test_the_prediction_error_is_measured_against_the_prediction():
+    from labtool import prediction_error_pct
+
+    assert prediction_error_pct(110.0, 100.0) == pytest.approx(10.0)
+    assert prediction_error_pct(90.0, 100.0) == pytest.approx(-10.0)
