@@ -18,6 +18,7 @@ import zlib
 
 from apps.dltjob import JobSpec, Worker, collective
 from controller.theory.conflicts import ConflictGraph
+from controller.theory.fabricshare import JobLinks
 from topo.tcp_ports import job_first_port
 
 
@@ -65,3 +66,17 @@ def job_links(routes: dict[str, dict[str, list[tuple]]]) -> dict[str, set[tuple]
 def conflicts_of(scenario, wiring) -> ConflictGraph:
     """Which jobs meet on which directed links, with the scenario's routes."""
     return ConflictGraph.from_links(job_links(job_routes(scenario, wiring)))
+
+
+def link_capacity_mbps(wiring, links) -> dict[tuple, float]:
+    """Each of ``links`` at its configured rate: host links at ``host_link_mbps``, leaf-spine links at
+    ``fabric_link_mbps``."""
+    p = wiring.params
+    return {link: p.host_link_mbps if link[0].startswith("host") else p.fabric_link_mbps for link in links}
+
+
+def fabric_links(routes: dict[str, dict[str, list[tuple]]], wiring) -> JobLinks:
+    """The fluid model's view of the routes: per job, how many of its flows cross each link, and
+    each link's rate."""
+    every = {link for flows in routes.values() for links in flows.values() for link in links}
+    return JobLinks.from_routes(routes, link_capacity_mbps(wiring, every))

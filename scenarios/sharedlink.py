@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.theory import fabricshare
+
 
 @dataclass(frozen=True)
 class SharedLink:
@@ -79,22 +81,10 @@ def max_min_rates(paths: dict, capacity_mbps: dict) -> dict:
     """Max-min fair rates (progressive filling) of flows, each given as the links it crosses.
 
     ``paths``: flow -> its links; ``capacity_mbps``: link -> rate. Every flow's rate
-    rises together until a link fills; its flows stop there and the rest go on.
+    rises together until a link fills; its flows stop there and the rest go on
+    (``controller.theory.fabricshare.max_min_rates``, which the fluid model uses too).
     """
-    rate = dict.fromkeys(paths, 0.0)
-    active = {f for f, links in paths.items() if links}
-    while active:
-        load = {}
-        for f in active:
-            for link in paths[f]:
-                load[link] = load.get(link, 0) + 1
-        spare = {link: capacity_mbps[link] - sum(rate[f] for f in paths if link in paths[f]) for link in load}
-        step = min(spare[link] / n for link, n in load.items())
-        for f in active:
-            rate[f] += step
-        full = {link for link in load if spare[link] - step * load[link] <= 1e-9}
-        active = {f for f in active if not full.intersection(paths[f])}
-    return rate
+    return fabricshare.max_min_rates(paths, capacity_mbps)
 
 
 def _link_capacity_mbps(wiring, paths: dict) -> dict:

@@ -2,51 +2,42 @@
 
 Assumptions (the emulator's measurements are compared against these):
 
-- Every job's iteration is compute then communication: ``period - comm`` ms of
-  computation, then a burst that takes ``comm`` ms alone at full link rate
-  (a ring all-reduce, each worker sending ``2(N-1)/N × gradient`` bytes; see
-  ``controller/theory/zoo.py``). The next iteration starts when the burst ends.
-- All bursts of all jobs cross one bottleneck link. While ``n`` bursts are on
-  it, each gets ``1/n`` of the capacity (max-min fair), so overlapping bursts
-  stretch and the realised periods grow. A burst alone may not fill the link
-  (a measured solo rate includes TCP's ramp-up): ``link_headroom`` (link rate
-  / solo rate) says so, and each of ``n`` bursts runs at
-  ``min(1, link_headroom / n)`` of its solo speed. A policy's ``sharing`` may
-  say otherwise (strict priority, MLTCP weights: ``policies.link_shares``).
-- ``none`` starts every job's first burst at t = 0, ``shift`` and ``gate`` at
-  the schedule's shift, ``random`` at a random on-grid offset; after that
-  ``none``/``shift``/``random`` run free.
-- ``gate``: a burst may only be on the link inside the job's windows
-  ``[shift + k*T, shift + k*T + comm)`` (the schedule's on-grid period and
-  comm). A finished computation waits for the start of the job's next window;
-  a burst still unfinished when its window closes pauses until the next one.
-  With ``queue_ms`` (a run passes its fabric's port queue), what that burst
-  already has queued on the link behind the gate still crosses it first,
-  sharing the link with whoever's window opens next (see :func:`simulate`).
-  So gate re-aligns every iteration, while a static shift computed from solo
-  periods drifts once stretching happens (``phase_error_ms`` shows both).
-- Any registered policy (``controller/theory/policies.py``) is simulated through the
-  same three answers: its first-burst offsets, whether iteration ``k``'s burst
-  waits for the job's next window start (``waits_for_window``), and whether
-  the windows are enforced on the link (``enforces_windows``). A job's windows
-  are ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid; for
-  ``gate`` the offset is the schedule's shift. A re-aligning policy that does
-  not enforce its windows (e.g. wait for the window every K-th iteration)
-  runs free in between and its bursts are never paused.
-- A burst that starts while another job's burst is on the link may take
-  longer than alone: ``FluidJob.busy_start_ms`` more of the link (0 by
-  default). On the emulator its processes start and end slower while other
-  jobs' bursts load the CPU, and its flows start apart.
-- The jobs are simulated as they are (true, real-valued periods and bursts:
-  the scenario's, or measured ones); only the schedule and its windows are on
-  the grid. With measured bursts (``comm_samples_ms``) and an ``rng``, each
-  burst draws its length from them (with ``after_samples_ms``, also how much
-  longer its job then took), and :func:`mean_iterations` averages such runs.
-- The mean iteration time is over a horizon (:func:`default_horizon_ms`:
-  until the relative phases cycle) after a warm-up, or over a fixed count.
+- Every job's iteration is compute then communication: ``period - comm`` ms of computation, then a burst that
+  takes ``comm`` ms alone at full link rate (a ring all-reduce, each worker sending ``2(N-1)/N × gradient``
+  bytes; see ``controller/theory/zoo.py``). The next iteration starts when the burst ends.
+- All bursts of all jobs cross one bottleneck link. While ``n`` bursts are on it, each gets ``1/n`` of the
+  capacity (max-min fair), so overlapping bursts stretch and the realised periods grow (``links``: over a
+  fabric, ``fabricshare``). A burst alone may not fill the link (a measured solo rate includes TCP's ramp-up):
+  ``link_headroom`` (link rate / solo rate) says so, and each of ``n`` bursts runs at
+  ``min(1, link_headroom / n)`` of its solo speed. A policy's ``sharing`` may say otherwise (strict priority,
+  MLTCP weights: ``policies.link_shares``).
+- ``none`` starts every job's first burst at t = 0, ``shift`` and ``gate`` at the schedule's shift, ``random``
+  at a random on-grid offset; after that ``none``/``shift``/``random`` run free.
+- ``gate``: a burst may only be on the link inside the job's windows ``[shift + k*T, shift + k*T + comm)``
+  (the schedule's on-grid period and comm). A finished computation waits for the start of the job's next
+  window; a burst still unfinished when its window closes pauses until the next one. With ``queue_ms`` (a run
+  passes its fabric's port queue), what that burst already has queued on the link behind the gate still
+  crosses it first, sharing the link with whoever's window opens next (see :func:`simulate`). So gate
+  re-aligns every iteration, while a static shift computed from solo periods drifts once stretching happens
+  (``phase_error_ms`` shows both).
+- Any registered policy (``controller/theory/policies.py``) is simulated through the same three answers: its
+  first-burst offsets, whether iteration ``k``'s burst waits for the job's next window start
+  (``waits_for_window``), and whether the windows are enforced on the link (``enforces_windows``). A job's
+  windows are ``[offset + k*T, offset + k*T + comm)`` on the schedule's grid; for ``gate`` the offset is the
+  schedule's shift. A re-aligning policy that does not enforce its windows (e.g. wait for the window every
+  K-th iteration) runs free in between and its bursts are never paused.
+- A burst that starts while another job's burst is on the link may take longer than alone:
+  ``FluidJob.busy_start_ms`` more of the link (0 by default). On the emulator its processes start and end
+  slower while other jobs' bursts load the CPU, and its flows start apart.
+- The jobs are simulated as they are (true, real-valued periods and bursts: the scenario's, or measured ones);
+  only the schedule and its windows are on the grid. With measured bursts (``comm_samples_ms``) and an
+  ``rng``, each burst draws its length from them (with ``after_samples_ms``, also how much longer its job then
+  took), and :func:`mean_iterations` averages such runs.
+- The mean iteration time is over a horizon (:func:`default_horizon_ms`: until the relative phases cycle)
+  after a warm-up, or over a fixed count.
 
-It is event-driven: time jumps from one burst start, burst end or window edge
-to the next, with constant rates in between (in steps while MLTCP weights move).
+It is event-driven: time jumps from one burst start, burst end or window edge to the next, with constant rates
+in between (in steps while MLTCP weights move).
 """
 
 from __future__ import annotations
@@ -54,9 +45,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from controller.theory.fabricshare import JobLinks
 from controller.theory.policies import SHARING, Policy, PolicyKnobs, get_policy, link_shares
 from controller.theory.schedule import JobTiming, Schedule, compute_schedule
 from controller.theory.windows import last_window_index, next_window_index, window_start_ms
@@ -158,6 +150,7 @@ class FluidPolicyResult:
     offsets_ms: dict[str, float]
     jobs: dict[str, FluidJobResult]
     overlap_share: float = math.nan  # share of the time with two or more bursts moving data on the link
+    overlap_by_link: dict = field(default_factory=dict)  # with JobLinks: that share on each shared link
 
     @property
     def normalised_throughput(self) -> float:
@@ -189,7 +182,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              rng: random.Random | None = None, trace: list | None = None, *,
              horizon_ms: float | None = None, warmup_ms: float | None = None, sharing: str = "fair",
              priority: Sequence[str] = (), realign_ms: float | None = None,
-             mltcp_step_ms: float = MLTCP_STEP_MS, stats: dict | None = None) -> dict[str, FluidJobResult]:
+             mltcp_step_ms: float = MLTCP_STEP_MS, stats: dict | None = None,
+             links: JobLinks | None = None) -> dict[str, FluidJobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts (or, with ``horizon_ms``, until
     every job has run past ``warmup_ms + horizon_ms``); per-job results.
 
@@ -206,31 +200,28 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     ``warmup`` are then not used. A job that cannot finish two bursts in
     twice that time is reported at an infinite iteration time.
 
-    ``sharing``: how bursts that meet share the link (see :func:`link_shares`);
-    ``priority``: job names, highest first, for ``"priority"``. With
-    ``"mltcp"`` rates change as bursts progress: the model steps at most
-    ``mltcp_step_ms`` while two or more bursts share the link.
+    ``sharing``: how bursts that meet share the link (see :func:`link_shares`); ``priority``: job names,
+    highest first, for ``"priority"``. With ``"mltcp"`` rates change as bursts progress: the model steps at
+    most ``mltcp_step_ms`` while two or more bursts share the link.
 
-    ``realign_ms``: the first burst ready after every ``realign_ms`` of time
-    waits for its job's next window start (plus :data:`REALIGN_COST_MS`), the
-    windows being ``windows`` (a run-free policy's re-alignment).
+    ``realign_ms``: the first burst ready after every ``realign_ms`` of time waits for its job's next window
+    start (plus :data:`REALIGN_COST_MS`), the windows being ``windows`` (a run-free policy's re-alignment).
 
-    ``queue_ms``: how much of a burst (ms at its solo rate) the link's queue
-    holds behind the gate. While ``n >= 2`` bursts share the link, each
-    arrives at its solo rate and is served at ``1/n``, so its queue grows at
-    ``1 - 1/n`` up to ``queue_ms``; when its window closes, that queue still
-    drains (at the fair share) before the burst pauses. Measured: two held
-    jobs' 20 ms queues took the first ~60 ms of the next job's window at two
-    thirds of the link (docs/accuracy.md). 0: bursts stop dead at the edge.
+    ``queue_ms``: how much of a burst (ms at its solo rate) the link's queue holds behind the gate. While ``n
+    >= 2`` bursts share the link, each arrives at its solo rate and is served at ``1/n``, so its queue grows
+    at ``1 - 1/n`` up to ``queue_ms``; when its window closes, that queue still drains (at the fair share)
+    before the burst pauses. Measured: two held jobs' 20 ms queues took the first ~60 ms of the next job's
+    window at two thirds of the link (docs/accuracy.md). 0: bursts stop dead at the edge.
 
-    ``rng``: each burst's length is drawn from its job's ``comm_samples_ms``
-    (see :meth:`FluidJob.draw`); without one, every burst is ``comm_ms``.
+    ``rng``: each burst's length is drawn from its job's ``comm_samples_ms`` (see :meth:`FluidJob.draw`);
+    without one, every burst is ``comm_ms``.
 
-    ``trace``: if given, one ``(job, ready_ms, first_on_link_ms, end_ms)`` per
-    finished burst is appended, to set beside a run's bursts burst by burst.
-    ``stats``: if given, receives ``overlap_share`` (share of the measured
-    span with two or more bursts moving data on the link), ``span_ms`` and
-    ``warmup_ms`` (the span measured and where it starts).
+    ``trace``: if given, one ``(job, ready_ms, first_on_link_ms, end_ms)`` per finished burst is appended, to
+    set beside a run's bursts burst by burst. ``stats``: if given, receives ``overlap_share`` (share of the
+    measured span with two or more bursts moving data on the link), ``span_ms`` and ``warmup_ms`` (the span
+    measured and where it starts). ``links``: the bursts share a fabric's links max-min fairly
+    (``fabricshare.JobLinks``; no ``link_headroom``); ``stats`` then gets ``overlap_by_link`` and
+    ``overlap_share`` is the busiest shared link's.
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
@@ -266,6 +257,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         span, give_up_ms = (0.0, math.inf), math.inf
         max_events = 1000 * n * target  # a bound far above any real run: a guard, not a limit
     overlap_ms = 0.0
+    by_link = dict.fromkeys(links.shared_links() if links is not None else (), 0.0)
     t = min(next_t)
 
     def go(i: int) -> None:
@@ -312,7 +304,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             raise RuntimeError("fluid model made no progress (window or time values out of range)")
         sending = [i for i in range(n) if state[i] in ("send", "drain")]
         # each burst's speed relative to alone: its share of the link, at most its solo rate
-        share = link_shares(jobs, sending, sharing, rank, sent, remaining)
+        share = (link_shares(jobs, sending, sharing, rank, sent, remaining) if links is None
+                 else links.shares(jobs, sending, sharing, rank, sent, remaining))
         t_next = min(next_t)
         for i in sending:
             if share[i] > 0:
@@ -323,7 +316,10 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             t_next = min(t_next, t + mltcp_step_ms)  # the weights move as the bursts progress
         dt = t_next - t
         if sum(share[i] > 0 for i in sending) >= 2:
-            overlap_ms += max(0.0, min(t_next, span[1]) - max(t, span[0]))
+            inside = max(0.0, min(t_next, span[1]) - max(t, span[0]))
+            overlap_ms += inside
+            for link in links.meeting(jobs[i].name for i in sending if share[i] > 0) if links else ():
+                by_link[link] += inside
         for i in sending:
             remaining[i] -= dt * share[i]
             sent[i] += dt * share[i]
@@ -356,6 +352,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         measured_ms = (min(t, span[1]) if horizon_ms is not None else t) - span[0]
         stats.update(overlap_share=overlap_ms / measured_ms if measured_ms > 0 else 0.0,
                      span_ms=measured_ms, warmup_ms=span[0])
+        if links is not None:
+            stats.update(links.overlap_stats(by_link, measured_ms))
     out = {}
     for i, job in enumerate(jobs):
         count, mean = _mean_iteration(ends[i], warmup, span if horizon_ms is not None else None)
@@ -418,12 +416,13 @@ def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZ
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
                     seed: int = 0, iterations: int | None = None, *, horizon_ms: float | None = None,
                     knobs: PolicyKnobs | None = None, solo_periods_ms: dict[str, float] | None = None,
-                    ) -> FluidPolicyResult:
+                    links: JobLinks | None = None) -> FluidPolicyResult:
     """One policy on ``jobs`` (the true jobs; default the schedule's own), against windows on the
-    schedule's grid. ``iterations``: simulate that many per job (the old fixed count); else over
+    schedule's grid. ``iterations``: simulate that many per job (a fixed count); else over
     ``horizon_ms`` (default :func:`default_horizon_ms`). ``knobs.realign_s``: re-alignment for a
     policy that uses the schedule but enforces no windows. ``solo_periods_ms``: what each job's
-    throughput is normalised to, where its simulated period is not its own (align's padding)."""
+    throughput is normalised to, where its simulated period is not its own (align's padding).
+    ``links``: the jobs share a fabric (see :func:`simulate`)."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
@@ -435,10 +434,10 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     stats: dict = {}
     out = simulate(fluid_jobs, offsets, windows, waits=pol.waits_for_window, enforce=pol.enforces_windows,
                    sharing=pol.sharing, priority=pol.priority_order(schedule), realign_ms=realign_ms,
-                   stats=stats, **length)
+                   stats=stats, links=links, **length)
     for name, solo in (solo_periods_ms or {}).items():
         out[name] = replace(out[name], solo_period_ms=solo)
-    return FluidPolicyResult(policy, offsets, out, stats["overlap_share"])
+    return FluidPolicyResult(policy, offsets, out, stats["overlap_share"], stats.get("overlap_by_link", {}))
 
 
 def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float],

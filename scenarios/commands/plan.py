@@ -6,6 +6,12 @@ the instance is beyond it); predictions come from the fluid model
 against each policy's schedule on the grid, over a horizon, beside two
 baselines (``none`` and random start offsets), on the link the jobs share: a
 fabric faster than its host links carries more than one burst at full rate (``sharedlink.planned_headroom``).
+
+With a fabric and workers, the jobs meet only where their routes do
+(``scenarios/routes.py``): the schedule keeps apart only the pairs that share a
+directed link (``conflicts.ConflictGraph``), and the fluid model shares every
+link its bursts cross max-min fairly (``fabricshare.JobLinks``). Without them,
+every pair meets on one link.
 """
 
 from __future__ import annotations
@@ -13,11 +19,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import random
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from controller import limits
 from controller.theory import fluid, sweep
+from controller.theory.conflicts import ConflictGraph
+from controller.theory.fabricshare import JobLinks
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from controller.theory.schedule import (
     BeyondExactMethod,
@@ -68,7 +77,9 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         if t.comm_ms >= t.period_ms:
             raise InputError(f"{scenario.path}: jobs[{i}].comm_ms: at quantum {q:g} ms comm rounds up to "
                              f"{t.comm_ms:g} ms, not less than period {t.period_ms:g} ms")
-    method = {"method": "heuristic" if heuristic else "exact"}
+    fabric = fabric_model(scenario)
+    method = {"method": "heuristic" if heuristic else "exact",
+              "pair_weights": None if fabric is None else meeting_weights(fabric.graph)}
     try:
         schedule = compute_schedule(timings, q, **method)
     except BeyondExactMethod as exc:
@@ -83,12 +94,12 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     for p in dict.fromkeys(("none", *policies)):
         try:
             _, results[p], padding[p] = fluid.predict_policy(p, timings, jobs, q, knobs, cache, method,
-                                                             seed=seed, **length)
+                                                             seed=seed, links=fabric and fabric.links, **length)
         except BeyondExactMethod as exc:
             raise InputError(f"{scenario.path}: jobs: {p}: {exc}") from None
         except ValueError as exc:
             errors[p] = str(exc).splitlines()[0]
-    rand = sweep.random_offsets_baseline(jobs, random_draws, seed, **length)
+    rand = random_offsets_baseline(jobs, random_draws, seed, fabric and fabric.links, **length)
     return {
         "scenario": scenario.name,
         "quantum_ms": q,
@@ -112,7 +123,80 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         "normalised_throughput": {p: None if p in errors else round(results[p].normalised_throughput, 4)
                                   for p in policies},
         "overlap": {p: None if p in errors else round(results[p].overlap_share, 4) for p in policies},
+        **_graph(fabric, [t.name for t in timings]),
+        "overlap_by_link": {p: None if p in errors else _by_link(fabric, results[p]) for p in policies},
     }
+
+
+@dataclass(frozen=True)
+class FabricModel:
+    """Where a scenario's jobs meet: its wiring, the conflict graph of their routes, and the
+    links the fluid model has them share."""
+
+    wiring: object  # topo.wiring.Wiring
+    graph: ConflictGraph
+    links: JobLinks
+
+
+def fabric_model(scenario: spec.Scenario) -> FabricModel | None:
+    """The scenario's jobs routed over its fabric (``scenarios.routes``); None without a fabric or
+    without workers for every job (then every pair meets on one link)."""
+    if scenario.fabric is None or any(len(job.workers) < 2 for job in scenario.jobs):
+        return None
+    from scenarios.routes import fabric_links, job_links, job_routes
+    from scenarios.sharedlink import fabric_params
+    from topo.wiring import fabric_wiring
+
+    wiring = fabric_wiring(fabric_params(scenario))
+    routes = job_routes(scenario, wiring)
+    return FabricModel(wiring, ConflictGraph.from_links(job_links(routes)), fabric_links(routes, wiring))
+
+
+def meeting_weights(graph: ConflictGraph) -> dict[frozenset[str], int]:
+    """``compute_schedule``'s pair weights: 1 for every pair of jobs that shares a link, however
+    many (bursts that meet slow each other at their common bottleneck once, not once per link),
+    0 for the rest. Where every pair meets this is the one-link schedule, figure for figure."""
+    return {frozenset(pair): 1 for pair in graph.pairs()}
+
+
+def _graph(fabric: FabricModel | None, names: list[str]) -> dict:
+    """``links``: each directed link two or more jobs share, with them; ``conflicts``: each pair
+    that meets and where (without a fabric: every pair, on the one link, named by no link);
+    ``components``: groups of jobs that meet, directly or through others, in scenario order."""
+    if fabric is None:
+        return {"links": [], "conflicts": [{"jobs": [a, b], "links": []} for a, b in itertools.combinations(names, 2)],
+                "components": [list(names)]}
+    name = fabric.wiring.link_name
+    return {"links": [{"name": name(link), "jobs": jobs} for link, jobs in fabric.graph.shared_links().items()],
+            "conflicts": [{"jobs": [a, b], "links": [name(link) for link in links]}
+                          for (a, b), links in fabric.graph.pairs().items()],
+            "components": [[n for n in names if n in group] for group in fabric.graph.components()]}
+
+
+def _by_link(fabric: FabricModel | None, result: fluid.FluidPolicyResult) -> dict[str, float]:
+    """A policy's overlap (share of the time two or more bursts move data) on each shared link."""
+    if fabric is None:
+        return {}
+    return {fabric.wiring.link_name(link): round(x, 4) for link, x in result.overlap_by_link.items()}
+
+
+def random_offsets_baseline(jobs: list[fluid.FluidJob], draws: int, seed: int, links: JobLinks | None,
+                            iterations: int | None = None, horizon_ms: float | None = None) -> dict:
+    """``sweep.random_offsets_baseline``, the jobs sharing ``links`` where there are any."""
+    if links is None:
+        return sweep.random_offsets_baseline(jobs, draws, seed, iterations=iterations, horizon_ms=horizon_ms)
+    rng = random.Random(seed)
+    length = {"iterations": iterations} if iterations is not None else {
+        "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs)}
+    thr, per_job = [], {j.name: [] for j in jobs}
+    for _ in range(draws):
+        offsets = {j.name: rng.uniform(0.0, j.period_ms) for j in jobs}
+        out = fluid.simulate(jobs, offsets, links=links, **length)
+        thr.append(sum(j.period_ms / out[j.name].mean_iteration_ms for j in jobs) / len(jobs))
+        for j in jobs:
+            per_job[j.name].append(out[j.name].mean_iteration_ms)
+    return {"normalised_throughput": sweep.mean_ci95(thr), "draws": draws,
+            "jobs": {name: sweep.mean_ci95(xs) for name, xs in per_job.items()}}
 
 
 def _pairs(timings, q: float) -> list[dict]:
@@ -251,6 +335,7 @@ def render(plan: dict) -> str:
         sep = (f"separable, relative shift in [{p['separating_shift_ms'][0]:g}, {p['separating_shift_ms'][1]:g}] "
                f"mod {p['gcd_ms']:g} ms") if p["separable"] else "not separable"
         lines.append(f"pair {p['jobs'][0]}/{p['jobs'][1]}: gcd {p['gcd_ms']:g} ms, lcm {p['lcm_ms']:g} ms, {sep}")
+    lines += _render_graph(plan)
     roomy = [f"{j['name']} ({j['link_headroom']:g}x)" for j in plan["jobs"] if j["link_headroom"] > 1]
     if roomy:
         lines.append("the shared link is faster than these jobs' bursts alone (link rate / burst rate): "
@@ -270,6 +355,25 @@ def render(plan: dict) -> str:
         cells = "".join(_cell(per_job[n]) for n in names)
         lines.append(f"{p:<9}{cells}{plan['normalised_throughput'][p]:>12.3f}{plan['overlap'][p]:>9.1%}")
     return "\n".join(lines)
+
+
+def _render_graph(plan: dict) -> list[str]:
+    """Which jobs meet on which links, and each component's shifts (its jobs are scheduled together)."""
+    if any(not c["links"] for c in plan["conflicts"]):
+        return ["no fabric to route over: every pair of jobs meets on one shared link"]
+    lines = ["", "directed links two or more jobs share:" if plan["links"] else "no two jobs share a link"]
+    lines += [f"  {link['name']:<16}{', '.join(link['jobs'])}" for link in plan["links"]]
+    met = {tuple(c["jobs"]) for c in plan["conflicts"]}
+    for c in plan["conflicts"]:
+        lines.append(f"{c['jobs'][0]}/{c['jobs'][1]} meet on {len(c['links'])} link(s): {', '.join(c['links'])}")
+    apart = [f"{a}/{b}" for a, b in itertools.combinations(sorted(j["name"] for j in plan["jobs"]), 2)
+             if (a, b) not in met]
+    if apart:
+        lines.append(f"never meet (free to burst together): {', '.join(apart)}")
+    shift = {j["name"]: j["shift_ms"] for j in plan["jobs"]}
+    for k, group in enumerate(plan["components"], 1):
+        lines.append(f"component {k}: " + ", ".join(f"{n} shift {shift[n]:g} ms" for n in group))
+    return lines
 
 
 def _cell(job: dict) -> str:
