@@ -106,3 +106,9 @@ def test_lab3_theory(new_results):
 @pytest.mark.slow
 def test_lab4_policy(new_results):
     run_lab("lab4-policy.md")
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_lab5_map(new_results):
+    run_lab("lab5-map.md")
