@@ -106,6 +106,22 @@ def require_one_shared_link(scenario, path: str) -> None:
         raise InputError(f"{path}: {where}: {'its' if len(off) == 1 else 'their'} bursts do not cross {link.name}, "
                          "the link the other jobs share (the one the model predicts and the run captures); give "
                          f"each job a worker on leaf{link.leaf} and pin_spine {link.spine}")
+    require_routes_as_planned(scenario, path, wiring)
+
+
+def require_routes_as_planned(scenario, path: str, wiring) -> None:
+    """A run pins each job's flows to one spine (``pin_spine``, else spine 1), while ``plan`` routes
+    an unpinned job's flows by the ECMP hash (``scenarios/routes.py``): where the hash sends a flow
+    elsewhere, the run would measure other routes than the ones predicted."""
+    from scenarios.routes import job_routes
+
+    routes = job_routes(scenario, wiring)
+    for i, job in enumerate(scenario.jobs):
+        spines = sorted({link[2] for links in routes[job.name].values() for link in links if link[0] == "up"})
+        if job.pin_spine is None and spines not in ([], [1]):
+            raise InputError(f"{path}: jobs[{i}] ({job.name}).pin_spine: plan routes its flows by the ECMP hash "
+                             f"over spines {', '.join(map(str, spines))}, and the run pins a job's flows to one "
+                             "spine: set pin_spine")
 
 
 # Measured here (docs/fabric.md): the userspace datapath keeps >= 90 % fidelity

@@ -29,6 +29,7 @@ jobs:
   - {name: a, period_ms: 300, comm_ms: 100, workers: [h1, h3]}
   - {name: b, period_ms: 600, comm_ms: 150, workers: [h2, h4]}
 """
+ECMP_SPREAD = (Path(__file__).resolve().parents[2] / "scenarios" / "ecmp-spread.yaml").read_text()
 THREE_LEAVES = """\
 name: three
 fabric: {spines: 2, leaves: 3, hosts_per_leaf: 2, host_link_mbps: 40, fabric_link_mbps: 40}
@@ -120,6 +121,8 @@ def refused(tmp_path, scenario_text, *args, file_name="s.yaml"):
     (THREE_LEAVES, "jobs[2] (c)", "its bursts do not cross leaf1->spine1"),
     (GOOD.replace("spines: 1", "spines: 2").replace("[h2, h4]}", "[h2, h4], pin_spine: 2}"), "jobs[1] (b)",
      "do not cross leaf1->spine1, the link the other jobs share"),
+    # plan's ECMP routes that the run would not take
+    (ECMP_SPREAD, "jobs[1] (beta).pin_spine", "plan routes its flows by the ECMP hash over spines 1, 2"),
     # what only the model has
     (GOOD.replace("name: rel\n", "name: rel\nrealign_s: 5\n"), "realign_s", "the run does not re-shift"),
     (GOOD.replace("name: rel\n", "name: rel\nguard_ms: 250\npolicies: [guard]\n"), "guard_ms",
