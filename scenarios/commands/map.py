@@ -133,7 +133,8 @@ def write_out(out_dir: str, cells: list[dict], summary: dict) -> None:
 
 
 def plot(path: str, cells: list[dict], samples: int) -> None:
-    """One subplot per factor: each policy's helps-fraction against `none` with its Wilson band."""
+    """Per factor two subplots, one above the other: each policy's helps-fraction against `none` with
+    its Wilson band, and its mean gain (%) with its t band."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -142,29 +143,35 @@ def plot(path: str, cells: list[dict], samples: int) -> None:
     factors = list(dict.fromkeys(c["factor"] for c in cells))
     policies = list(dict.fromkeys(c["policy"] for c in cells))
     cols = min(4, len(factors))
-    rows = math.ceil(len(factors) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), sharey=True, squeeze=False)
-    for ax, factor in zip(axes.flat, factors, strict=False):
+    bands = math.ceil(len(factors) / cols)
+    fig, axes = plt.subplots(2 * bands, cols, figsize=(4 * cols, 5.6 * bands), squeeze=False)
+    for k, factor in enumerate(factors):
+        top, bottom = axes[2 * (k // cols), k % cols], axes[2 * (k // cols) + 1, k % cols]
         values = list(dict.fromkeys(c["value"] for c in cells if c["factor"] == factor))
-        x = range(len(values))
+        x = list(range(len(values)))
         for policy in policies:
-            sel = [next(c for c in cells if c["factor"] == factor and c["value"] == v and c["policy"] == policy)
-                   for v in values]
-            helps = [c["vs_none"]["helps"] for c in sel]
-            line, = ax.plot(x, helps, marker="o", label=policy)
-            ax.fill_between(x, [c["vs_none"]["ci95"]["helps"][0] for c in sel],
-                            [c["vs_none"]["ci95"]["helps"][1] for c in sel], color=line.get_color(), alpha=0.12)
-        ax.axhline(mapping.PUBLISHED_HELPS, color="grey", linestyle="--", linewidth=1)
-        ax.set_xticks(list(x), values)
-        ax.set_xlabel(factor)
-        ax.set_ylim(0, 1)
-    for ax in axes.flat[len(factors):]:
-        ax.axis("off")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("helps (> 1 % over none)")
-    axes.flat[0].legend(fontsize=7, loc="upper left")
+            sel = [next(c["vs_none"] for c in cells if c["factor"] == factor and c["value"] == v
+                        and c["policy"] == policy) for v in values]
+            line, = top.plot(x, [s["helps"] for s in sel], marker="o", label=policy)
+            top.fill_between(x, [s["ci95"]["helps"][0] for s in sel], [s["ci95"]["helps"][1] for s in sel],
+                             color=line.get_color(), alpha=0.12)
+            bottom.plot(x, [100 * s["mean_gain"] for s in sel], marker="o", color=line.get_color())
+            bottom.fill_between(x, [100 * s["mean_gain_ci95"][0] for s in sel],
+                                [100 * s["mean_gain_ci95"][1] for s in sel], color=line.get_color(), alpha=0.12)
+        top.axhline(mapping.PUBLISHED_HELPS, color="grey", linestyle="--", linewidth=1)
+        bottom.axhline(0, color="grey", linewidth=0.8)
+        top.set_ylim(0, 1)
+        top.set_title(factor, fontsize=9)
+        for ax in (top, bottom):
+            ax.set_xticks(x, values)
+        top.set_ylabel("helps (> 1 % over none)" if k % cols == 0 else "")
+        bottom.set_ylabel("mean gain over none, %" if k % cols == 0 else "")
+    for k in range(len(factors), bands * cols):
+        axes[2 * (k // cols), k % cols].axis("off")
+        axes[2 * (k // cols) + 1, k % cols].axis("off")
+    axes[0, 0].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"where each policy helps, one factor at a time ({samples} combinations per point; "
-                 f"dashed: published 27 %)", fontsize=10)
+                 f"bands: 95 % intervals; dashed: published 27 %)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
