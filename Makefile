@@ -10,7 +10,7 @@ APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping c
 TEST_APT_PACKAGES := vagrant vagrant-libvirt
 STAMP := $(VENV)/.shiftbed-installed
 
-.PHONY: install apt apt-test apt-packages ovs demo test unit integration lint bench clean-venv help
+.PHONY: install apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help
 
 help:
 	@echo "sudo make demo   # run the demo scenarios and print where the report is"
@@ -18,6 +18,7 @@ help:
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
+	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map, ~5 min on 2 cores)"
 
 install: apt $(STAMP) ovs
 
@@ -73,6 +74,13 @@ lint: $(STAMP)
 bench: install
 	$(PY) bench/solver.py
 	$(PY) bench/fabric.py
+
+# The map in docs/theory.md: the one-factor-at-a-time map, then the job-mix panel finely at 2 and 3 jobs
+# (written into the map's folder, so after it).
+map: $(STAMP)
+	$(VENV)/bin/shiftbed map --out docs/figures/map --samples 100 --workers 2
+	for n in 2 3; do $(VENV)/bin/shiftbed map --out docs/figures/map/mix-$${n}jobs --samples 200 --workers 2 \
+	    --only mix --panel mix=0,0.05,0.1,0.15,0.2,0.25,0.3 --at n_jobs=$$n || exit 1; done
 
 clean-venv:
 	rm -rf $(VENV)
