@@ -18,7 +18,7 @@ help:
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
-	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map, ~5 min on 2 cores)"
+	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~20 min on 2 cores)"
 
 install: apt $(STAMP) ovs
 
@@ -75,12 +75,19 @@ bench: install
 	$(PY) bench/solver.py
 	$(PY) bench/fabric.py
 
-# The map in docs/theory.md: the one-factor-at-a-time map, then the job-mix panel finely at 2 and 3 jobs
-# (written into the map's folder, so after it).
+# The map and sweeps in docs/theory.md (about 20 min on 2 cores): the one-factor-at-a-time map, the job-mix
+# panel finely at 2 and 3 jobs, and the four sweeps, all into the map's folder (so the map first).
+MAP := $(VENV)/bin/shiftbed map --workers 2 --samples 200 --only mix
+SWEEP := $(VENV)/bin/shiftbed sweep --workers 2 --samples 300 --jobs 2,3,4
 map: $(STAMP)
 	$(VENV)/bin/shiftbed map --out docs/figures/map --samples 100 --workers 2
-	for n in 2 3; do $(VENV)/bin/shiftbed map --out docs/figures/map/mix-$${n}jobs --samples 200 --workers 2 \
-	    --only mix --panel mix=0,0.05,0.1,0.15,0.2,0.25,0.3 --at n_jobs=$$n || exit 1; done
+	$(MAP) --out docs/figures/map/mix-2jobs --panel mix=0,0.05,0.1,0.15,0.2,0.25,0.3 --at n_jobs=2
+	$(MAP) --out docs/figures/map/mix-3jobs --panel mix=0,0.05,0.1,0.15,0.2,0.25,0.3 --at n_jobs=3
+	$(MAP) --out docs/figures/map/mix-3jobs-high --panel mix=0.33,0.4,0.45,0.5,0.6,0.67 --at n_jobs=3
+	$(SWEEP) --out docs/figures/map/sweep-default --quantum-ms 1,10,50
+	$(SWEEP) --out docs/figures/map/sweep-light --period-ms 200:1000 --comm-frac 0.05:0.2 --quantum-ms 1,10,50,100
+	$(SWEEP) --out docs/figures/map/sweep-zoo-100g --zoo --zoo-link-mbps 100000 --quantum-ms 1,10,50,100
+	$(SWEEP) --out docs/figures/map/sweep-zoo-10g --zoo --quantum-ms 1,10,50,100
 
 clean-venv:
 	rm -rf $(VENV)
