@@ -10,7 +10,7 @@ APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping c
 TEST_APT_PACKAGES := vagrant vagrant-libvirt
 STAMP := $(VENV)/.shiftbed-installed
 
-.PHONY: install apt apt-test apt-packages ovs demo test unit integration lint bench clean-venv help
+.PHONY: install apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help
 
 help:
 	@echo "sudo make demo   # run the demo scenarios and print where the report is"
@@ -18,6 +18,7 @@ help:
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
+	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~20 min on 2 cores)"
 
 install: apt $(STAMP) ovs
 
@@ -73,6 +74,20 @@ lint: $(STAMP)
 bench: install
 	$(PY) bench/solver.py
 	$(PY) bench/fabric.py
+
+# The map and sweeps in docs/theory.md (about 20 min on 2 cores): the one-factor-at-a-time map, the job-mix
+# panel finely at 2 and 3 jobs, and the four sweeps, all into the map's folder (so the map first).
+MAP := $(VENV)/bin/shiftbed map --workers 2 --samples 200 --only mix
+SWEEP := $(VENV)/bin/shiftbed sweep --workers 2 --samples 300 --jobs 2,3,4
+map: $(STAMP)
+	$(VENV)/bin/shiftbed map --out docs/figures/map --samples 100 --workers 2
+	$(MAP) --out docs/figures/map/mix-2jobs --panel mix=0,0.05,0.1,0.15,0.2,0.25,0.3 --at n_jobs=2
+	$(MAP) --out docs/figures/map/mix-3jobs --panel mix=0,0.05,0.1,0.15,0.2,0.25,0.3 --at n_jobs=3
+	$(MAP) --out docs/figures/map/mix-3jobs-high --panel mix=0.33,0.4,0.45,0.5,0.6,0.67 --at n_jobs=3
+	$(SWEEP) --out docs/figures/map/sweep-default --quantum-ms 1,10,50
+	$(SWEEP) --out docs/figures/map/sweep-light --period-ms 200:1000 --comm-frac 0.05:0.2 --quantum-ms 1,10,50,100
+	$(SWEEP) --out docs/figures/map/sweep-zoo-100g --zoo --zoo-link-mbps 100000 --quantum-ms 1,10,50,100
+	$(SWEEP) --out docs/figures/map/sweep-zoo-10g --zoo --quantum-ms 1,10,50,100
 
 clean-venv:
 	rm -rf $(VENV)

@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "check": ("scenarios.commands.check", "environment doctor: OVS, datapath, Ryu, iperf3, a tiny fabric"),
     "plan": ("scenarios.commands.plan", "theory only: LCM, gcd feasibility, shifts, predicted iteration times"),
     "sweep": ("scenarios.commands.sweep", "theory over many job combinations: how often does `shift` help?"),
+    "map": ("scenarios.commands.map", "theory: which policy wins, and by how much, one factor at a time"),
     "run": ("scenarios.commands.run", "full emulation of one scenario under one or more policies"),
     "report": ("scenarios.commands.report", "redraw plots and report.md from a results folder"),
     "clean": ("scenarios.commands.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
