@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import random
 import sys
 from dataclasses import dataclass, replace
 
@@ -183,20 +182,8 @@ def _by_link(fabric: FabricModel | None, result: fluid.FluidPolicyResult) -> dic
 def random_offsets_baseline(jobs: list[fluid.FluidJob], draws: int, seed: int, links: JobLinks | None,
                             iterations: int | None = None, horizon_ms: float | None = None) -> dict:
     """``sweep.random_offsets_baseline``, the jobs sharing ``links`` where there are any."""
-    if links is None:
-        return sweep.random_offsets_baseline(jobs, draws, seed, iterations=iterations, horizon_ms=horizon_ms)
-    rng = random.Random(seed)
-    length = {"iterations": iterations} if iterations is not None else {
-        "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs)}
-    thr, per_job = [], {j.name: [] for j in jobs}
-    for _ in range(draws):
-        offsets = {j.name: rng.uniform(0.0, j.period_ms) for j in jobs}
-        out = fluid.simulate(jobs, offsets, links=links, **length)
-        thr.append(sum(j.period_ms / out[j.name].mean_iteration_ms for j in jobs) / len(jobs))
-        for j in jobs:
-            per_job[j.name].append(out[j.name].mean_iteration_ms)
-    return {"normalised_throughput": sweep.mean_ci95(thr), "draws": draws,
-            "jobs": {name: sweep.mean_ci95(xs) for name, xs in per_job.items()}}
+    return sweep.random_offsets_baseline(jobs, draws, seed, iterations=iterations, horizon_ms=horizon_ms,
+                                         links=links)
 
 
 def _pairs(timings, q: float) -> list[dict]:
