@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 
@@ -42,6 +40,7 @@ from controller.theory.policies import PolicyKnobs, get_policy
 from controller.theory.sweep import (
     HELPS_THRESHOLD,
     MAX_HORIZON_ITERATIONS,
+    in_parallel,
     mean_ci95,
     on_grid,
     sample_raw,
@@ -273,21 +272,10 @@ def run_map(settings: dict, workers: int = 1, progress: bool = False) -> dict[Ma
     points = list(dict.fromkeys(p for _, _, p in panel_points(settings["panels"], settings["default"])))
     tasks = [(settings, p, k) for p in points for k in range(settings["samples"])]
 
-    def results() -> Iterator[dict]:
-        if workers <= 1:
-            yield from map(_task, tasks)
-        else:
-            with ProcessPoolExecutor(workers) as pool:
-                yield from pool.map(_task, tasks, chunksize=max(1, len(tasks) // (workers * 40)))
-
     out: dict[MapPoint, list[dict]] = {p: [] for p in points}
-    for done, ((_, point, _), result) in enumerate(zip(tasks, results(), strict=True), 1):
+    results = in_parallel(_task, tasks, workers, "map", progress, chunks_per_worker=40)
+    for (_, point, _), result in zip(tasks, results, strict=True):
         out[point].append(result)
-        if progress and (done % max(1, len(tasks) // 100) == 0 or done == len(tasks)):
-            bar = "#" * (30 * done // len(tasks))
-            print(f"\rmap [{bar:<30}] {done}/{len(tasks)} combinations", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
     return out
 
 

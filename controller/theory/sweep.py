@@ -188,27 +188,33 @@ def _task(args) -> list[Combination]:
     return rows
 
 
+def in_parallel(fn, tasks: list, workers: int, label: str, progress: bool, chunks_per_worker: int = 20) -> Iterator:
+    """``fn`` over ``tasks``, results in task order, on ``workers`` processes (1: here), with a progress
+    bar on stderr (``label [###   ] done/total combinations``) when ``progress``."""
+    if workers <= 1:
+        results = map(fn, tasks)
+    else:
+        pool = ProcessPoolExecutor(workers)
+        results = pool.map(fn, tasks, chunksize=max(1, len(tasks) // (workers * chunks_per_worker)))
+    try:
+        for done, result in enumerate(results, 1):
+            yield result
+            if progress and (done % max(1, len(tasks) // 100) == 0 or done == len(tasks)):
+                bar = "#" * (30 * done // len(tasks))
+                print(f"\r{label} [{bar:<30}] {done}/{len(tasks)} combinations", end="", file=sys.stderr,
+                      flush=True)
+    finally:
+        if workers > 1:
+            pool.shutdown()
+    if progress:
+        print(file=sys.stderr)
+
+
 def run_sweep(settings: dict, workers: int = 1, progress: bool = False) -> list[Combination]:
     """Every combination of the settings (keys: seed, jobs, samples, period_range, frac_range,
     quanta, zoo, zoo_link_mbps, iterations), in a deterministic order."""
     tasks = [(settings, n, k) for n in settings["jobs"] for k in range(settings["samples"])]
-    rows: list[Combination] = []
-
-    def results() -> Iterator[list[Combination]]:
-        if workers <= 1:
-            yield from map(_task, tasks)
-        else:
-            with ProcessPoolExecutor(workers) as pool:
-                yield from pool.map(_task, tasks, chunksize=max(1, len(tasks) // (workers * 20)))
-
-    for done, chunk in enumerate(results(), 1):
-        rows.extend(chunk)
-        if progress and (done % max(1, len(tasks) // 100) == 0 or done == len(tasks)):
-            bar = "#" * (30 * done // len(tasks))
-            print(f"\rsweep [{bar:<30}] {done}/{len(tasks)} combinations", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
-    return rows
+    return [row for chunk in in_parallel(_task, tasks, workers, "sweep", progress) for row in chunk]
 
 
 def random_offsets_baseline(jobs: Sequence[fluid.FluidJob], draws: int = 20, seed: int = 0,
