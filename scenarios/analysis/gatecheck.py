@@ -1,12 +1,17 @@
 """Did the gate hold? Compare captured packets (``scenarios/analysis/pcap.py``) with the schedule's windows.
 
-Two measures, shared by the integration tests, ``bench/gate.py`` and the runner:
+Measures shared by the integration tests, ``bench/gate.py`` and the runner:
 
 - :func:`bytes_in_windows`: the share of each job's payload bytes seen on the
   shared link inside that job's windows;
 - :func:`edge_errors`: for a constant-rate probe flow through the gate, the
   observed edges (last packet before a silent gap = close, first packet after
   it = open) against the scheduled edges. Resolution: one packet gap.
+- :func:`match_packets` and :func:`split_edges`: with a capture where the gate
+  acts (the sender's port on its ingress leaf) and one after the link's queue
+  (the leaf's uplink), the gate's own edge error (ingress times of the packets
+  it let through), the edge error on the wire (their uplink times) and the
+  queueing between the two, apart.
 """
 
 from __future__ import annotations
@@ -110,3 +115,53 @@ def summarize_ms(values) -> dict:
     v = np.abs(v)
     return {"n": int(len(v)), "missed": missed, "signed_mean": signed_mean, "mean": float(v.mean()),
             "p95": float(np.percentile(v, 95)), "max": float(v.max())}
+
+
+PACKET_KEY = ["src_ip", "dst_ip", "proto", "sport", "dport", "ip_id"]
+
+
+def match_packets(ingress: pd.DataFrame, egress: pd.DataFrame) -> pd.DataFrame:
+    """The packets seen in both captures (``read_pcap`` tables), paired by IPv4 identification and 4-tuple.
+
+    Columns: :data:`PACKET_KEY`, ``ingress_s``, ``egress_s``; one row per packet, by ingress time.
+    A key seen twice in one capture (identification wrapped within a flow) cannot be paired and is
+    left out; packets seen only at ingress (held by the gate or lost after it) have no row.
+    """
+    sides = []
+    for packets, column in ((ingress, "ingress_s"), (egress, "egress_s")):
+        once = packets.drop_duplicates(PACKET_KEY, keep=False)
+        sides.append(once[PACKET_KEY + ["time_s"]].rename(columns={"time_s": column}))
+    matched = sides[0].merge(sides[1], on=PACKET_KEY, how="inner")
+    return matched.sort_values("ingress_s", kind="stable").reset_index(drop=True)
+
+
+def summarize_delays_ms(delays_s) -> dict:
+    """How long packets took between two captures: count, p50, p95 and max in ms (count only if none)."""
+    v = np.asarray(delays_s, dtype=float) * 1000
+    if len(v) == 0:
+        return {"n": 0}
+    return {"n": int(len(v)), "p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)),
+            "max": float(v.max())}
+
+
+def split_edges(probes, min_gap_s: float, min_packets: int = 100) -> dict:
+    """Gate edge, wire edge and queueing for constant-rate probes captured at ingress and egress.
+
+    ``probes``: ``(matched, windows)`` pairs, ``matched`` from :func:`match_packets` for one probe
+    flow, ``windows`` its scheduled ``(open_s, close_s)``. The gate edge uses the ingress times of
+    the packets that got through (when the gate let them pass, before any queue); the wire edge
+    their egress times (after the queue); queueing is egress - ingress of every such packet. A
+    probe with fewer than ``min_packets`` matched packets (its stream never started) is counted
+    in ``probes_silent`` and scored nowhere.
+    """
+    gate, wire, delays, silent = [], [], [], 0
+    for matched, windows in probes:
+        if len(matched) < min_packets:
+            silent += 1
+            continue
+        ingress_s, egress_s = matched["ingress_s"].to_numpy(), matched["egress_s"].to_numpy()
+        gate.extend(edge_errors(ingress_s, windows, min_gap_s).error_ms)
+        wire.extend(edge_errors(egress_s, windows, min_gap_s).error_ms)
+        delays.extend(egress_s - ingress_s)
+    return {"gate_edge_ms": summarize_ms(gate), "wire_edge_ms": summarize_ms(wire),
+            "queueing_ms": summarize_delays_ms(delays), "probes_silent": silent}

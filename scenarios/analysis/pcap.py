@@ -4,7 +4,9 @@ docs/platform.md: scapy ``RawPcapReader`` gives raw bytes at ~770 k packets/s wh
 decoding with scapy layers runs at ~3 k/s, so headers are sliced by hand.
 Columns: ``time_s`` (capture time, unix s), ``wire_bytes`` (frame length on
 the wire), ``payload_bytes`` (TCP/UDP payload), ``src_ip``, ``dst_ip``,
-``proto``, ``sport``, ``dport``, ``seq`` (TCP sequence number, 0 for UDP).
+``proto``, ``sport``, ``dport``, ``seq`` (TCP sequence number, 0 for UDP),
+``ip_id`` (IPv4 identification: with the 4-tuple it names one packet in two
+captures of the same flow, e.g. before and after a switch).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import struct
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["time_s", "wire_bytes", "payload_bytes", "src_ip", "dst_ip", "proto", "sport", "dport", "seq"]
+COLUMNS = ["time_s", "wire_bytes", "payload_bytes", "src_ip", "dst_ip", "proto", "sport", "dport", "seq", "ip_id"]
 _ETH_IPV4 = 0x0800
 _ETH_VLAN = 0x8100
 
@@ -24,7 +26,7 @@ def read_pcap(path: str) -> pd.DataFrame:
     """Every IPv4 TCP/UDP packet of a pcap (Ethernet link type) as a DataFrame."""
     from scapy.utils import RawPcapReader
 
-    times, wire, payload, src, dst, proto, sport, dport, seq = [], [], [], [], [], [], [], [], []
+    times, wire, payload, src, dst, proto, sport, dport, seq, ip_id = [], [], [], [], [], [], [], [], [], []
     with RawPcapReader(path) as reader:
         for data, meta in reader:
             off = 12
@@ -62,6 +64,7 @@ def read_pcap(path: str) -> pd.DataFrame:
             proto.append(p)
             sport.append(sp)
             dport.append(dp)
+            ip_id.append(struct.unpack_from("!H", data, ip + 4)[0])
     return pd.DataFrame({
         "time_s": np.asarray(times, dtype=float),
         "wire_bytes": np.asarray(wire, dtype=np.int64),
@@ -72,6 +75,7 @@ def read_pcap(path: str) -> pd.DataFrame:
         "sport": np.asarray(sport, dtype=np.int32),
         "dport": np.asarray(dport, dtype=np.int32),
         "seq": np.asarray(seq, dtype=np.int64),  # TCP sequence number (0 for UDP): spots retransmissions
+        "ip_id": np.asarray(ip_id, dtype=np.int32),
     }, columns=COLUMNS)
 
 
