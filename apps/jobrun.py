@@ -42,29 +42,37 @@ def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: li
                           base_port, jitter_ms, seed)
 
 
-def job_request(wiring, spec: dltjob.JobSpec, grid: tuple[float, float] | None = None) -> dict:
+def job_request(wiring, spec: dltjob.JobSpec, grid: tuple[float, float] | None = None,
+                links: list[str] | None = None) -> dict:
     """The ``POST /shiftbed/jobs`` body: each data flow gated at its sender's leaf.
 
     ``grid``: the ``(period_ms, comm_ms)`` the scheduler is told, on its quantum
     grid (default: the job's own). The job itself keeps its true timing: the
-    scheduler only knows it to the quantum."""
+    scheduler only knows it to the quantum. ``links``: the directed links the
+    job's flows cross, so that the scheduler keeps apart only jobs that meet."""
     from topo.wiring import leaf_dpid
 
     flows = [{"dpid": leaf_dpid(wiring.host(f["src_host"]).leaf), "src_ip": f["src_ip"],
               "dst_ip": f["dst_ip"], "tcp_src": f["tcp_src"], "tcp_dst": f["tcp_dst"]}
              for f in dltjob.data_flows(spec)]
     period_ms, comm_ms = grid or (spec.period_ms, spec.comm_ms)
-    return {"name": spec.name, "period_ms": period_ms, "comm_ms": comm_ms,
-            "workers": [w.name for w in spec.workers], "flows": flows}
+    doc = {"name": spec.name, "period_ms": period_ms, "comm_ms": comm_ms,
+           "workers": [w.name for w in spec.workers], "flows": flows}
+    if links is not None:
+        doc["links"] = list(links)
+    return doc
 
 
-def register_jobs(rest_url: str, wiring, specs, grid: dict[str, tuple[float, float]] | None = None) -> dict:
+def register_jobs(rest_url: str, wiring, specs, grid: dict[str, tuple[float, float]] | None = None,
+                  links: dict[str, list[str]] | None = None) -> dict:
     """Register every job (replacing one of the same name); returns the schedule.
 
-    ``grid[name]``: that job's ``(period_ms, comm_ms)`` on the scheduler's grid (:func:`job_request`)."""
+    ``grid[name]``: that job's ``(period_ms, comm_ms)`` on the scheduler's grid; ``links[name]``: the
+    directed links its flows cross (:func:`job_request`)."""
     client, doc = SchedulerClient(rest_url), {}
     for spec in specs:
-        doc = client.replace_job(job_request(wiring, spec, (grid or {}).get(spec.name)))
+        doc = client.replace_job(job_request(wiring, spec, (grid or {}).get(spec.name),
+                                             (links or {}).get(spec.name)))
     return doc.get("schedule", {})
 
 

@@ -8,7 +8,9 @@ without Ryu, eventlet or root.
 Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 
 - ``POST /jobs`` ``{"name", "period_ms", "comm_ms", "workers": [host, ...],
-  "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"?}, ...]}`` → 201
+  "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"?}, ...], "links"?: [name, ...]}`` → 201;
+  ``links``: the directed links the job's flows cross. When every job gives them, only jobs that
+  share a link are kept apart (``conflicts.ConflictGraph.meeting_weights``); else all meet on one
 - ``DELETE /jobs/{name}`` → 200; ``GET /jobs``
 - ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window and
   ``padding_ms`` (how much the policy lengthens the job's period: ``align``),
@@ -46,6 +48,7 @@ from controller.limits import (
     schedule_size_problem,
     search_nodes,
 )
+from controller.theory.conflicts import ConflictGraph
 from controller.theory.policies import POLICIES, PolicyKnobs, get_policy, policy_schedule
 from controller.theory.schedule import (
     BeyondExactMethod,
@@ -155,17 +158,21 @@ class JobRequest:
     comm_ms: float
     workers: tuple[str, ...]
     flows: tuple[DataFlow, ...]
+    links: tuple[str, ...] | None = None  # the directed links its flows cross (None: not given)
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "period_ms": self.period_ms, "comm_ms": self.comm_ms,
-                "workers": list(self.workers),
-                "flows": [{"dpid": f.dpid, "src_ip": f.src_ip, "dst_ip": f.dst_ip, "tcp_src": f.tcp_src,
-                           "tcp_dst": f.tcp_dst, "proto": f.proto} for f in self.flows]}
+        doc = {"name": self.name, "period_ms": self.period_ms, "comm_ms": self.comm_ms,
+               "workers": list(self.workers),
+               "flows": [{"dpid": f.dpid, "src_ip": f.src_ip, "dst_ip": f.dst_ip, "tcp_src": f.tcp_src,
+                          "tcp_dst": f.tcp_dst, "proto": f.proto} for f in self.flows]}
+        if self.links is not None:
+            doc["links"] = list(self.links)
+        return doc
 
 
 def validate_job(doc: dict) -> JobRequest:
     """Body of ``POST /jobs`` → :class:`JobRequest`, or 400 naming the field."""
-    _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows"}, "job")
+    _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows", "links"}, "job")
     if "name" not in doc:
         raise ApiError(400, "job.name: missing")
     problem = job_name_problem(doc["name"])
@@ -202,7 +209,19 @@ def validate_job(doc: dict) -> JobRequest:
             tcp_dst = int(_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
         flows.append(DataFlow(dpid, _ipv4(f.get("src_ip"), f"{fw}.src_ip"),
                               _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst, proto))
-    return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows))
+    return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows), _links(doc.get("links"), where))
+
+
+def _links(value, where: str) -> tuple[str, ...] | None:
+    """A job's ``links``: absent, or a list of 1..MAX_FLOWS·4 link names (each a short string)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or len(value) > 4 * MAX_FLOWS:
+        raise ApiError(400, f"{where}.links: must be a list of 1..{4 * MAX_FLOWS} link names")
+    for i, name in enumerate(value):
+        if not isinstance(name, str) or not 0 < len(name) <= 64:
+            raise ApiError(400, f"{where}.links[{i}]: must be a link name of 1..64 characters, got {name!r}"[:200])
+    return tuple(dict.fromkeys(value))
 
 
 @dataclass(frozen=True)
@@ -253,11 +272,11 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
 
 
 def _compute(pol, timings: list[JobTiming], quantum_ms: float, knobs: PolicyKnobs,
-             max_nodes: int) -> Schedule | Exception:
+             max_nodes: int, pair_weights: dict | None = None) -> Schedule | Exception:
     """The policy's schedule, or the refusal as a value: it may run on another thread, which should
     not print a traceback for a refused instance."""
     try:
-        return policy_schedule(pol, timings, quantum_ms, knobs, max_nodes=max_nodes)
+        return policy_schedule(pol, timings, quantum_ms, knobs, max_nodes=max_nodes, pair_weights=pair_weights)
     except (ValueError, BeyondExactMethod) as exc:
         return exc
 
@@ -265,6 +284,14 @@ def _compute(pol, timings: list[JobTiming], quantum_ms: float, knobs: PolicyKnob
 def _window_ms(comm_ms: float, guard_ms: float) -> float:
     """A job's gate window: its burst as registered, widened by the guard."""
     return comm_ms + guard_ms
+
+
+def meeting_weights(jobs: dict[str, JobRequest]) -> dict[frozenset[str], int] | None:
+    """The schedule's pair weights: where every job gave the links it crosses, 1 for each pair that
+    shares one and 0 for the rest (``ConflictGraph.meeting_weights``); else None (all meet)."""
+    if not jobs or any(job.links is None for job in jobs.values()):
+        return None
+    return ConflictGraph.from_links({name: job.links for name, job in jobs.items()}).meeting_weights()
 
 
 class SchedulerCore:
@@ -337,7 +364,8 @@ class SchedulerCore:
             raise ApiError(400, f"schedule: {problem}")
         timings = [JobTiming(job.name, job.period_ms, job.comm_ms) for job in jobs.values()]
         name, knobs = (policy.policy, PolicyKnobs(guard_ms=policy.guard_ms)) if policy else ("none", PolicyKnobs())
-        outcome = self._compute_with(_compute, get_policy(name), timings, quantum_ms, knobs, search_nodes(periods))
+        outcome = self._compute_with(_compute, get_policy(name), timings, quantum_ms, knobs, search_nodes(periods),
+                                     meeting_weights(jobs))
         if isinstance(outcome, Exception):
             raise ApiError(400, f"schedule: {str(outcome).splitlines()[0][:200]}")
         return outcome

@@ -44,18 +44,25 @@ def _job_spec(job, index: int, wiring) -> JobSpec:
                    base_port=job_first_port(index))
 
 
+def phase_routes(scenario, wiring) -> dict[str, list[dict[str, list[tuple]]]]:
+    """Per job, per phase of its collective (flows in a phase run together), each flow's
+    (:func:`flow_label`) directed links (as :meth:`topo.wiring.Wiring.flow_links` names them)."""
+    spines = wiring.params.spines
+    routes: dict[str, list[dict[str, list[tuple]]]] = {}
+    for index, job in enumerate(scenario.jobs):
+        routes[job.name] = [
+            {flow_label(t.src.name, t.dst.name, t.port): wiring.flow_links(
+                t.src.name, t.dst.name, job.pin_spine or ecmp_spine(t.src.ip, t.dst.ip, t.port, t.cport, spines))
+             for t in phase}
+            for phase in collective(_job_spec(job, index, wiring))]
+    return routes
+
+
 def job_routes(scenario, wiring) -> dict[str, dict[str, list[tuple]]]:
     """Per job, per flow (:func:`flow_label`), the directed links it crosses, over every phase
     of its collective (links as :meth:`topo.wiring.Wiring.flow_links` names them)."""
-    spines = wiring.params.spines
-    routes: dict[str, dict[str, list[tuple]]] = {}
-    for index, job in enumerate(scenario.jobs):
-        flows = routes[job.name] = {}
-        for phase in collective(_job_spec(job, index, wiring)):
-            for t in phase:
-                spine = job.pin_spine or ecmp_spine(t.src.ip, t.dst.ip, t.port, t.cport, spines)
-                flows[flow_label(t.src.name, t.dst.name, t.port)] = wiring.flow_links(t.src.name, t.dst.name, spine)
-    return routes
+    return {job: {flow: links for phase in phases for flow, links in phase.items()}
+            for job, phases in phase_routes(scenario, wiring).items()}
 
 
 def job_links(routes: dict[str, dict[str, list[tuple]]]) -> dict[str, set[tuple]]:
@@ -80,3 +87,29 @@ def fabric_links(routes: dict[str, dict[str, list[tuple]]], wiring) -> JobLinks:
     each link's rate."""
     every = {link for flows in routes.values() for links in flows.values() for link in links}
     return JobLinks.from_routes(routes, link_capacity_mbps(wiring, every))
+
+
+def meeting_weights(scenario, wiring) -> dict[frozenset[str], int]:
+    """The schedule's pair weights for the scenario's routes: 1 for each pair of jobs that shares a
+    directed link, 0 for the rest (``ConflictGraph.meeting_weights``, as ``plan`` and the controller)."""
+    return conflicts_of(scenario, wiring).meeting_weights()
+
+
+def link_names(scenario, wiring) -> dict[str, list[str]]:
+    """Per job, the names of the directed links its flows cross (what the controller is told)."""
+    links = job_links(job_routes(scenario, wiring))
+    return {job: sorted(wiring.link_name(link) for link in job_set) for job, job_set in links.items()}
+
+
+def flow_spines(scenario, wiring) -> dict[int, int]:
+    """Each flow's spine by its server port (unique over the run's jobs): the job's ``pin_spine``, else
+    the spine :func:`ecmp_spine` hashes the flow's 4-tuple to; the run pins every flow there. A flow
+    within one leaf crosses no spine and is left out."""
+    spines = wiring.params.spines
+    out = {}
+    for index, job in enumerate(scenario.jobs):
+        for phase in collective(_job_spec(job, index, wiring)):
+            for t in phase:
+                if wiring.host(t.src.name).leaf != wiring.host(t.dst.name).leaf:
+                    out[t.port] = job.pin_spine or ecmp_spine(t.src.ip, t.dst.ip, t.port, t.cport, spines)
+    return out

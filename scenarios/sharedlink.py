@@ -37,6 +37,11 @@ class SharedLink:
         return ("up", self.leaf, self.spine)
 
     @property
+    def downlink(self) -> tuple:
+        """The same link's other direction (spine → leaf), which the same capture sees."""
+        return ("down", self.spine, self.leaf)
+
+    @property
     def port(self) -> int:
         return self.hosts_per_leaf + self.spine
 
@@ -70,13 +75,6 @@ def shared_link(scenario, wiring) -> SharedLink:
     return SharedLink(leaf, spine, wiring.params.hosts_per_leaf, wiring.params.fabric_link_mbps)
 
 
-def jobs_off_link(scenario, wiring, link: SharedLink) -> list[str]:
-    """Jobs whose bursts do not cross ``link``. The model has every job's bursts share one
-    link, and that link is the one captured, so such a job could be neither predicted nor
-    measured."""
-    return [job.name for job in scenario.jobs if (link.leaf, link.spine) not in job_uplinks(job, wiring)]
-
-
 def max_min_rates(paths: dict, capacity_mbps: dict) -> dict:
     """Max-min fair rates (progressive filling) of flows, each given as the links it crosses.
 
@@ -94,37 +92,36 @@ def _link_capacity_mbps(wiring, paths: dict) -> dict:
             for links in paths.values() for lk in links}
 
 
+def _routes(scenario, wiring) -> dict[str, list[dict]]:
+    from scenarios.routes import phase_routes
+
+    return phase_routes(scenario, wiring)
+
+
 def peak_load_mbps(scenario, wiring) -> float:
     """What the fabric forwards when every job bursts at once (Mbit/s): each job's largest
     phase, all their flows sharing the links max-min fairly. Flows that share a link
     split it, so jobs on one shared link load the machine far less than their flows'
     rates added up."""
-    from apps.dltjob import phase_pairs
-
     paths = {}
-    for job in scenario.jobs:
-        phase = max(phase_pairs(job.workers, job.pattern), key=len)
-        for i, (src, dst) in enumerate(phase):
-            paths[(job.name, i)] = wiring.flow_links(src, dst, job.pin_spine or 1)
+    for job, phases in _routes(scenario, wiring).items():
+        for flow, links in max(phases, key=len).items():
+            paths[(job, flow)] = links
     return sum(max_min_rates(paths, _link_capacity_mbps(wiring, paths)).values())
 
 
-def planned_solo_mbps(scenario, wiring, link: SharedLink) -> dict[str, float]:
-    """Per job, the rate its burst alone puts on ``link`` as planned (Mbit/s): each phase's flows
-    share the fabric max-min fairly (a parameter server's link carries all its flows), and the
-    busiest phase on ``link`` counts. 0 for a job that does not cross it.
+def planned_solo_mbps(scenario, wiring, home: dict[str, SharedLink]) -> dict[str, float]:
+    """Per job, the rate its burst alone puts on its ``home`` link's uplink as planned (Mbit/s):
+    each phase's flows share the fabric max-min fairly (a parameter server's link carries all its
+    flows), and the busiest phase on that link counts. 0 for a job that does not cross it.
     """
-    from apps.dltjob import phase_pairs
-
     out = {}
-    for job in scenario.jobs:
-        spine = job.pin_spine or 1
+    for job, phases in _routes(scenario, wiring).items():
         best = 0.0
-        for phase in phase_pairs(job.workers, job.pattern):
-            paths = {i: wiring.flow_links(s, d, spine) for i, (s, d) in enumerate(phase)}
+        for paths in phases:
             rates = max_min_rates(paths, _link_capacity_mbps(wiring, paths))
-            best = max(best, sum(r for i, r in rates.items() if link.uplink in paths[i]))
-        out[job.name] = best
+            best = max(best, sum(r for f, r in rates.items() if home[job].uplink in paths[f]))
+        out[job] = best
     return out
 
 
@@ -134,5 +131,5 @@ def planned_headroom(scenario, wiring, link: SharedLink) -> dict[str, float]:
     A fabric faster than its host links carries several jobs' bursts at full rate
     (``fluid.FluidJob.link_headroom``); a run measures the same from the solo bursts.
     """
-    solo = planned_solo_mbps(scenario, wiring, link)
+    solo = planned_solo_mbps(scenario, wiring, {job.name: link for job in scenario.jobs})
     return {name: max(1.0, link.mbps / mbps) if mbps > 0 else 1.0 for name, mbps in solo.items()}

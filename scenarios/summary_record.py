@@ -236,7 +236,8 @@ class SummaryRecord:
     fidelity_ok: bool = False  # unknown fidelity is not good fidelity
     fidelity: FidelitySummary = field(default_factory=FidelitySummary)
     crosschecks: Crosschecks = field(default_factory=Crosschecks)
-    shared_link: str | None = None
+    shared_link: str | None = None  # the busiest captured link
+    links: dict[str, dict] = field(default_factory=dict)  # every link two or more jobs share: jobs, captured
     policies: dict[str, PolicySummary] = field(default_factory=dict)
     gaps: tuple[Gap, ...] = ()
     format: str = FORMAT
@@ -264,5 +265,6 @@ class SummaryRecord:
         return cls(scenario=str(data.get("scenario", "")), complete=data.get("complete") is True,
                    incomplete_reason=data.get("incomplete_reason"), fidelity_ok=bool(data.get("fidelity_ok", False)),
                    fidelity=fidelity, crosschecks=crosschecks, shared_link=data.get("shared_link"),
+                   links=dict(data.get("links") or {}),
                    policies=policies, gaps=gaps, format=str(data.get("format", FORMATS_READ[0])),
                    results_dir=str(data.get("results_dir", "")))

@@ -71,6 +71,12 @@ class ConflictGraph:
         """Every pair that shares a link, with its :meth:`weight` (missing pairs weigh 0)."""
         return {frozenset(pair): len(links) for pair, links in self.pairs().items()}
 
+    def meeting_weights(self) -> dict[frozenset[str], int]:
+        """``compute_schedule``'s pair weights: 1 for every pair of jobs that shares a link, however
+        many (bursts that meet slow each other at their common bottleneck once, not once per link),
+        0 for the rest. Where every pair meets this is the one-link schedule, figure for figure."""
+        return {frozenset(pair): 1 for pair in self.pairs()}
+
     def components(self) -> list[list[str]]:
         """Connected components, each sorted, in order of their first job; a job that meets
         nobody is its own component."""

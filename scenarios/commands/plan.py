@@ -78,7 +78,7 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
                              f"{t.comm_ms:g} ms, not less than period {t.period_ms:g} ms")
     fabric = fabric_model(scenario)
     method = {"method": "heuristic" if heuristic else "exact",
-              "pair_weights": None if fabric is None else meeting_weights(fabric.graph)}
+              "pair_weights": None if fabric is None else fabric.graph.meeting_weights()}
     try:
         schedule = compute_schedule(timings, q, **method)
     except BeyondExactMethod as exc:
@@ -149,13 +149,6 @@ def fabric_model(scenario: spec.Scenario) -> FabricModel | None:
     wiring = fabric_wiring(fabric_params(scenario))
     routes = job_routes(scenario, wiring)
     return FabricModel(wiring, ConflictGraph.from_links(job_links(routes)), fabric_links(routes, wiring))
-
-
-def meeting_weights(graph: ConflictGraph) -> dict[frozenset[str], int]:
-    """``compute_schedule``'s pair weights: 1 for every pair of jobs that shares a link, however
-    many (bursts that meet slow each other at their common bottleneck once, not once per link),
-    0 for the rest. Where every pair meets this is the one-link schedule, figure for figure."""
-    return {frozenset(pair): 1 for pair in graph.pairs()}
 
 
 def _graph(fabric: FabricModel | None, names: list[str]) -> dict:

@@ -93,35 +93,16 @@ def emulation_load_mbps(scenario) -> float:
     return peak_load_mbps(scenario, fabric_wiring(fabric_params(scenario)))
 
 
-def require_one_shared_link(scenario, path: str) -> None:
-    """Every job's bursts must cross the one link the model shares and the run captures."""
-    from scenarios.sharedlink import fabric_params, jobs_off_link, shared_link
+def require_capturable(scenario, path: str) -> None:
+    """Every job's bursts must cross the fabric, where the run captures them (``runlinks.run_links``)."""
+    from scenarios.runlinks import run_links
+    from scenarios.sharedlink import fabric_params
     from topo.wiring import fabric_wiring
 
-    wiring = fabric_wiring(fabric_params(scenario))
-    link = shared_link(scenario, wiring)
-    off = jobs_off_link(scenario, wiring, link)
-    if off:
-        where = ", ".join(f"jobs[{i}] ({job.name})" for i, job in enumerate(scenario.jobs) if job.name in off)
-        raise InputError(f"{path}: {where}: {'its' if len(off) == 1 else 'their'} bursts do not cross {link.name}, "
-                         "the link the other jobs share (the one the model predicts and the run captures); give "
-                         f"each job a worker on leaf{link.leaf} and pin_spine {link.spine}")
-    require_routes_as_planned(scenario, path, wiring)
-
-
-def require_routes_as_planned(scenario, path: str, wiring) -> None:
-    """A run pins each job's flows to one spine (``pin_spine``, else spine 1), while ``plan`` routes
-    an unpinned job's flows by the ECMP hash (``scenarios/routes.py``): where the hash sends a flow
-    elsewhere, the run would measure other routes than the ones predicted."""
-    from scenarios.routes import job_routes
-
-    routes = job_routes(scenario, wiring)
-    for i, job in enumerate(scenario.jobs):
-        spines = sorted({link[2] for links in routes[job.name].values() for link in links if link[0] == "up"})
-        if job.pin_spine is None and spines not in ([], [1]):
-            raise InputError(f"{path}: jobs[{i}] ({job.name}).pin_spine: plan routes its flows by the ECMP hash "
-                             f"over spines {', '.join(map(str, spines))}, and the run pins a job's flows to one "
-                             "spine: set pin_spine")
+    try:
+        run_links(scenario, fabric_wiring(fabric_params(scenario)))
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
 
 
 # Measured here (docs/fabric.md): the userspace datapath keeps >= 90 % fidelity
@@ -155,7 +136,7 @@ def run(args) -> int:
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
     require_emulated(scenario, args.scenario, policies)
-    require_one_shared_link(scenario, args.scenario)
+    require_capturable(scenario, args.scenario)
     load = emulation_load_mbps(scenario)
     if load > MAX_FAITHFUL_MBPS and not args.force:
         raise InputError(f"{args.scenario}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "

@@ -193,15 +193,18 @@ class Calibration:
             if not measured.steal.disturbed or attempt == MEASURE_ATTEMPTS:
                 break
             measurer.measure_again(f"solo {spec.name}", attempt, run_dir, measured.steal)
-        return self._figures(spec, measured, measurer.link_senders([spec]))
+        home = measurer.links.home[spec.name].name
+        return self._figures(spec, measured, measurer.home_senders([spec])[spec.name], home)
 
-    def _figures(self, spec, measured, senders: set[str]) -> dict:
-        """The solo figures of one kept solo run; its bursts become the job's solo bursts."""
+    def _figures(self, spec, measured, senders: set[str], home: str) -> dict:
+        """The solo figures of one kept solo run; its bursts become the job's solo bursts. Its rate is
+        the rate of its packets leaving its ``home`` port's leaf through that port (``senders``)."""
         rows, packets, labels, steal = measured.rows, measured.packets, measured.labels, measured.steal
         it = iteration_table(rows)
         steady = it[it["iteration"] >= 1]
-        rates = analysis.burst_rates_mbps(packets, labels, steady, senders)
-        sustained = analysis.burst_rates_mbps(packets, labels, steady, senders, skip_fraction=SLOW_START_SHARE)
+        on_home, home_labels = measured.captures[home]
+        rates = analysis.burst_rates_mbps(on_home, home_labels, steady, senders)
+        sustained = analysis.burst_rates_mbps(on_home, home_labels, steady, senders, skip_fraction=SLOW_START_SHARE)
         spans = analysis.burst_spans(packets, labels, steady, it)
         self.solo_spans[spec.name] = spans  # the last solo run of a job is the one kept
         first_ms, data_ms = analysis.burst_spans_ms(spans, steady)

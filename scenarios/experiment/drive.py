@@ -1,7 +1,7 @@
-"""One measurement: the job drivers run with the shared link captured, and are watched as they go.
+"""One measurement: the job drivers run with the ports where they meet captured, and are watched.
 
-:class:`Measurer` starts the drivers (``apps/jobrun.py``) and tcpdump on the
-shared link, checks every :data:`WATCH_INTERVAL_S` that the controller lives
+:class:`Measurer` starts the drivers (``apps/jobrun.py``) and one tcpdump per
+captured port (``scenarios/runlinks.py``), checks every :data:`WATCH_INTERVAL_S` that the controller lives
 and no worker failed, and reads back the drivers' rows and the capture. A
 measurement during which the machine's host took its CPU is kept in ``raw/``
 and measured again (:meth:`Measurer.measure_again`).
@@ -22,7 +22,7 @@ import pandas as pd
 from apps import hoststeal
 from scenarios.experiment import disk
 from scenarios.experiment.progress import Progress
-from scenarios.sharedlink import SharedLink
+from scenarios.runlinks import RunLinks
 from scenarios.summary_record import Remeasurement
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,24 @@ class Measurement:
     """What one run of the drivers left: their rows, the captured packets and each packet's job."""
 
     rows: pd.DataFrame  # the drivers' CSVs, one row per worker and iteration
-    packets: pd.DataFrame  # the shared link's capture
-    labels: pd.Series  # each packet's job ("" for none)
+    packets: pd.DataFrame  # every job's data packets, each once, from every capture (:func:`job_view`)
+    labels: pd.Series  # each of those packets' job
     window: tuple[float, float]  # (start, end) of the drivers' run, unix s
     steal: hoststeal.Steal  # the CPU the host took meanwhile
+    captures: dict[str, tuple[pd.DataFrame, pd.Series]] = field(default_factory=dict)  # port -> packets, jobs
+
+
+def job_view(captures: dict[str, tuple[pd.DataFrame, pd.Series]]) -> tuple[pd.DataFrame, pd.Series]:
+    """Every job's data packets from all captures, each packet once (its first sighting: a flow that
+    crosses two captured ports is seen on both), in time order. With one capture, its labelled packets."""
+    frames = [packets[labels != ""].assign(job=labels[labels != ""]) for packets, labels in captures.values()]
+    if not frames:
+        return pd.DataFrame(), pd.Series(dtype=object)
+    view = pd.concat(frames, ignore_index=True)
+    if len(frames) > 1:
+        key = ["src_ip", "dst_ip", "sport", "dport", "seq", "ip_id", "payload_bytes"]
+        view = view.sort_values("time_s", kind="stable").drop_duplicates(key).reset_index(drop=True)
+    return view.drop(columns="job"), view["job"]
 
 
 @dataclass
@@ -77,10 +91,11 @@ class MeasureLog:
 
 
 class Measurer:
-    """Runs the job drivers on ``fabric`` with ``link`` captured, one folder under ``raw_dir`` each."""
+    """Runs the job drivers on ``fabric`` with the ports of ``links`` captured, one folder under
+    ``raw_dir`` each."""
 
-    def __init__(self, fabric, link: SharedLink, raw_dir: Path, notes: MeasureLog, progress_stream=None):
-        self.fabric, self.link, self.raw_dir, self.notes = fabric, link, Path(raw_dir), notes
+    def __init__(self, fabric, links: RunLinks, raw_dir: Path, notes: MeasureLog, progress_stream=None):
+        self.fabric, self.links, self.raw_dir, self.notes = fabric, links, Path(raw_dir), notes
         self.progress_stream = progress_stream
 
     def work_dir(self, *parts) -> str:
@@ -90,9 +105,11 @@ class Measurer:
         path.mkdir()
         return str(path)
 
-    def link_senders(self, specs) -> set[str]:
-        """IPs of hosts on the captured link's leaf (their packets leave through it)."""
-        return {w.ip for s in specs for w in s.workers if self.fabric.wiring.host(w.name).leaf == self.link.leaf}
+    def home_senders(self, specs) -> dict[str, set[str]]:
+        """Per job, the IPs of its workers on its home port's leaf (their packets leave through it)."""
+        host = self.fabric.wiring.host
+        return {s.name: {w.ip for w in s.workers if host(w.name).leaf == self.links.home[s.name].leaf}
+                for s in specs}
 
     def measure_again(self, measurement: str, attempt: int, run_dir: str, steal: hoststeal.Steal) -> None:
         """Record a measurement the host disturbed (its folder stays in raw/) and wait for a quiet host."""
@@ -105,19 +122,28 @@ class Measurer:
     def drive(self, specs, run_dir: str, label: str, *, plans=None, iterations=None, until_s=None,
               launch_lead_ms: dict[str, float] | None = None,
               burst_ms: dict[str, float] | None = None) -> Measurement:
-        """Run job drivers with the shared link captured (``apps.jobrun.start_drivers`` for the arguments)."""
+        """Run job drivers with the ports captured (``apps.jobrun.start_drivers`` for the arguments)."""
         from apps import dltjob, jobrun
         from apps.capture import Capture
         from apps.dltjob import data_flows
         from scenarios.analysis.pcap import label_flows, read_pcap
 
         fabric = self.fabric
-        pcap = os.path.join(run_dir, "shared.pcap")
-        cap = Capture(self.link.interface, pcap, on_start=lambda pid: fabric.track(pid, "tcpdump"),
-                      log_path=os.path.join(run_dir, "tcpdump.err"))
+        files = {port.name: _capture_files(run_dir, port.interface, i) for i, port in enumerate(self.links.ports)}
+        caps = []
+        try:
+            for port in self.links.ports:
+                pcap, err = files[port.name]
+                caps.append(Capture(port.interface, pcap, on_start=lambda pid: fabric.track(pid, "tcpdump"),
+                                    log_path=err))
+        except BaseException:
+            for cap in caps:
+                cap.stop()
+            raise
+        primary = self.links.primary
         progress = None
         if self.progress_stream is not None:
-            progress = Progress(self.progress_stream, self.link.interface, self.link.mbps)
+            progress = Progress(self.progress_stream, primary.interface, primary.mbps)
             total = (until_s - time.time()) if until_s else sum(s.period_ms for s in specs) / 1000 * (iterations or 1)
             progress.start(label, total, {s.name: (os.path.join(run_dir, f"{s.name}.csv"), len(s.workers))
                                           for s in specs})
@@ -136,20 +162,24 @@ class Measurer:
                 progress.stop()
             for proc in drivers.values():  # interrupted or faulted: end the jobs first
                 dltjob.stop_driver(proc)
-            cap.stop()
+            for cap in caps:
+                cap.stop()
             jobrun.end_leftover_servers(run_dir)
             steal = meter.stop()
         t1 = time.time()
         rows = pd.concat([pd.read_csv(os.path.join(run_dir, f"{s.name}.csv")) for s in specs], ignore_index=True)
-        packets = read_pcap(pcap)
         flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
                  for s in specs}
-        labels = label_flows(packets, flows)
-        self._count_capture_drops(run_dir)
+        captures = {}
+        for name, (pcap, err) in files.items():
+            packets = read_pcap(pcap)
+            captures[name] = (packets, label_flows(packets, flows))
+            self._count_capture_drops(err)
         if steal.disturbed:
             log.warning("%s: the host took %.1f %% of this machine's CPU (more than %g %%)", label, steal.mean_pct,
                         hoststeal.MAX_STEAL_PCT)
-        return Measurement(rows, packets, labels, (t0, t1), steal)
+        packets, labels = job_view(captures)
+        return Measurement(rows, packets, labels, (t0, t1), steal, captures)
 
     def _watch(self, drivers, run_dir, label, budget_s) -> None:
         """Wait for the job drivers, checking every ``WATCH_INTERVAL_S`` the controller and the workers.
@@ -192,14 +222,22 @@ class Measurer:
                 raise RunAborted(f"{label}: the jobs did not finish within {budget_s:.0f} s (see {run_dir})")
             time.sleep(WATCH_INTERVAL_S)
 
-    def _count_capture_drops(self, run_dir) -> None:
+    def _count_capture_drops(self, err_path) -> None:
         """tcpdump reports kernel drops on exit; any drop makes the run lose fidelity."""
-        text = Path(run_dir, "tcpdump.err").read_text(errors="replace")
+        text = Path(err_path).read_text(errors="replace")
         dropped = 0
         for line in text.splitlines():
             if "dropped by kernel" in line:
                 dropped += int(line.split()[0])
         self.notes.capture_drops += dropped
+
+
+def _capture_files(run_dir: str, interface: str, index: int) -> tuple[str, str]:
+    """The capture file and tcpdump's messages of a run's ``index``-th port: ``shared.pcap`` and
+    ``tcpdump.err`` for the first (the busiest), ``<interface>.pcap`` and ``.err`` for the others."""
+    if index == 0:
+        return os.path.join(run_dir, "shared.pcap"), os.path.join(run_dir, "tcpdump.err")
+    return os.path.join(run_dir, f"{interface}.pcap"), os.path.join(run_dir, f"{interface}.err")
 
 
 def _first_error(csv_path: str) -> tuple[str, str] | None:

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from apps.dltjob import late_launch_ms
+from controller.theory.fabricshare import JobLinks
 from controller.theory.fluid import FluidJob, mean_iterations, policy_windows
 from controller.theory.policies import get_policy
 from controller.theory.schedule import Schedule
@@ -88,6 +89,7 @@ class RunModel:
     link_mbps: float  # the shared link's rate; a fabric faster than the host links has room for more
     queue_ms: float
     padding_ms: dict[str, float] = field(default_factory=dict)  # per job, what the policy adds to its period
+    links: JobLinks | None = None  # the fabric the bursts share (``runlinks.RunLinks.model_links``); None: one link
 
     def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,
                 busy_start_ms: float | dict[str, float] = BUSY_START_MS,
@@ -133,7 +135,8 @@ class RunModel:
         return jobs, offsets, {"windows": windows, "iterations": max(iterations, 5), "warmup": 0,
                                "waits": pol.waits_for_window, "enforce": pol.enforces_windows,
                                "queue_ms": self.queue_ms,  # a held burst's queue drains past its gate
-                               "sharing": pol.sharing, "priority": pol.priority_order(self.schedule)}
+                               "sharing": pol.sharing, "priority": pol.priority_order(self.schedule),
+                               "links": self.links}
 
     def predict_with_range(self, policy: str, offsets_ms: dict[str, float], iterations: int,
                            busy_start_ms: dict[str, float] | None = None,

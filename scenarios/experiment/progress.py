@@ -23,10 +23,13 @@ def plan_line(scenario_name: str, schedule, policies: tuple[str, ...], duration_
             f"{', '.join(policies)} for {duration_s:g} s each")
 
 
-def fabric_line(fabric, link) -> str:
-    """The fabric up: how long it took, its datapath, and the link the jobs share."""
+def fabric_line(fabric, links) -> str:
+    """The fabric up: how long it took, its datapath, and the ports captured where the jobs meet."""
+    ports = links.ports
+    where = (f"shared link {ports[0].name}" if len(ports) == 1
+             else f"jobs meet on {len(links.meetings)} links, captured at {', '.join(p.name for p in ports)}")
     return (f"fabric up in {fabric.startup_s:.1f} s ({fabric.datapath} datapath, MTU {fabric.mtu}); "
-            f"shared link {link.name} at {link.mbps:g} Mbit/s")
+            f"{where} at {ports[0].mbps:g} Mbit/s")
 
 
 def calibrated_line(name: str, period_ms: float, solo: dict) -> str:

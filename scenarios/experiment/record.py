@@ -1,7 +1,7 @@
 """Recording each policy's measurement: its rows and bursts, its tables, and the capture's cross-checks.
 
 For every policy, :class:`PolicyRecord` appends the drivers' rows to
-``iterations.csv``, the shared link's bandwidth to ``link_bandwidth.csv`` and
+``iterations.csv``, the bandwidth of every link where jobs meet to ``link_bandwidth.csv`` and
 the scheduled windows to ``windows.csv``, keeps each job's means and bursts
 for the prediction, and counts the captured bytes against what iperf3
 reported. :meth:`PolicyRecord.crosschecks` sums those checks up at the end.
@@ -20,7 +20,7 @@ from scenarios.analysis import gatecheck
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import Measurement
 from scenarios.results import TABLES, ResultsWriter
-from scenarios.sharedlink import SharedLink
+from scenarios.runlinks import RunLinks
 from scenarios.summary_record import Crosschecks
 
 ITERATION_COLUMNS = list(TABLES["iterations.csv"])
@@ -39,11 +39,13 @@ class PolicyRecord:
         self.bytes: dict[str, dict[str, float]] = {}  # policy -> captured and reported payload bytes
         self.gate_bytes_in_window: dict[str, float] | None = None  # per gated job (None: no gated policy)
         self.intervals: dict[str, tuple[float, float]] = {}  # policy -> (epoch, end) compared with port counters
-        self.outgoing: dict[str, pd.DataFrame] = {}  # policy -> time and size of packets leaving through the link
+        self.outgoing: dict[str, dict] = {}  # policy -> port -> time and size of packets leaving through it
+        self.links: RunLinks | None = None  # the captured ports, once a policy is recorded
 
-    def record(self, writer: ResultsWriter, link: SharedLink, policy: str, doc: dict, epoch_s: float,
-               measured: Measurement, specs, senders: set[str]) -> None:
-        """Keep and write one policy's measurement; ``senders``: the IPs whose packets leave through ``link``."""
+    def record(self, writer: ResultsWriter, links: RunLinks, policy: str, doc: dict, epoch_s: float,
+               measured: Measurement, specs, leaf_ips: dict[int, set[str]]) -> None:
+        """Keep and write one policy's measurement; ``leaf_ips``: the hosts' IPs on each leaf (which
+        way a captured packet crossed its port)."""
         rows, packets, labels = measured.rows, measured.packets, measured.labels
         self.steal[policy] = measured.steal.as_dict()
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
@@ -55,34 +57,49 @@ class PolicyRecord:
             if job in self.measured[policy]:
                 self.measured[policy][job].update(medians)
         writer.append_rows("iterations.csv", rows[ITERATION_COLUMNS].to_dict("records"))
-        out = packets["src_ip"].isin(senders)
         t_end = max(measured.window[1], epoch_s + self.duration_s)
-        bins = analysis.bandwidth_bins(packets[out], labels[out], epoch_s, t_end)
-        if not bins.empty:
-            writer.append_rows("link_bandwidth.csv", bins.assign(policy=policy, link=link.name)
-                               [["policy", "link", "t_s", "job", "mbps"]].to_dict("records"))
+        self.links = links
+        for port, direction, link in links.recorded():
+            on_port, port_labels = measured.captures[port.name]
+            ends = on_port["src_ip" if direction == "up" else "dst_ip"].isin(leaf_ips.get(port.leaf, set()))
+            bins = analysis.bandwidth_bins(on_port[ends], port_labels[ends], epoch_s, t_end)
+            if not bins.empty:
+                writer.append_rows("link_bandwidth.csv", bins.assign(policy=policy, link=links.names[link])
+                                   [["policy", "link", "t_s", "job", "mbps"]].to_dict("records"))
         pol = get_policy(policy)
         if pol.uses_schedule or pol.realigns():  # planned (shift) or realigned-to / enforced windows
             writer.append_rows("windows.csv", gatecheck.window_rows(policy, doc, self.duration_s))
-        self._check_bytes(policy, rows, packets, labels, specs, senders)
+        self._check_bytes(policy, rows, measured, specs, links, leaf_ips)
         if pol.enforces_windows:
             if self.gate_bytes_in_window is None:
                 self.gate_bytes_in_window = {}
             self.gate_bytes_in_window.update(
                 {job: v["in_window"] for job, v in gatecheck.bytes_in_windows(packets, labels, doc).items()})
         self.intervals[policy] = (epoch_s, t_end)
-        self.outgoing[policy] = packets.loc[out, ["time_s", "wire_bytes"]]
+        self.outgoing[policy] = {}
+        for port in links.ports:
+            on_port, _ = measured.captures[port.name]
+            leaving = on_port["src_ip"].isin(leaf_ips.get(port.leaf, set()))
+            self.outgoing[policy][port.name] = on_port.loc[leaving, ["time_s", "wire_bytes"]]
         self.epochs[policy] = epoch_s
 
-    def _check_bytes(self, policy, rows, packets, labels, specs, senders) -> None:
-        """Captured payload bytes of flows leaving through the link vs what iperf3 reported sending."""
-        sender_names = {w.name for s in specs for w in s.workers if w.ip in senders}
-        reported = float(rows[rows["worker"].isin(sender_names)]["bytes"].sum())
-        mask = packets["src_ip"].isin(senders) & (labels != "")
-        captured = analysis.unique_payload_bytes(packets[mask])
+    def _check_bytes(self, policy, rows, measured: Measurement, specs, links: RunLinks, leaf_ips) -> None:
+        """Captured payload bytes of each job's flows leaving its home port's leaf through that port vs
+        what iperf3 reported those workers sending."""
+        captured = reported = 0.0
+        for spec in specs:
+            home = links.home[spec.name]
+            senders = {w for w in spec.workers if w.ip in leaf_ips.get(home.leaf, set())}
+            mine = rows[rows["worker"].isin({w.name for w in senders})]
+            if "job" in mine:
+                mine = mine[mine["job"] == spec.name]
+            reported += float(mine["bytes"].sum())
+            packets, labels = measured.captures[home.name]
+            mask = packets["src_ip"].isin({w.ip for w in senders}) & (labels == spec.name)
+            captured += analysis.unique_payload_bytes(packets[mask])
         self.bytes[policy] = {"captured": captured, "reported": reported}
 
-    def crosschecks(self, port_stats_csv: Path, link: SharedLink | None) -> Crosschecks:
+    def crosschecks(self, port_stats_csv: Path) -> Crosschecks:
         """The capture against iperf3's byte counts, against the port counters, and a gate's bytes."""
         iperf_err_pct = None
         if self.bytes:
@@ -90,25 +107,27 @@ class PolicyRecord:
             reported = sum(v["reported"] for v in self.bytes.values())
             iperf_err_pct = analysis.percent_error(captured, reported)
         return Crosschecks(capture_vs_iperf_bytes_err_pct=iperf_err_pct, gate_bytes_in_window=self.gate_bytes_in_window,
-                           capture_vs_portstats_util_err_pct=self._util_check(port_stats_csv, link))
+                           capture_vs_portstats_util_err_pct=self._util_check(port_stats_csv))
 
-    def _util_check(self, port_stats_csv: Path, link: SharedLink | None) -> float | None:
-        """Link utilisation from the capture vs from OpenFlow port counters, over the same interval."""
-        if not port_stats_csv.exists() or link is None:
+    def _util_check(self, port_stats_csv: Path) -> float | None:
+        """Each captured port's utilisation (leaving its leaf) from the capture vs from OpenFlow port
+        counters, over the same interval: the largest error."""
+        if not port_stats_csv.exists() or self.links is None:
             return None
         stats = pd.read_csv(port_stats_csv)
         from topo.wiring import leaf_dpid
 
         errors = []
         for policy, (t0, t1) in self.intervals.items():
-            tx, t_lo, t_hi = analysis.port_tx_bytes(stats, leaf_dpid(link.leaf), link.port, t0, t1)
-            outgoing = self.outgoing[policy]
-            if t_hi <= t_lo:
-                continue
-            times = outgoing["time_s"].to_numpy()
-            captured = float(outgoing["wire_bytes"].to_numpy()[(times >= t_lo) & (times < t_hi)].sum())
-            if tx > 0:
-                errors.append(abs(analysis.percent_error(captured, tx)))
+            for port in self.links.ports:
+                tx, t_lo, t_hi = analysis.port_tx_bytes(stats, leaf_dpid(port.leaf), port.port, t0, t1)
+                outgoing = self.outgoing[policy][port.name]
+                if t_hi <= t_lo:
+                    continue
+                times = outgoing["time_s"].to_numpy()
+                captured = float(outgoing["wire_bytes"].to_numpy()[(times >= t_lo) & (times < t_hi)].sum())
+                if tx > 0:
+                    errors.append(abs(analysis.percent_error(captured, tx)))
         return max(errors) if errors else None
 
     def keep_rows(self, writer: ResultsWriter, policy: str, run_dir: str, specs) -> int:

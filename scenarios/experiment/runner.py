@@ -5,17 +5,18 @@ which only sequences them; each step's module is named):
 
 1. the theory plans the scenario (schedule, pair facts);
 2. a fabric comes up with the fabric app and the window scheduler; every
-   job's traffic is pinned to one spine (the scenario's ``pin_spine``, else
-   spine 1), so the contention happens on a known link, which is captured;
-3. the jobs are registered with the scheduler (its REST API), which computes
-   the schedule with the same theory module;
+   flow is pinned to the spine its route takes (the job's ``pin_spine``, else
+   the ECMP hash; ``scenarios/routes.py``), so the jobs meet on known links,
+   and the ports where they meet are captured (``scenarios/runlinks.py``);
+3. the jobs are registered with the scheduler (its REST API) with the links
+   they cross, and it computes the schedule with the same theory module;
 4. calibration (``calibration.py``): each job alone, a few iterations — its
    solo iteration time, its burst's start-up overhead and data time, the
    realised rate of its bursts on the wire (fidelity);
 5. each policy in turn: the scheduler sets the policy and a common epoch, the
    job drivers run for the duration (``drive.py``; gate: the scheduler opens
-   and closes each job's windows in the switches), tcpdump captures the
-   shared link, and the measurement is recorded (``record.py``);
+   and closes each job's windows at its senders' leaves), tcpdump captures
+   every port where jobs meet, and the measurement is recorded (``record.py``);
 6. the fluid model, fed with the measured solo figures and the offsets the
    scheduler actually used, predicts every job's mean iteration time
    (``prediction.py``, ``summary.py``), and fidelity is judged (``fidelity.py``);
@@ -51,8 +52,10 @@ from scenarios.experiment.progress import fabric_line, plan_line, policy_line, s
 from scenarios.experiment.record import PolicyRecord, write_port_stats
 from scenarios.experiment.summary import build_summary
 from scenarios.results import ResultsWriter
+from scenarios.routes import link_names
+from scenarios.runlinks import RunLinks, run_links
 from scenarios.schedule_record import schedule_record
-from scenarios.sharedlink import SharedLink, fabric_params, planned_solo_mbps, shared_link
+from scenarios.sharedlink import fabric_params, planned_solo_mbps
 from scenarios.summary_record import Gap, SummaryRecord
 from topo import tcp_ports
 
@@ -83,12 +86,17 @@ class RunOptions:
 def run_schedule(scenario, policy: str = "none"):
     """The schedule the run predicts ``policy`` with: that policy's (``policies.policy_schedule``),
     computed as the controller computes it, with the same node budget
-    (``controller.limits.search_nodes``), so that on an instance too big for the exact search both
+    (``controller.limits.search_nodes``) and the same pair weights (the jobs that meet on the
+    fabric, ``routes.meeting_weights``), so that on an instance too big for the exact search both
     fall back to the same heuristic shifts. ValueError where the policy cannot schedule the jobs."""
+    from scenarios.routes import meeting_weights
+    from topo.wiring import fabric_wiring
+
     timings = scenario.timings()
     periods = [to_quanta(t.period_ms, scenario.quantum_ms) for t in timings]  # as SchedulerCore counts them
+    weights = meeting_weights(scenario, fabric_wiring(fabric_params(scenario)))
     return policy_schedule(get_policy(policy), timings, scenario.quantum_ms, scenario.knobs,
-                           max_nodes=search_nodes(periods))
+                           max_nodes=search_nodes(periods), pair_weights=weights)
 
 
 def guard_option_ms(scenario, policy: str) -> float:
@@ -123,7 +131,7 @@ class Experiment:
         self.schedule = run_schedule(scenario)
         self.schedules = policy_schedules(scenario, options.policies)  # each policy's own (align pads, guard widens)
         self.writer: ResultsWriter | None = None  # the results folder, once the run started
-        self.link: SharedLink | None = None  # the link the jobs share, once the fabric is up
+        self.links: RunLinks | None = None  # where the jobs meet and are captured, once the fabric is up
         self.queue_ms: float | None = None  # the fabric's queue, once it is up
         self.link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
         self.expected_solo_mbps: dict[str, float] = {}  # per job: its solo rate on the shared link, as planned
@@ -156,11 +164,11 @@ class Experiment:
                                          stats_csv=str(stats_raw)), datapath=self.options.datapath, **queue) as fabric:
                 fabric.record.notes["results_partial_dir"] = str(self.writer.partial_dir)  # for `shiftbed clean`
                 fabric.record.save()
-                self.link = shared_link(sc, fabric.wiring)
+                self.links = run_links(sc, fabric.wiring)
                 self.queue_ms = fabric.queue_ms
-                self.expected_solo_mbps = planned_solo_mbps(sc, fabric.wiring, self.link)
+                self.expected_solo_mbps = planned_solo_mbps(sc, fabric.wiring, self.links.home)
                 self.writer.write_json("environment.json", environment_record(fabric))
-                stages.info("%s", fabric_line(fabric, self.link))
+                stages.info("%s", fabric_line(fabric, self.links))
                 try:
                     self._run_on(fabric)
                 finally:  # the controller's log goes with the results (the fabric's workdir does not stay)
@@ -176,14 +184,22 @@ class Experiment:
         return self.writer.final_dir
 
     def _pins(self, Pin) -> list:
-        """Every job's TCP traffic through its spine (the scenario's pin_spine, else spine 1),
-        marked with the job's own DSCP so that links share fairly between jobs."""
+        """Every flow's TCP traffic through the spine its route takes (``routes.flow_spines``), marked
+        with its job's own DSCP so that links share fairly between jobs: one pin per direction for a
+        job whose flows all take one spine, else one per direction and flow."""
+        from scenarios.routes import flow_spines
+        from topo.wiring import fabric_wiring
+
+        spine_of = flow_spines(self.scenario, fabric_wiring(fabric_params(self.scenario)))
         pins = []
         for i, job in enumerate(self.scenario.jobs):
-            ports = tcp_ports.job_port_range(i)
-            spine, dscp = job.pin_spine or 1, job_dscp(i)
-            pins.append(Pin(spine=spine, src_port_range=ports, dscp=dscp))
-            pins.append(Pin(spine=spine, dst_port_range=ports, dscp=dscp))
+            first, last = tcp_ports.job_port_range(i)
+            mine = {port: spine for port, spine in spine_of.items() if first <= port <= last}
+            spines = set(mine.values()) or {job.pin_spine or 1}
+            ranges = [((first, last), spines.pop())] if len(spines) == 1 else [((p, p), s) for p, s in sorted(mine.items())]
+            for ports, spine in ranges:
+                pins.append(Pin(spine=spine, src_port_range=ports, dscp=job_dscp(i)))
+                pins.append(Pin(spine=spine, dst_port_range=ports, dscp=job_dscp(i)))
         return pins
 
     def _run_on(self, fabric) -> None:
@@ -199,10 +215,11 @@ class Experiment:
         self._classify_host_egress(fabric)
         rest = fabric.controller.rest_url
         grid = {t.name: (t.period_ms, t.comm_ms) for t in sc.timings()}
-        controller_schedule = jobrun.register_jobs(rest, fabric.wiring, self.specs, grid)
+        controller_schedule = jobrun.register_jobs(rest, fabric.wiring, self.specs, grid,
+                                                   links=link_names(sc, fabric.wiring))
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
                  controller_schedule.get("hyperperiod_ms"))
-        measurer = Measurer(fabric, self.link, self.writer.partial_dir / "raw", self.notes, self.progress_stream)
+        measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.progress_stream)
         self.specs = self.calibration.run(measurer, self.specs)
         self.writer.write_json("schedule.json", schedule_record(self.schedule, {
             name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}))
@@ -238,8 +255,9 @@ class Experiment:
             if not measured.steal.disturbed or attempt == MEASURE_ATTEMPTS:
                 break
             measurer.measure_again(policy, attempt, run_dir, measured.steal)
-        self.record.record(self.writer, self.link, policy, doc, epoch_s, measured, self.specs,
-                           measurer.link_senders(self.specs))
+        wiring = measurer.fabric.wiring
+        leaf_ips = {leaf: {h.ip for h in wiring.hosts_on_leaf(leaf)} for leaf in range(1, wiring.params.leaves + 1)}
+        self.record.record(self.writer, self.links, policy, doc, epoch_s, measured, self.specs, leaf_ips)
         stages.info("%s", policy_line(policy, self.record.measured[policy]))
 
     def _ranks(self, pol) -> dict[int, int] | None:
@@ -303,7 +321,7 @@ class Experiment:
         run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms,
                           self.schedules)
         return build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run, record=self.record,
-                             notes=self.notes, link=self.link, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
+                             notes=self.notes, links=self.links, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
                              expected_solo_mbps=self.expected_solo_mbps,
                              port_stats_csv=self.writer.partial_dir / "port_stats.csv", gaps=self.gaps)
 

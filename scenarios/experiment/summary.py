@@ -15,35 +15,38 @@ from scenarios.experiment.fidelity import judge_fidelity
 from scenarios.experiment.prediction import MeasuredRun, RunModel, knife_edge
 from scenarios.experiment.record import PolicyRecord
 from scenarios.results import throughput_change_pct
-from scenarios.sharedlink import SharedLink
+from scenarios.runlinks import RunLinks
 from scenarios.summary_record import Gap, JobSummary, PolicySummary, SummaryRecord
 
 
 def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[str, dict],
             busy_start_ms: dict[str, float], busy_start_samples_ms: dict[str, tuple[float, ...]],
-            link_mbps: float, queue_ms: float) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+            link_mbps: float, queue_ms: float, links: RunLinks | None = None,
+            ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
     """Each job's predicted mean iteration time under ``policy`` and its range (``prediction.RunModel``).
 
     The fluid model is fed with ``figures`` (:meth:`MeasuredRun.model_solo`) and the
     offsets the scheduler used. It counts as many iterations as the measurement:
     that skips only the first (launch to first burst's end, analysis.job_means)
-    and counts from the first burst's end on.
+    and counts from the first burst's end on. With ``links`` of more than one port, the bursts share
+    the fabric's links (:meth:`RunLinks.model_links`).
     """
     model = RunModel(run.schedule_of(policy), figures, run.launch_lead_ms, link_mbps, queue_ms,
-                     run.padding_ms(policy))
+                     run.padding_ms(policy), links.model_links(figures) if links is not None else None)
     iterations = max(m["iterations"] for m in record.measured[policy].values()) + 1
     return model.predict_with_range(policy, record.offsets[policy], iterations, busy_start_ms,
                                     busy_start_samples_ms)
 
 
 def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
-                     queue_ms: float) -> dict[str, PolicySummary]:
+                     queue_ms: float, links: RunLinks | None = None) -> dict[str, PolicySummary]:
     """Every measured policy: each job measured and predicted, and the throughput change against ``none``."""
     jobs_of, predictions = {}, {}
     for policy, jobs in record.measured.items():
         figures = run.model_solo(policy)
         busy, busy_samples = run.busy_starts_ms(policy, figures)
-        predictions[policy], ranges = predict(run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms)
+        predictions[policy], ranges = predict(run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms,
+                                              links)
         entry = {}
         for name, m in jobs.items():
             predicted = predictions[policy][name]
@@ -70,16 +73,18 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
 
 
 def build_summary(*, scenario, complete: bool, reason: str | None, run: MeasuredRun, record: PolicyRecord,
-                  notes: MeasureLog, link: SharedLink | None, queue_ms: float | None, link_mbps: float,
+                  notes: MeasureLog, links: RunLinks | None, queue_ms: float | None, link_mbps: float,
                   expected_solo_mbps: dict[str, float], port_stats_csv: Path, gaps: list[Gap]) -> SummaryRecord:
-    """The summary record of a run of ``scenario``; ``link`` (the shared link) and ``queue_ms`` (the
-    fabric's) are None when no fabric came up, and then no policy was measured either."""
-    policies = policy_summaries(run, record, link.mbps, queue_ms) if record.measured else {}
+    """The summary record of a run of ``scenario``; ``links`` (where the jobs meet and are captured)
+    and ``queue_ms`` (the fabric's) are None when no fabric came up, and then no policy was measured
+    either."""
+    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links) if record.measured else {})
     period_ms = {j.name: j.period_ms for j in scenario.jobs}
     fidelity_ok, fidelity = judge_fidelity(run.solo, run.solo_spans, run.other_bursts(None), expected_solo_mbps,
                                            link_mbps, period_ms, record.steal, notes)
     return SummaryRecord(scenario=scenario.name, complete=complete, incomplete_reason=reason,
                          fidelity_ok=fidelity_ok, fidelity=fidelity,
-                         crosschecks=record.crosschecks(port_stats_csv, link),
-                         shared_link=link.name if link is not None else None,
+                         crosschecks=record.crosschecks(port_stats_csv),
+                         shared_link=links.primary.name if links is not None else None,
+                         links=links.record() if links is not None else {},
                          policies=policies, gaps=tuple(gaps))

@@ -65,7 +65,7 @@ class _Alive:
 
 def test_a_measurement_stops_when_the_disk_is_nearly_full(monkeypatch, tmp_path):
     fabric = SimpleNamespace(controller=_Alive(), track=lambda pid, label: None)
-    measurer = drive.Measurer(fabric, link=None, raw_dir=tmp_path, notes=drive.MeasureLog())
+    measurer = drive.Measurer(fabric, links=None, raw_dir=tmp_path, notes=drive.MeasureLog())
     running = {"a": SimpleNamespace(poll=lambda: None)}
     monkeypatch.setattr(disk, "free_bytes", lambda path: disk.DISK_FLOOR_BYTES - 1)
     with pytest.raises(drive.DiskFull, match="disk holding the results is full"):

@@ -20,7 +20,7 @@ def classroom_run(solo, solo_spans=None, bursts=None) -> MeasuredRun:
 
 
 def test_a_raw_folder_is_never_reused(tmp_path):
-    measurer = Measurer(fabric=None, link=None, raw_dir=tmp_path / ".partial" / "raw", notes=MeasureLog())
+    measurer = Measurer(fabric=None, links=None, raw_dir=tmp_path / ".partial" / "raw", notes=MeasureLog())
     first = Path(measurer.work_dir("solo", "alpha", "1", "0.417"))
     assert first == tmp_path / ".partial" / "raw" / "solo-alpha-1-0.417" and first.is_dir()
     # a second run of the drivers into the same folder would append its rows to the first's

@@ -38,8 +38,13 @@ def test_the_plan_the_fabric_and_each_policy_are_one_line_each():
     assert plan_line("classroom", schedule, ("none", "gate"), 12.0) == (
         "classroom: theory says feasible (hyper-period 600 ms); none, gate for 12 s each")
     fabric = SimpleNamespace(startup_s=4.26, datapath="user", mtu=9000)
-    link = SimpleNamespace(name="s1-l1", mbps=50.0)
-    assert fabric_line(fabric, link) == "fabric up in 4.3 s (user datapath, MTU 9000); shared link s1-l1 at 50 Mbit/s"
+    one = SimpleNamespace(ports=(SimpleNamespace(name="leaf1->spine1", mbps=50.0),), meetings={})
+    assert fabric_line(fabric, one) == ("fabric up in 4.3 s (user datapath, MTU 9000); shared link leaf1->spine1 "
+                                        "at 50 Mbit/s")
+    two = SimpleNamespace(ports=(SimpleNamespace(name="leaf2->spine1", mbps=50.0),
+                                 SimpleNamespace(name="leaf3->spine1", mbps=50.0)), meetings=dict.fromkeys("abcd"))
+    assert fabric_line(fabric, two) == ("fabric up in 4.3 s (user datapath, MTU 9000); jobs meet on 4 links, "
+                                        "captured at leaf2->spine1, leaf3->spine1 at 50 Mbit/s")
     measured = {"alpha": {"iterations": 40, "mean_iteration_ms": 301.24}, "beta": {"mean_iteration_ms": 602.0}}
     assert policy_line("gate", measured) == "gate done: alpha 301.2, beta 602.0 ms per iteration"
 

@@ -1,4 +1,4 @@
-"""The link a run's jobs share (scenarios.sharedlink): which uplink, and which jobs miss it."""
+"""The link the plan's one-link model shares (scenarios.sharedlink): which uplink, and what each job puts on it."""
 
 import pytest
 
@@ -6,7 +6,6 @@ from scenarios import spec
 from scenarios.sharedlink import (
     fabric_params,
     job_uplinks,
-    jobs_off_link,
     max_min_rates,
     peak_load_mbps,
     planned_headroom,
@@ -37,17 +36,16 @@ def test_a_job_crosses_the_uplink_of_each_of_its_leaves_through_its_spine():
     assert uplinks == {"a": {(1, 1), (2, 1)}, "b": {(1, 1), (3, 1)}, "c": {(2, 1), (3, 1)}, "d": {(1, 2), (2, 2)}}
 
 
-def test_the_shared_link_is_the_uplink_most_jobs_cross_and_the_others_are_named():
+def test_the_shared_link_is_the_uplink_most_jobs_cross():
     scenario, wiring = _load(THREE_LEAVES)
     link = shared_link(scenario, wiring)  # (1, 1) and (2, 1) both carry two jobs: the lowest leaf wins
     assert (link.name, link.interface) == ("leaf1->spine1", "leaf1-eth4")
-    assert jobs_off_link(scenario, wiring, link) == ["c", "d"]
+    assert link.uplink == ("up", 1, 1) and link.downlink == ("down", 1, 1)
 
 
 def test_a_job_on_one_leaf_crosses_no_uplink():
     scenario, wiring = _load(THREE_LEAVES.replace("[h5, h8]", "[h5, h6]").replace("[h3, h6]", "[h3, h9]"))
     assert job_uplinks(scenario.jobs[2], wiring) == set()
-    assert "c" in jobs_off_link(scenario, wiring, shared_link(scenario, wiring))
 
 
 def test_max_min_rates_fill_the_tightest_link_first():
@@ -70,7 +68,7 @@ def test_a_parameter_servers_flows_share_its_link_so_each_puts_half_on_the_uplin
     link = shared_link(scenario, wiring)
     assert link.name == "leaf1->spine1" and link.mbps == 40
     # h1 -> h3 crosses leaf1's uplink, but h3's link also carries h5 -> h3: 20 of 40 Mbit/s
-    assert planned_solo_mbps(scenario, wiring, link) == {"ps": 20.0, "ring": 40.0}
+    assert planned_solo_mbps(scenario, wiring, {job.name: link for job in scenario.jobs}) == {"ps": 20.0, "ring": 40.0}
     assert planned_headroom(scenario, wiring, link) == {"ps": 2.0, "ring": 1.0}
 
 
@@ -85,7 +83,7 @@ def test_a_fabric_slower_than_the_hosts_bounds_each_burst_at_its_own_links():
     scenario, wiring = _load(PS_AND_RING.replace("host_link_mbps: 40", "host_link_mbps: 100"))
     link = shared_link(scenario, wiring)
     # the ring fills the uplink alone; the server's two pushes share spine1 -> leaf2 (40)
-    assert planned_solo_mbps(scenario, wiring, link) == {"ps": 20.0, "ring": 40.0}
+    assert planned_solo_mbps(scenario, wiring, {job.name: link for job in scenario.jobs}) == {"ps": 20.0, "ring": 40.0}
     assert planned_headroom(scenario, wiring, link) == {"ps": 2.0, "ring": 1.0}
 
 
