@@ -67,7 +67,8 @@ class Expectation:
     expected: str
 
     def form(self) -> str:
-        """literal | tolerance | range | number | word; ValueError for anything else (a placeholder)."""
+        """literal | tolerance | range | number | word (true, false or a name such as a job's);
+        ValueError for anything else (a placeholder)."""
         if self.key is None:
             if self.expected.startswith("`") and self.expected.endswith("`"):
                 return "literal"
@@ -79,7 +80,7 @@ class Expectation:
             return "bound"
         elif re.fullmatch(rf"{NUMBER}(\s+\S+)?", self.expected):
             return "number"
-        elif self.expected in ("true", "false"):
+        elif self.expected in ("true", "false") or re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]*", self.expected):
             return "word"
         raise ValueError(f"{self.what}: cannot read the promise {self.expected!r}")
 

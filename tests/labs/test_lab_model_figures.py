@@ -23,6 +23,7 @@ combinations is recomputed here independently.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -451,3 +452,48 @@ def test_lab4_sweep_combinations_recomputed_independently(realign4):
         helps["realign4"].append(row.policy_helps)
     for policy, verdicts in helps.items():  # the sample holds both verdicts: the check can tell them apart
         assert any(verdicts) and not all(verdicts), policy
+
+
+CHAIN = {"A": (400, 150, ("h1", "h3")), "B": (400, 200, ("h4", "h5")), "C": (400, 150, ("h6", "h7"))}  # chain.yaml
+
+
+def test_lab3_chain_meets_pairwise_and_is_separable_only_on_the_fabric():
+    """Which pairs meet, from the leaves of their hosts (two hosts per leaf, one spine: a job's flows
+    cross the uplinks and downlinks of its workers' leaves, so two jobs meet where they share a leaf).
+    On one link the three need 500 ms of every 400: no shifts separate them. On the fabric only
+    A-B and B-C must be apart: each pair needs 350 of 400 ms, so the plan's shifts must put B's
+    burst start in [c_A, g - c_B] after A's (and likewise for C), mod gcd = 400."""
+    sheet = promises(LAB3)
+
+    def leaves(hosts):
+        return {(int(h[1:]) - 1) // 2 + 1 for h in hosts}
+
+    meeting = [(a, b) for a, b in itertools.combinations(CHAIN, 2) if leaves(CHAIN[a][2]) & leaves(CHAIN[b][2])]
+    assert meeting == [("A", "B"), ("B", "C")]
+    for i, (a, b) in enumerate(meeting):
+        holds(sheet[f"chain.conflicts.{i}.jobs.0"], a)
+        holds(sheet[f"chain.conflicts.{i}.jobs.1"], b)
+    g = math.gcd(*(t for t, _, _ in CHAIN.values()))
+    assert sum(c for _, c, _ in CHAIN.values()) > g  # one link: infeasible
+    shifts = {name: sheet[f"chain.jobs.{i}.shift_ms"] for i, name in enumerate(CHAIN)}
+    shift_ms = {name: float(e.expected.split()[0]) for name, e in shifts.items()}
+    for a, b in meeting:  # the promised shifts separate each meeting pair (either order on the circle)
+        d = (shift_ms[b] - shift_ms[a]) % g
+        ca, cb = CHAIN[a][1], CHAIN[b][1]
+        assert ca <= d <= g - cb or cb <= (g - d) % g <= g - ca, (a, b, d)
+    holds(sheet["chain.feasible"], "true")
+
+
+def test_lab3_chain_predictions_worked_by_hand():
+    """`none`: all start at 0; each of A's flows and each of C's shares a link with one of B's, so all
+    go at half speed (max-min on every shared link): A and C end at 2 x 150 = 300 ms, B has sent 150 of
+    its 200 by then and ends alone at 350. A and C compute 400 - 150 = 250 ms, B 200: all are ready at
+    550, as at 0, so every iteration takes 550. `shift`: B's bursts never meet A's or C's: 400."""
+    sheet = promises(LAB3)
+    (t, ca, _), (_, cb, _), _ = CHAIN.values()
+    a_end = 2 * ca
+    b_end = a_end + (cb - a_end / 2)
+    assert (a_end, b_end) == (300, 350)
+    assert a_end + (t - ca) == b_end + (t - cb) == 550
+    holds(sheet["chain.policies.none.B.predicted_iteration_ms"], b_end + (t - cb))
+    holds(sheet["chain.policies.shift.B.predicted_iteration_ms"], t)
