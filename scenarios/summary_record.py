@@ -163,6 +163,9 @@ class FidelitySummary:
     drifted: tuple[str, ...] = ()
     drift_max_pct: float | None = None
     solo: dict[str, dict[str, Any]] = field(default_factory=dict)  # each job's solo figures, as measured
+    apart_slowdown: dict[str, float | None] = field(default_factory=dict)  # data phase beside jobs it never meets
+    slowed_apart: tuple[str, ...] = ()  # jobs the machine slowed beyond apart_slowdown_max
+    apart_slowdown_max: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _as_dict(self)
@@ -185,6 +188,9 @@ class FidelitySummary:
             drifted=tuple(data.get("drifted") or ()),
             drift_max_pct=_number(data.get("drift_max_pct")),
             solo={str(k): dict(v) for k, v in (data.get("solo") or {}).items() if isinstance(v, dict)},
+            apart_slowdown={str(k): _number(v) for k, v in (data.get("apart_slowdown") or {}).items()},
+            slowed_apart=tuple(data.get("slowed_apart") or ()),
+            apart_slowdown_max=_number(data.get("apart_slowdown_max")),
         )
 
 

@@ -153,10 +153,34 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
     return pd.DataFrame({"job": pd.Series(jobs, dtype=object), "lead_ms": pd.Series(leads, dtype=float),
                          "all_flows_ms": pd.Series(all_flows, dtype=float), "data_ms": pd.Series(spans, dtype=float),
                          "after_ms": pd.Series(after, dtype=float), "busy_start": pd.Series(busy, dtype=bool),
-                         "quiet": pd.Series(quiet, dtype=bool)})
+                         "quiet": pd.Series(quiet, dtype=bool), "first_s": pd.Series(first_a, dtype=float),
+                         "last_s": pd.Series(last_a, dtype=float)})
 
 
 BUSY_START_MIN_BURSTS = 3  # fewer such bursts than this give no figure
+
+
+def apart_slowdown(spans: pd.DataFrame, solo_data_ms: dict[str, float], meets: set[frozenset],
+                   min_bursts: int = BUSY_START_MIN_BURSTS) -> dict[str, float | None]:
+    """Per job in ``solo_data_ms``: how much longer its data phase took while another job's data was
+    going but no job it meets (``meets``: the pairs that share a link) had data going, over alone
+    (median of such bursts' ``data_ms`` / the solo data phase). Such bursts share no link, so only
+    the machine (the switches' shared cores) can slow them. None for a job with fewer than
+    ``min_bursts`` such bursts (or none at all: every job meets every other on one link)."""
+    out: dict[str, float | None] = {}
+    if spans.empty or "first_s" not in spans:
+        return dict.fromkeys(solo_data_ms)
+    job = spans["job"].to_numpy()
+    first, last = spans["first_s"].to_numpy(dtype=float), spans["last_s"].to_numpy(dtype=float)
+    data = spans["data_ms"].to_numpy(dtype=float)
+    for name, solo_ms in solo_data_ms.items():
+        apart = []
+        for i in np.flatnonzero(job == name):
+            during = (job != name) & (first < last[i]) & (last > first[i])
+            if during.any() and not any(frozenset((name, other)) in meets for other in set(job[during])):
+                apart.append(data[i])
+        out[name] = float(np.median(apart) / solo_ms) if len(apart) >= min_bursts and solo_ms > 0 else None
+    return out
 
 
 def busy_start_extra_ms(spans: pd.DataFrame, solo_lead_ms: dict[str, float],

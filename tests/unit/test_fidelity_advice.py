@@ -54,3 +54,37 @@ def test_the_first_solo_run_whose_rate_is_the_fidelity_figure_is_judged_for_the_
     assert advice.startswith("this machine's host took more than 5 % of its CPU in all "
                              f"{MEASURE_ATTEMPTS} attempts at first solo a")
     assert "solo bursts reached only 77% of the rate the 50-Mbit/s links give them" in advice
+
+
+def _spans(rows):
+    """burst_spans-like rows: (job, first_s, last_s, data_ms)."""
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["job", "first_s", "last_s", "data_ms"])
+
+
+def test_bursts_beside_jobs_they_never_meet_are_measured_against_alone():
+    from scenarios.analysis.tables import apart_slowdown
+
+    # a and c never meet; b meets both. a's bursts 1-3 run beside c only, its 4th beside b
+    spans = _spans([("a", 0.0, 0.1, 60.0), ("c", 0.05, 0.15, 100.0),
+                    ("a", 1.0, 1.1, 66.0), ("c", 1.02, 1.1, 100.0),
+                    ("a", 2.0, 2.1, 54.0), ("c", 2.05, 2.2, 100.0),
+                    ("a", 3.0, 3.1, 99.0), ("b", 3.05, 3.2, 100.0),
+                    ("a", 4.0, 4.1, 50.0)])  # alone: not counted
+    meets = {frozenset("ab"), frozenset("bc")}
+    out = apart_slowdown(spans, {"a": 50.0, "b": 80.0, "c": 50.0}, meets)
+    assert out["a"] == 60.0 / 50.0  # the median of 60, 66 and 54, over alone
+    assert out["b"] is None  # never beside a job it does not meet
+    assert out["c"] == 2.0  # 100 beside a, three times
+    # on one link every pair meets: nothing is apart
+    everyone = meets | {frozenset("ac")}
+    assert apart_slowdown(spans, {"a": 50.0, "c": 50.0}, everyone) == {"a": None, "c": None}
+    assert apart_slowdown(spans.iloc[:0], {"a": 50.0}, meets) == {"a": None}
+
+
+def test_jobs_the_machine_slowed_beside_strangers_are_advised_with_their_figures():
+    advice = fidelity_advice(SOLO, 50.0, 0.97, [], 0, slowed={"near": 1.5, "far": 1.47})
+    assert advice == ("beside jobs they share no link with, the bursts of near, far took longer than alone "
+                      "(near 50 %, far 47 %): the machine's cores, not a link, slowed them; lower the link rates "
+                      "or run fewer jobs at once")
