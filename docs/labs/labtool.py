@@ -34,8 +34,13 @@ def newest_results(root: str) -> Path:
 
 
 def on_link(folder: Path) -> pd.DataFrame:
-    """Per policy and 10 ms bin, each job's Mbit/s on the shared link (one column per job)."""
+    """Per policy and 10 ms bin, each job's Mbit/s on the shared link (one column per job): the
+    run's busiest captured link (``shared_link`` in summary.json; the table has a row set for each
+    directed link where jobs meet)."""
     bw = pd.read_csv(folder / "link_bandwidth.csv")
+    shared = json.loads((folder / "summary.json").read_text()).get("shared_link")
+    if shared in set(bw["link"]):
+        bw = bw[bw["link"] == shared]
     return bw.pivot_table(index=["policy", "t_s"], columns="job", values="mbps", fill_value=0.0)
 
 

@@ -39,3 +39,11 @@ def test_the_prediction_error_is_measured_against_the_prediction():
 
     assert prediction_error_pct(110.0, 100.0) == pytest.approx(10.0)
     assert prediction_error_pct(90.0, 100.0) == pytest.approx(-10.0)
+
+
+def test_the_link_the_labs_read_is_the_runs_shared_link(tmp_path):
+    rows = [{"policy": "none", "link": link, "t_s": 0.0, "job": "a", "mbps": mbps}
+            for link, mbps in (("leaf1->spine1", 40.0), ("spine1->leaf1", 10.0))]
+    pd.DataFrame(rows).to_csv(tmp_path / "link_bandwidth.csv", index=False)
+    (tmp_path / "summary.json").write_text('{"shared_link": "leaf1->spine1"}')
+    assert labtool.on_link(tmp_path).loc[("none", 0.0), "a"] == 40.0  # not the mean of both directions
