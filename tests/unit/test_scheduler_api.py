@@ -602,3 +602,40 @@ def test_random_request_sequences_follow_the_model(requests):
                 assert core.schedule is None
             assert (core.policy.policy if core.policy else None) == model.policy
             assert sorted(core.offsets_ms) == (sorted(model.jobs) if model.policy else [])
+
+
+def test_jobs_that_say_which_links_they_cross_are_kept_apart_only_where_they_meet():
+    """The chain: A meets B on leaf 2's links, B meets C on leaf 3's; A and C never meet. On one
+    link 150 + 200 + 150 ms of bursts every 400 ms cannot be separated; told the links, the
+    controller finds the fabric's schedule (A and C together, B between)."""
+    core = SchedulerCore()
+    links = {"A": ["leaf1->spine1", "spine1->leaf2", "leaf2->spine1", "spine1->leaf1"],
+             "B": ["leaf2->spine1", "spine1->leaf3", "leaf3->spine1", "spine1->leaf2"],
+             "C": ["leaf3->spine1", "spine1->leaf4", "leaf4->spine1", "spine1->leaf3"]}
+    for name, comm in (("A", 150), ("B", 200), ("C", 150)):
+        core.add_job(job(name=name, period_ms=400, comm_ms=comm, links=links[name]))
+    doc = core.schedule_doc()
+    assert doc["feasible"] is True and doc["overlap_ms"] == 0
+    shifts = {n: j["shift_ms"] for n, j in doc["jobs"].items()}
+    for a, b in (("A", "B"), ("B", "C")):  # each meeting pair apart: 150 + 200 of every 400 ms
+        d = (shifts[b] - shifts[a]) % 400
+        assert 150 <= d <= 200 or 200 <= (400 - d) % 400 <= 250
+    # without the links all three meet on one link: no schedule separates them
+    alone = SchedulerCore()
+    for name, comm in (("A", 150), ("B", 200), ("C", 150)):
+        alone.add_job(job(name=name, period_ms=400, comm_ms=comm))
+    assert alone.schedule_doc()["feasible"] is False
+    assert core.jobs["A"].as_dict()["links"] == links["A"]
+
+
+@pytest.mark.parametrize("links, words", [
+    ("leaf1->spine1", "must be a list of 1..1024 link names"),
+    ([], "must be a list of 1..1024 link names"),
+    ([3], "links[0]: must be a link name of 1..64 characters"),
+    (["x" * 65], "links[0]: must be a link name of 1..64 characters"),
+])
+def test_a_jobs_links_are_checked(links, words):
+    core = SchedulerCore()
+    with pytest.raises(ApiError) as info:
+        core.add_job(job(links=links))
+    assert info.value.status == 400 and words in info.value.message and not core.jobs
