@@ -163,6 +163,23 @@ def _schedule_section(results: Results) -> tuple[str, list[str]]:
     return verdict, lines
 
 
+def _links_lines(results: Results) -> list[str]:
+    """Where the jobs meet (summary.json's ``links``): each directed link two or more jobs share,
+    and whether the run captured it; nothing for a folder without them."""
+    links = results.summary.links
+    if not links:
+        return []
+    lines = ["### Where the jobs meet", "",
+             "Jobs slow each other only on the directed links they share (docs/multilink.md); the "
+             "schedule keeps apart only the pairs that meet there, so a pair that never meets need "
+             "not be separable.", "",
+             "| link | jobs | captured |", "|---|---|---|"]
+    for name, entry in links.items():
+        captured = "yes" if entry.get("captured") else f"no (same flows as {entry.get('same_flows_as', '?')})"
+        lines.append(f"| {name} | {', '.join(entry.get('jobs', []))} | {captured} |")
+    return [*lines, ""]
+
+
 def _predicted_change_pct(results: Results, policy: str) -> float | None:
     """What the model expected of ``policy`` versus ``none``, from the predicted iteration times."""
     policies = results.summary.policies
@@ -383,7 +400,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
               f"- Policies: {winner}.",
               f"- Theory vs measurement: {accuracy}.",
               f"- Fidelity: {fidelity}.", "",
-              "## The schedule: can the bursts be kept apart?", "", *schedule_lines,
+              "## The schedule: can the bursts be kept apart?", "", *schedule_lines, *_links_lines(results),
               "## Which policy won", "", *policy_lines,
               "## Theory vs measurement", "", *accuracy_lines, *_burst_section(results),
               "## Fidelity and cross-checks", "", *fidelity_lines,

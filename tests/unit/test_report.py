@@ -217,3 +217,17 @@ def test_a_job_whose_solo_rate_could_not_be_measured_is_named_not_called_zero(tm
     assert "FIDELITY LOST" in first_paragraph
     assert "solo bursts of beta were too short to measure a rate" in first_paragraph
     assert "0 %" not in first_paragraph and "give it a longer comm_ms" in first_paragraph
+
+
+def test_where_the_jobs_meet_is_in_the_report_with_what_was_captured(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "links")
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["links"] = {"leaf2->spine1": {"jobs": ["a", "b"], "captured": True},
+                        "spine1->leaf3": {"jobs": ["a", "b"], "captured": False, "same_flows_as": "leaf2->spine1"}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "### Where the jobs meet" in report
+    assert "| leaf2->spine1 | a, b | yes |" in report
+    assert "| spine1->leaf3 | a, b | no (same flows as leaf2->spine1) |" in report
+    plain = Path(draw_report(write_example(tmp_path / "plain"))[-1]).read_text()
+    assert "Where the jobs meet" not in plain  # a folder without links says nothing of them
