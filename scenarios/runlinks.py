@@ -46,13 +46,14 @@ class RunLinks:
         return [job for job, home in self.home.items() if home == port]
 
     def recorded(self) -> list[tuple[SharedLink, str, tuple]]:
-        """``(port, "up" | "down", link)`` for every meeting link a captured port sees, in order:
-        what ``link_bandwidth.csv`` has a row set for."""
+        """``(port, "up" | "down", link)`` for every meeting link a captured port sees, and the uplink
+        of a port where no jobs meet (a job's own, captured to measure it), in order: what
+        ``link_bandwidth.csv`` has a row set for."""
         out = []
         for port in self.ports:
-            for direction, link in (("up", port.uplink), ("down", port.downlink)):
-                if link in self.meetings:
-                    out.append((port, direction, link))
+            both = (("up", port.uplink), ("down", port.downlink))
+            met = [(port, direction, link) for direction, link in both if link in self.meetings]
+            out += met or [(port, "up", port.uplink)]
         return out
 
     def model_links(self, solo: dict[str, dict]) -> JobLinks | None:
@@ -152,5 +153,7 @@ def run_links(scenario, wiring) -> RunLinks:
         home[job.name] = port(mine[0])
     counts = {job: dict(Counter(link for links in flows.values() for link in links)) for job, flows in routes.items()}
     return RunLinks(ports=tuple(port(pt) for pt in chosen), home=home, meetings=meetings,
-                    names={link: wiring.link_name(link) for link in flows_on}, same_as=same_as, flows_on=counts,
+                    names={link: wiring.link_name(link) for port in chosen for link in (
+                        ("up", *port), ("down", port[1], port[0]))} | {link: wiring.link_name(link) for link in flows_on},
+                    same_as=same_as, flows_on=counts,
                     capacity_mbps=link_capacity_mbps(wiring, {lk for c in counts.values() for lk in c}))

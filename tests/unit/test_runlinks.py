@@ -110,3 +110,15 @@ def test_planned_solo_rate_is_taken_on_each_jobs_home_uplink():
     assert solo["server"] == pytest.approx(50.0)  # its pull sends two flows through leaf 1's uplink: 25 each
     assert solo["near"] == pytest.approx(50.0) and solo["far"] == pytest.approx(50.0)
     assert peak_load_mbps(scenario, wiring) > 0
+
+
+def test_a_job_that_meets_no_one_is_captured_and_recorded_on_its_own_uplink():
+    scenario, wiring = _load("classroom")
+    from dataclasses import replace
+
+    alone = replace(scenario, jobs=scenario.jobs[:1])
+    links = run_links(alone, wiring)
+    assert [p.name for p in links.ports] == ["leaf1->spine1"] and not links.meetings
+    assert [(p.name, d, links.names[lk]) for p, d, lk in links.recorded()] == [
+        ("leaf1->spine1", "up", "leaf1->spine1")]
+    assert links.record() == {}
