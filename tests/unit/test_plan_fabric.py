@@ -120,5 +120,6 @@ def test_the_fluid_model_counts_the_servers_two_flows_on_its_links():
     server = links.flows_on["server"]
     assert server[("up", 1, 1)] == server[("down", 1, 1)] == server[("host-down", "h1")] == 2
     assert server[("up", 2, 1)] == server[("down", 1, 3)] == 1
-    assert links.solo_mbps("server") == pytest.approx(25.0) and links.solo_mbps("near") == pytest.approx(50.0)
-    assert links.capacity_mbps[("host-up", "h2")] == links.capacity_mbps[("up", 1, 1)] == 50
+    rate = scenario.fabric.fabric_link_mbps  # every link's: the server's two flows halve it on its links
+    assert links.solo_mbps("server") == pytest.approx(rate / 2) and links.solo_mbps("near") == pytest.approx(rate)
+    assert links.capacity_mbps[("host-up", "h2")] == links.capacity_mbps[("up", 1, 1)] == rate

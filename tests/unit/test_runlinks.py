@@ -82,16 +82,18 @@ def test_every_flow_is_pinned_where_plan_routes_it():
 
 def test_the_model_of_a_multi_port_run_caps_each_job_at_its_measured_solo_rate():
     scenario, wiring = _load("chain")
+    rate = scenario.fabric.fabric_link_mbps
     links = run_links(scenario, wiring)
-    model = links.model_links({"A": {"burst_mbps": 30.0}, "B": {"burst_mbps": 40.0}, "C": {"burst_mbps": 0.0}})
+    model = links.model_links({"A": {"burst_mbps": 0.8 * rate}, "B": {"burst_mbps": 0.96 * rate},
+                               "C": {"burst_mbps": 0.0}})
     assert isinstance(model, JobLinks)
-    assert model.solo_mbps("A") == pytest.approx(30.0)  # one flow each way on its uplink: capped at 30
-    assert model.solo_mbps("B") == pytest.approx(40.0)
-    assert model.solo_mbps("C") == pytest.approx(50.0)  # not measured: the configured links only
-    # A and B meet on leaf 2's links: 25 each, so A keeps 25/30 of its solo speed and B 25/40
+    assert model.solo_mbps("A") == pytest.approx(0.8 * rate)  # one flow each way on its uplink: its cap
+    assert model.solo_mbps("B") == pytest.approx(0.96 * rate)
+    assert model.solo_mbps("C") == pytest.approx(rate)  # not measured: the configured links only
+    # A and B meet on leaf 2's links: half the rate each, below both their caps
     rates = model.rates_mbps(["A", "B"])
-    assert rates["A"] == pytest.approx(25.0) and rates["B"] == pytest.approx(25.0)
-    assert model.rates_mbps(["A", "C"]) == {"A": pytest.approx(30.0), "C": pytest.approx(50.0)}  # never meet
+    assert rates["A"] == pytest.approx(rate / 2) and rates["B"] == pytest.approx(rate / 2)
+    assert model.rates_mbps(["A", "C"]) == {"A": pytest.approx(0.8 * rate), "C": pytest.approx(rate)}  # never meet
 
 
 def test_a_job_whose_workers_share_one_leaf_is_refused_by_name():
@@ -107,8 +109,9 @@ def test_planned_solo_rate_is_taken_on_each_jobs_home_uplink():
     scenario, wiring = _load("param-server")
     links = run_links(scenario, wiring)
     solo = planned_solo_mbps(scenario, wiring, links.home)
-    assert solo["server"] == pytest.approx(50.0)  # its pull sends two flows through leaf 1's uplink: 25 each
-    assert solo["near"] == pytest.approx(50.0) and solo["far"] == pytest.approx(50.0)
+    rate = scenario.fabric.fabric_link_mbps
+    assert solo["server"] == pytest.approx(rate)  # its pull sends two flows through leaf 1's uplink, half each
+    assert solo["near"] == pytest.approx(rate) and solo["far"] == pytest.approx(rate)
     assert peak_load_mbps(scenario, wiring) > 0
 
 
