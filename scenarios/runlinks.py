@@ -17,6 +17,7 @@ before it builds anything.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -73,6 +74,10 @@ class RunLinks:
                 flows_on[job][("solo", job)] = 1
                 capacity[("solo", job)] = mbps / max(1, links.get(self.home[job].uplink, 1))
         return JobLinks(flows_on, capacity)
+
+    def meeting_pairs(self) -> set[frozenset]:
+        """Every pair of jobs that shares a link."""
+        return {frozenset(pair) for jobs in self.meetings.values() for pair in itertools.combinations(jobs, 2)}
 
     def record(self) -> dict[str, dict]:
         """``summary.json``'s ``links``: every directed link two or more jobs share, its jobs, whether

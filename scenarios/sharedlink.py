@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.theory import fabricshare
+from scenarios.routes import link_capacity_mbps, phase_routes
 
 
 @dataclass(frozen=True)
@@ -85,17 +86,9 @@ def max_min_rates(paths: dict, capacity_mbps: dict) -> dict:
     return fabricshare.max_min_rates(paths, capacity_mbps)
 
 
-def _link_capacity_mbps(wiring, paths: dict) -> dict:
+def _capacity(wiring, paths: dict) -> dict:
     """Every link the flows in ``paths`` cross, at its configured rate."""
-    p = wiring.params
-    return {lk: p.host_link_mbps if lk[0].startswith("host") else p.fabric_link_mbps
-            for links in paths.values() for lk in links}
-
-
-def _routes(scenario, wiring) -> dict[str, list[dict]]:
-    from scenarios.routes import phase_routes
-
-    return phase_routes(scenario, wiring)
+    return link_capacity_mbps(wiring, {link for links in paths.values() for link in links})
 
 
 def peak_load_mbps(scenario, wiring) -> float:
@@ -104,10 +97,10 @@ def peak_load_mbps(scenario, wiring) -> float:
     split it, so jobs on one shared link load the machine far less than their flows'
     rates added up."""
     paths = {}
-    for job, phases in _routes(scenario, wiring).items():
+    for job, phases in phase_routes(scenario, wiring).items():
         for flow, links in max(phases, key=len).items():
             paths[(job, flow)] = links
-    return sum(max_min_rates(paths, _link_capacity_mbps(wiring, paths)).values())
+    return sum(max_min_rates(paths, _capacity(wiring, paths)).values())
 
 
 def planned_solo_mbps(scenario, wiring, home: dict[str, SharedLink]) -> dict[str, float]:
@@ -116,10 +109,10 @@ def planned_solo_mbps(scenario, wiring, home: dict[str, SharedLink]) -> dict[str
     flows), and the busiest phase on that link counts. 0 for a job that does not cross it.
     """
     out = {}
-    for job, phases in _routes(scenario, wiring).items():
+    for job, phases in phase_routes(scenario, wiring).items():
         best = 0.0
         for paths in phases:
-            rates = max_min_rates(paths, _link_capacity_mbps(wiring, paths))
+            rates = max_min_rates(paths, _capacity(wiring, paths))
             best = max(best, sum(r for f, r in rates.items() if home[job].uplink in paths[f]))
         out[job] = best
     return out

@@ -7,7 +7,6 @@ The record's form is ``scenarios/summary_record.py``.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 from scenarios.analysis import tables as analysis
@@ -81,8 +80,7 @@ def build_summary(*, scenario, complete: bool, reason: str | None, run: Measured
     either."""
     policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links) if record.measured else {})
     period_ms = {j.name: j.period_ms for j in scenario.jobs}
-    meets = ({frozenset(pair) for jobs in links.meetings.values() for pair in itertools.combinations(jobs, 2)}
-             if links is not None else None)
+    meets = links.meeting_pairs() if links is not None else None
     fidelity_ok, fidelity = judge_fidelity(run.solo, run.solo_spans, run.other_bursts(None), expected_solo_mbps,
                                            link_mbps, period_ms, record.steal, notes, meets)
     return SummaryRecord(scenario=scenario.name, complete=complete, incomplete_reason=reason,
