@@ -25,7 +25,8 @@ Edge = last packet before / first packet after a silent gap (> 2 ms); error =
 observed - scheduled. "load" adds two ungated bulk TCP flows each way from
 other hosts of the same leaves through the same uplinks, loading both the
 switches and the uplink queues. Each is run with edges sent ``--advance-ms``
-early and on time.
+early and on time, and ``--toggle`` says how an edge changes the gate (default:
+the scheduler's, a meter-mod).
 
 Burst start overhead: 20 solo bursts (iperf3 -R, 250 kB): launch -> first
 data packet on the wire, last data packet -> client exit, and launch -> exit
@@ -50,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from apps import iperf  # noqa: E402
 from apps.capture import Capture  # noqa: E402
+from controller.gate import TOGGLES  # noqa: E402
 from controller.scheduler_client import SchedulerClient  # noqa: E402
 from scenarios.analysis import gatecheck  # noqa: E402
 from scenarios.analysis.pcap import read_pcap  # noqa: E402
@@ -126,7 +128,7 @@ def pcap_path(work: Path, tag: str, interface: str) -> Path:
     return work / f"{tag}-{interface}.pcap"
 
 
-def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float) -> list[dict]:
+def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float, toggle: str) -> list[dict]:
     """All probes at once, every capture on; one row per gated switch."""
     scheduler = SchedulerClient(fabric.controller.rest_url)
     tag = f"{'load' if load else 'idle'}-{advance_ms}"
@@ -157,7 +159,7 @@ def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float) -> l
                        for p in plan.probes]
             procs += clients
             time.sleep(0.5)  # UDP set-up must pass before the gate closes anything
-            schedule = scheduler.set_policy("gate", start_in_s=0.3, toggle="delete", advance_ms=advance_ms)
+            schedule = scheduler.set_policy("gate", start_in_s=0.3, toggle=toggle, advance_ms=advance_ms)
             hung = 0
             for c in clients:
                 try:
@@ -175,7 +177,7 @@ def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float) -> l
             s.stop()
         for p in plan.probes:
             scheduler.remove_job(p.name)
-    common = {"load": load, "advance_ms": advance_ms, "jobs_total": len(plan.probes),
+    common = {"load": load, "advance_ms": advance_ms, "toggle": toggle, "jobs_total": len(plan.probes),
               "controller_send_late_ms": status["send_lateness_ms"],
               "barrier_late_ms": status["barrier_lateness_ms"], "openflow_errors": status["openflow_errors"],
               "probes_hung": hung}
@@ -293,9 +295,12 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    parser.add_argument("--advance-ms", type=float, default=1.3,
+    parser.add_argument("--advance-ms", type=float, default=0.5,
                         help="send edges this early in half the runs and in the per-switch verdict "
-                             "(default: the measured 1-job mean delay); the other half send on time")
+                             "(default: the mean delay of a meter edge, measured); the other half send on time")
+    parser.add_argument("--toggle", choices=TOGGLES, default=TOGGLES[0],
+                        help="how an edge changes the gate: change the rate of its meter, delete/add its "
+                             "rule, or modify it (default: %(default)s, the scheduler's)")
     args = parser.parse_args(argv)
     if not 0.0 <= args.advance_ms <= MAX_ADVANCE_MS:  # also refuses nan
         print(f"bench/gate.py: --advance-ms: must be in [0, {MAX_ADVANCE_MS:g}] ms, got {args.advance_ms}",
@@ -317,11 +322,11 @@ def main(argv=None) -> int:
         work = Path(tmp)
         for advance_ms in dict.fromkeys((args.advance_ms, 0.0)):
             for load in (False, True):
-                rows += edge_run(fabric, work, plan, load, advance_ms)
+                rows += edge_run(fabric, work, plan, load, advance_ms, args.toggle)
                 for row in rows[-len(GATED_LEAVES):]:
                     print(json.dumps(row), file=sys.stderr)
         overhead = burst_overhead(fabric, work, plan.uplink_if[1])
-    result = {"machine": machine(), "link_mbps": LINK_MBPS, "period_ms": PERIOD_MS, "comm_ms": COMM_MS,
+    result = {"machine": machine(), "toggle": args.toggle, "link_mbps": LINK_MBPS, "period_ms": PERIOD_MS, "comm_ms": COMM_MS,
               "probe_mbps": PROBE_MBPS, "captures": {leaf_name(leaf): [plan.ingress_if[leaf], plan.uplink_if[leaf]]
                                                      for leaf in GATED_LEAVES},
               "edges": rows, "per_switch": per_switch(rows, args.advance_ms), "burst_overhead": overhead,

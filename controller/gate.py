@@ -13,25 +13,31 @@ iperf3's server port and the client's ``--cport``, which only the data
 connection has) at the ingress leaf, where the job enters the shared links, are
 either
 
-- ``mode="block"``: dropped by a rule at priority ``GATE_PRIORITY`` (>= 10000,
-  above all forwarding) with no instructions; opening the window deletes it
-  (strict), closing adds it back; or
-- ``mode="floor"``: sent through a per-job OpenFlow meter (drop band at
-  ``floor_kbps``, burst ``0.25 × rate``, which TCP needs: docs/platform.md) and
-  ``goto_table:1``, where the fabric keeps a copy of forwarding.
+- ``mode="block"``: dropped; or
+- ``mode="floor"``: policed to ``floor_kbps`` (drop band, burst ``0.25 × rate``,
+  which TCP needs: docs/platform.md).
 
-Why these mechanisms (measurements in docs/gate.md and docs/platform.md):
-a Ryu flow-mod + barrier lands on the wire 1.3-1.7 ms after its due time on an
-idle link (p95 2-6 ms for 1-4 jobs, with a run-to-run spread on a shared
-2-core machine), nearly all of it Open vSwitch applying the change (the
-controller sends within 0.05 ms). Opening by ``modify`` of an always-present
-rule measured the same within that spread as ``delete``, so ``toggle="delete"`` is the default: the open state is
-then *no rule at all* — forwarding exactly as without the gate — and a crashed
-controller leaves at worst closed windows that teardown removes by cookie.
-``ovs-ofctl`` per edge is ~27 ms late and ``set_queue`` is ignored by the
-userspace datapath, so neither is used; a meter polices (drops) rather than
-blocks, so it is offered only as the floor, not as the gate itself. Gating
-matches the data ports only, so iperf3's control connection is never cut.
+How an edge changes the gate (``toggle``):
+
+- ``"meter"`` (default): the job's rule at priority ``GATE_PRIORITY`` (>= 10000,
+  above all forwarding) always sends its data through a per-job meter and
+  ``goto_table:1``, where the fabric keeps a copy of forwarding; an edge only
+  modifies the meter's drop band: :data:`OPEN_METER_KBPS` when open, the floor
+  or :data:`CLOSED_METER_KBPS` (a bucket no data segment fits) when closed;
+- ``"delete"``: the closed state is that rule (no instructions = drop, or the
+  floor meter); opening deletes it (strict), closing adds it back;
+- ``"modify"``: the rule stays and is flipped between closed and ``goto_table:1``.
+
+Why (measurements in docs/gate.md): a flow-mod makes Open vSwitch revalidate
+its datapath flows before packets see the change; a meter-mod replaces the
+datapath's meter at once. With four gated jobs on two switches of the
+userspace datapath, edges by flow-mod landed 2.2-2.6 ms late on average (p95
+4-6.6 ms; the controller sends within 0.3-0.6 ms), edges by meter-mod 0.3-0.6
+ms late (p95 1.5-2.0 ms). ``ovs-ofctl`` per edge is ~27 ms late and
+``set_queue`` is ignored by the userspace datapath, so neither is used. Gating
+matches the data ports only, so iperf3's control connection is never cut; a
+crashed controller leaves at worst gate rules and meters that teardown removes
+by cookie and id.
 """
 
 from __future__ import annotations
@@ -48,7 +54,12 @@ from controller.theory.windows import last_window_index, window_start_ms, window
 GATE_PRIORITY = SCHEDULER_MIN_PRIORITY + 100  # 10100: above all forwarding
 GATE_TABLE = 0
 MODES = ("block", "floor")
-TOGGLES = ("delete", "modify")  # open = delete the closing rule, or modify it to pass
+# open = raise the rate of the meter the job's rule always goes through (the default), delete the
+# closing rule, or modify it to pass
+TOGGLES = ("meter", "delete", "modify")
+OPEN_METER_KBPS = 100_000_000  # an open meter: 100 Gbit/s, far above any emulated link, never drops
+OPEN_METER_BURST_KBIT = 100_000  # room for a whole receive batch of jumbo frames within one ms
+CLOSED_METER_KBPS = 1  # a closed meter (block mode): a 1-kbit bucket, less than one full-sized data segment
 
 
 @dataclass(frozen=True)
@@ -91,9 +102,9 @@ class GateFlowMod:
 
 @dataclass(frozen=True)
 class MeterMod:
-    """Add or delete a KBPS|BURST|STATS meter with one drop band."""
+    """Add, modify or delete a KBPS|BURST|STATS meter with one drop band."""
 
-    command: str  # "add" | "delete"
+    command: str  # "add" | "modify" | "delete"
     dpid: int
     meter_id: int
     rate_kbps: int = 0
@@ -129,7 +140,7 @@ class WindowGate:
     """Window edges and their messages for a set of jobs, an epoch (unix s) and a mode."""
 
     def __init__(self, windows: dict[str, GateWindow], flows: dict[str, list[DataFlow]],
-                 epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "delete"):
+                 epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "meter"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if toggle not in TOGGLES:
@@ -163,28 +174,44 @@ class WindowGate:
         k = last_window_index(w.shift_ms, w.period_ms, since_ms)
         return k >= 0 and since_ms < window_start_ms(w.shift_ms, w.period_ms, k) + w.window_ms
 
+    def _uses_meters(self) -> bool:
+        return self.mode == "floor" or self.toggle == "meter"
+
     def _rule_mods(self, job: str, command: str) -> tuple:
-        meter = self.meter_ids[job] if self.mode == "floor" else None
+        meter = self.meter_ids[job] if self._uses_meters() else None
         return tuple(GateFlowMod(command, f.dpid, f.match(), meter_id=meter) for f in self.flows[job])
 
+    def _meter_mods(self, job: str, command: str, opened: bool = False) -> tuple:
+        """One meter per job and switch it is gated on: open, or closed (the floor, or nothing)."""
+        if opened:
+            rate, burst = OPEN_METER_KBPS, OPEN_METER_BURST_KBIT
+        elif self.mode == "floor":
+            rate, burst = self.floor_kbps, max(1, self.floor_kbps // 4)
+        else:
+            rate, burst = CLOSED_METER_KBPS, 1
+        return tuple(MeterMod(command, dpid, self.meter_ids[job], rate, burst)
+                     for dpid in sorted({f.dpid for f in self.flows[job]}))
+
     def close_mods(self, job: str) -> tuple:
+        if self.toggle == "meter":
+            return self._meter_mods(job, "modify")
         if self.toggle == "modify":
             return self._rule_mods(job, "modify")
         return self._rule_mods(job, "add")
 
     def open_mods(self, job: str) -> tuple:
+        if self.toggle == "meter":
+            return self._meter_mods(job, "modify", opened=True)
         if self.toggle == "modify":
             return tuple(GateFlowMod("modify", f.dpid, f.match(), pass_through=True) for f in self.flows[job])
         return self._rule_mods(job, "delete")
 
     def setup(self) -> list:
-        """Messages before the first edge: meters (floor mode), then every job closed."""
+        """Messages before the first edge: meters (floor mode or meter toggle), then every job closed."""
         out: list = []
-        if self.mode == "floor":
+        if self._uses_meters():
             for job in self.windows:
-                for dpid in sorted({f.dpid for f in self.flows[job]}):
-                    out.append(MeterMod("add", dpid, self.meter_ids[job], self.floor_kbps,
-                                        max(1, self.floor_kbps // 4)))
+                out.extend(self._meter_mods(job, "add"))
         for job in self.windows:
             out.extend(self._rule_mods(job, "add"))
         return out
@@ -192,10 +219,9 @@ class WindowGate:
     def teardown(self) -> list:
         """Messages that remove every trace of the gate (rules, then meters)."""
         out: list = [m for job in self.windows for m in self._rule_mods(job, "delete")]
-        if self.mode == "floor":
+        if self._uses_meters():
             for job in self.windows:
-                for dpid in sorted({f.dpid for f in self.flows[job]}):
-                    out.append(MeterMod("delete", dpid, self.meter_ids[job]))
+                out.extend(self._meter_mods(job, "delete"))
         return out
 
     # -- edges -----------------------------------------------------------------------------

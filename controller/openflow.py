@@ -53,12 +53,13 @@ def delete_by_cookie(dp, cookie: int, cookie_mask: int, table_id: int | None = N
 
 
 def gate_message(dp, mod: GateFlowMod | MeterMod, cookie: int):
-    """One gate message: a meter added or deleted, or a gate rule added, modified or deleted (strict)."""
+    """One gate message: a meter added, modified or deleted, or a gate rule added, modified or deleted (strict)."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     if isinstance(mod, MeterMod):
-        if mod.command == "add":
+        if mod.command in ("add", "modify"):
             band = parser.OFPMeterBandDrop(rate=mod.rate_kbps, burst_size=mod.burst_kbit)
-            return parser.OFPMeterMod(dp, command=ofp.OFPMC_ADD,
+            command = ofp.OFPMC_ADD if mod.command == "add" else ofp.OFPMC_MODIFY
+            return parser.OFPMeterMod(dp, command=command,
                                       flags=ofp.OFPMF_KBPS | ofp.OFPMF_BURST | ofp.OFPMF_STATS,
                                       meter_id=mod.meter_id, bands=[band])
         return parser.OFPMeterMod(dp, command=ofp.OFPMC_DELETE, meter_id=mod.meter_id)

@@ -235,7 +235,7 @@ class PolicyRequest:
     floor_kbps: int = 1000
     guard_ms: float = 0.0
     quantum_ms: float = 1.0
-    toggle: str = "delete"
+    toggle: str = "meter"
     advance_ms: float = 0.0  # send each edge this much early (pre-compensates the switch's delay)
 
 
@@ -263,7 +263,7 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     floor_kbps = int(_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
     guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, 1000.0, lo_open=False, default=0.0))
     quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, 10_000.0, default=1.0))
-    toggle = doc.get("toggle", "delete")
+    toggle = doc.get("toggle", "meter")
     if toggle not in TOGGLES:
         raise ApiError(400, f"policy.toggle: must be one of {', '.join(TOGGLES)}, got {toggle!r}"[:200])
     advance_ms = float(_number(doc, "advance_ms", "policy", 0.0, 50.0, lo_open=False, default=0.0))

@@ -53,7 +53,7 @@ POLICY_NUMBERS = {
     "quantum_ms": (0.0, 10_000.0, False, False, 1.0),
     "advance_ms": (0.0, 50.0, True, False, 0.0),
 }
-POLICY_CHOICES = {"mode": ("block", "floor"), "toggle": ("delete", "modify")}  # the first is the default
+POLICY_CHOICES = {"mode": ("block", "floor"), "toggle": ("meter", "delete", "modify")}  # the first is the default
 MAX_EPOCH_SKEW_S = 3600.0  # epoch_s within (now - this, now + this]
 MAX_START_IN_S = 600.0  # start_in_s within [0, this]; the default is 2 s
 DEFAULT_START_IN_S = 2.0
@@ -345,7 +345,7 @@ def policy_fields(now_s: float, exact_bounds: bool) -> dict:
         "guard_ms": choose([0, 2.5, 100, 139.5, 140, 1000], [-0.1, 1000.1, "0"]),
         # 150: a 60 ms burst rounds to 0 quanta; 10 000 and 1e-5: valid, but unschedulable
         "quantum_ms": choose([1, 0.5, 2, 10, 0.25, 150, 10_000, 1e-5], [0, -1, 10_000.5, "1"]),
-        "toggle": choose(["delete", "modify"], ["flip", True]),
+        "toggle": choose(["meter", "delete", "modify"], ["flip", True]),
         "advance_ms": choose([0, 1.5, 50], [50.5, -1, None]),
     }
 
@@ -417,7 +417,7 @@ def long_gate_windows(draw) -> dict:
     if draw(st.booleans()):
         doc["mode"] = "floor"
     if draw(st.booleans()):
-        doc["toggle"] = "modify"
+        doc["toggle"] = draw(st.sampled_from(["delete", "modify"]))
     return doc
 
 

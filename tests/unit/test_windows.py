@@ -5,7 +5,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.gate import GATE_PRIORITY, DataFlow, GateFlowMod, GateWindow, MeterMod, WindowGate
+from controller.gate import (
+    CLOSED_METER_KBPS,
+    GATE_PRIORITY,
+    OPEN_METER_KBPS,
+    DataFlow,
+    GateFlowMod,
+    GateWindow,
+    MeterMod,
+    WindowGate,
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,8 @@ def test_with_the_theory_schedule():
         assert g.is_open("a", t) + g.is_open("b", t) <= 1
 
 
-def test_block_mode_messages():
-    g = gate([_Timing("b", 300, 40)], {"b": 100.0})
+def test_delete_toggle_block_mode_messages():
+    g = gate([_Timing("b", 300, 40)], {"b": 100.0}, toggle="delete")
     setup = g.setup()
     assert setup == [GateFlowMod("add", f.dpid, f.match()) for f in FLOWS["b"]]
     assert all(m.priority == GATE_PRIORITY >= 10000 and m.meter_id is None for m in setup)
@@ -153,3 +162,24 @@ def test_modify_toggle_keeps_one_rule_and_flips_it():
     assert {(m.command, m.pass_through) for m in opening.mods} == {("modify", True)}
     assert {(m.command, m.pass_through) for m in closing.mods} == {("modify", False)}
     assert {m.command for m in g.teardown()} == {"delete"}
+
+
+def test_meter_toggle_keeps_rules_and_flips_meter_rates():
+    g = gate([_Timing("a", 200, 60)], {"a": 0.0}, toggle="meter")
+    setup = g.setup()
+    meters = [m for m in setup if isinstance(m, MeterMod)]
+    rules = [m for m in setup if isinstance(m, GateFlowMod)]
+    assert [(m.command, m.rate_kbps) for m in meters] == [("add", CLOSED_METER_KBPS)]
+    assert rules and all(m.command == "add" and m.meter_id == meters[0].meter_id for m in rules)
+    opening, closing = g.edges(EPOCH_S, EPOCH_S + 0.1)
+    assert [(type(m), m.command, m.rate_kbps) for m in opening.mods] == [(MeterMod, "modify", OPEN_METER_KBPS)]
+    assert [(type(m), m.command, m.rate_kbps) for m in closing.mods] == [(MeterMod, "modify", CLOSED_METER_KBPS)]
+    # a closed bucket holds less than one 1500-byte frame: no full-sized data segment passes
+    assert closing.mods[0].burst_kbit * 1000 < 1500 * 8
+    assert {type(m) for m in g.teardown()} == {GateFlowMod, MeterMod}
+
+
+def test_meter_toggle_closes_to_the_floor_in_floor_mode():
+    g = gate([_Timing("a", 200, 60)], {"a": 0.0}, toggle="meter", mode="floor", floor_kbps=500)
+    _, closing = g.edges(EPOCH_S, EPOCH_S + 0.1)
+    assert [(m.rate_kbps, m.burst_kbit) for m in closing.mods] == [(500, 125)]
