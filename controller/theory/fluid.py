@@ -27,8 +27,10 @@ Assumptions (the emulator's measurements are compared against these):
   schedule's shift. A re-aligning policy that does not enforce its windows (e.g. wait for the window every
   K-th iteration) runs free in between and its bursts are never paused.
 - A burst that starts while another job's burst is on the link may take longer than alone:
-  ``FluidJob.busy_start_ms`` more of the link (0 by default). On the emulator its processes start and end
-  slower while other jobs' bursts load the CPU, and its flows start apart.
+  ``FluidJob.busy_start_ms`` more of the link (0 by default); and a burst that was on the link beside
+  another job's (on any link) may end later: ``busy_after_samples_ms`` more before the next computation.
+  On the emulator its processes start and end slower while other jobs' bursts load the CPU, and its flows
+  start apart.
 - The jobs are simulated as they are (true, real-valued periods and bursts: the scenario's, or measured ones);
   only the schedule and its windows are on the grid. With measured bursts (``comm_samples_ms``) and an
   ``rng``, each burst draws its length from them (with ``after_samples_ms``, also how much longer its job then
@@ -49,11 +51,11 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from controller.theory.fabricshare import JobLinks
+from controller.theory.fluidjob import EPS_MS as _EPS
+from controller.theory.fluidjob import FluidJob, FluidWindow
 from controller.theory.policies import SHARING, Policy, PolicyKnobs, get_policy, link_shares
 from controller.theory.schedule import JobTiming, Schedule, compute_schedule
-from controller.theory.windows import last_window_index, next_window_index, window_start_ms
 
-_EPS = 1e-9
 WARMUP_ITERATIONS = 2  # of the longest job, before the horizon starts
 MIN_HORIZON_ITERATIONS = 40  # the horizon is at least this many periods of the longest job
 MAX_HORIZON_ITERATIONS = 400  # ... and at most this many: where the lcm is longer, phases cycle too slowly to wait for
@@ -61,71 +63,6 @@ MLTCP_STEP_MS = 1.0  # the model's step while mltcp bursts share the link (halvi
 # What a re-alignment costs beyond the wait for the window: the scheduler measures and sends the
 # new shift while the job computes, so the job only waits; 0.
 REALIGN_COST_MS = 0.0
-
-
-@dataclass(frozen=True)
-class FluidJob:
-    """A job's solo figures (measured or planned): period and burst length, ms."""
-
-    name: str
-    period_ms: float
-    comm_ms: float
-    link_headroom: float = 1.0  # link rate / this job's solo burst rate (>= 1)
-    comm_samples_ms: tuple[float, ...] = ()  # measured bursts, drawn from when simulate() gets an rng
-    busy_start_ms: float = 0.0  # a burst starting while another job's is on the link takes this much longer
-    # with each measured burst, how much longer than usual its job took after it (ms, may be < 0):
-    # added to the computation that follows; used only when there is one per comm sample
-    after_samples_ms: tuple[float, ...] = ()
-    # measured busy starts' costs (ms, >= 0): with an rng, each busy start draws one instead of busy_start_ms
-    busy_start_samples_ms: tuple[float, ...] = ()
-
-    def draw(self, rng: random.Random | None) -> tuple[float, float]:
-        """The next burst: (its length alone on the link, the extra time after it), one measured burst's."""
-        if rng is None or not self.comm_samples_ms:
-            return self.comm_ms, 0.0
-        k = rng.randrange(len(self.comm_samples_ms))  # the stream rng.choice() draws from
-        paired = len(self.after_samples_ms) == len(self.comm_samples_ms)
-        return self.comm_samples_ms[k], self.after_samples_ms[k] if paired else 0.0
-
-    def busy_start_cost(self, rng: random.Random | None) -> float:
-        """What this burst's busy start costs: one measured busy start's, else ``busy_start_ms``."""
-        if rng is None or not self.busy_start_samples_ms:
-            return self.busy_start_ms
-        return self.busy_start_samples_ms[rng.randrange(len(self.busy_start_samples_ms))]
-
-
-@dataclass(frozen=True)
-class FluidWindow:
-    """The fluid model's windows for one job: ``[shift + k*period, shift + k*period + length)``, any k
-    (``controller/theory/windows.py``).
-
-    ``grace_ms``: a burst ready at most this long after a window's start still
-    takes that window, late (the job driver's launch lead and tolerance).
-    """
-
-    shift_ms: float
-    period_ms: float
-    length_ms: float
-    grace_ms: float = 0.0
-
-    def next_start(self, t_ms: float) -> float:
-        """Start of the first window that opens at or after ``t_ms``."""
-        return window_start_ms(self.shift_ms, self.period_ms,
-                               next_window_index(self.shift_ms, self.period_ms, t_ms, _EPS))
-
-    def last_start(self, t_ms: float) -> float:
-        """Start of the latest window that opened at or before ``t_ms``."""
-        return window_start_ms(self.shift_ms, self.period_ms,
-                               last_window_index(self.shift_ms, self.period_ms, t_ms, _EPS))
-
-    def takes(self, t_ms: float) -> bool:
-        """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
-        return t_ms - self.last_start(t_ms) <= self.grace_ms + 1e-6 and self.end_of_current(t_ms) is not None
-
-    def end_of_current(self, t_ms: float) -> float | None:
-        """End of the window containing ``t_ms``, or None outside every window."""
-        end = self.last_start(t_ms) + self.length_ms
-        return end if t_ms < end - _EPS else None
 
 
 @dataclass(frozen=True)
@@ -166,6 +103,8 @@ def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> 
         if not j.busy_start_ms >= 0.0 or any(not c >= 0.0 for c in j.busy_start_samples_ms):
             raise ValueError(f"{j.name}: busy_start_ms and busy_start_samples_ms must be >= 0, got "
                              f"{j.busy_start_ms}, {j.busy_start_samples_ms}")
+        if any(not c >= 0.0 for _, samples in j.busy_after_samples_ms for c in samples):
+            raise ValueError(f"{j.name}: busy_after_samples_ms must be >= 0, got {j.busy_after_samples_ms}")
         if not j.link_headroom >= 1.0:
             raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
         if any(not 0 < c < j.period_ms for c in j.comm_samples_ms):
@@ -236,6 +175,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     remaining = [0.0] * n  # solo-ms of burst left
     sent = [0.0] * n  # solo-ms of the current burst already sent (mltcp's weight)
     after = [0.0] * n  # the current burst's extra time after its end (FluidJob.after_samples_ms)
+    met: list[set] = [set() for _ in range(n)]  # the other jobs the current burst was on the link beside
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
     on_link = [False] * n  # the current burst has gone once (a later window resumes it)
     went = [math.nan] * n  # when the current burst first went on the link
@@ -315,6 +255,9 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if sharing == "mltcp" and len(sending) >= 2:
             t_next = min(t_next, t + mltcp_step_ms)  # the weights move as the bursts progress
         dt = t_next - t
+        if len(sending) >= 2:
+            for i in sending:
+                met[i].update(k for k in sending if k != i)
         if sum(share[i] > 0 for i in sending) >= 2:
             inside = max(0.0, min(t_next, span[1]) - max(t, span[0]))
             overlap_ms += inside
@@ -334,9 +277,12 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 ends[i].append(t)
                 if trace is not None:
                     trace.append((jobs[i].name, starts[i][-1], went[i], t))
-                state[i], next_t[i], queued[i] = "compute", t + max(0.0, compute[i] + after[i]), 0.0
+                meets = [k for k in met[i] if links is None or links.meeting((jobs[i].name, jobs[k].name))]
+                extra = jobs[i].busy_after_cost("shared" if meets else "apart" if met[i] else None, rng)
+                state[i], next_t[i], queued[i] = "compute", t + max(0.0, compute[i] + after[i] + extra), 0.0
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
                 remaining[i], after[i] = jobs[i].draw(rng)
+                met[i] = set()
                 sent[i] = 0.0
                 starts[i].append(t)
                 aligned[i] = on_link[i] = False

@@ -33,6 +33,15 @@ own bursts), else :data:`BUSY_START_MS`; each busy start draws its cost from
 those bursts' where there are enough (``analysis.busy_start_samples_ms``). Measured 2026-12-01:
 2-6 ms on one machine, 5-15 ms per job and run on another (docs/accuracy.md).
 
+**Busy ends.** Likewise a burst's closing exchange and exits take longer
+while other jobs' bursts run, on its links or elsewhere: each burst that
+was on the link beside another job's draws how much longer than usual such
+bursts of the run's other policies took after their data
+(``busy_after_samples_ms``, from :func:`pooled_solo`). In one param-server
+run a ring job's after phase took 9-13 ms alone and 19-28 ms beside another
+burst; without it, its gated bursts were predicted to make every window and
+missed one in seven (docs/accuracy.md).
+
 **Quiet bursts of the other policies.** A run's policies come minutes after
 its calibration, and this machine's speed drifts in between: in one
 classroom run every burst started 25 ms after its launch in calibration and
@@ -125,7 +134,8 @@ class RunModel:
             jobs.append(FluidJob(job.name, iteration_ms, min(solo["data_ms"], longest_ms), headroom,
                                  samples, busy_start_ms=max(0.0, busy_ms),
                                  after_samples_ms=tuple(solo.get("after_samples_ms", ())),
-                                 busy_start_samples_ms=tuple((busy_start_samples_ms or {}).get(job.name, ()))))
+                                 busy_start_samples_ms=tuple((busy_start_samples_ms or {}).get(job.name, ())),
+                                 busy_after_samples_ms=tuple(solo.get("busy_after_samples_ms", ()))))
             launch_lead = self.launch_lead_ms.get(job.name, 0.0)
             late[job.name] = max(0.0, typical_lead_ms(solo) - launch_lead)
             grace[job.name] = launch_lead + late_launch_ms(job.comm_ms, late_bursts.get(job.name))
@@ -170,7 +180,7 @@ def typical_lead_ms(solo: dict) -> float:
 
 
 def pooled_solo(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame],
-                other_spans: pd.DataFrame) -> dict[str, dict]:
+                other_spans: pd.DataFrame, meets: set[frozenset] | None = None) -> dict[str, dict]:
     """Each job's solo figures, pooled with its quiet bursts in ``other_spans``.
 
     ``solo_spans[job]``: the bursts (``analysis.burst_spans``) of the solo run
@@ -180,22 +190,32 @@ def pooled_solo(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame],
     (and median) lead and the mean data phase, the link and after samples of all those bursts, and
     the solo iteration moved by how much the pool's median burst (launch to
     end) differs from the solo run's: the compute phase is a fixed sleep.
-    A job without solo bursts or quiet bursts keeps its solo figures.
+    A job without solo bursts or quiet bursts keeps its solo figures. Every
+    job with solo bursts also gets ``busy_after_samples_ms``: how much longer
+    than the pool's median its bursts in ``other_spans`` that met another
+    job's took after their data, by whether that job shares a link with it
+    (a pair in ``meets``; None: all do; ``analysis.busy_after_samples_ms``).
     """
     out = {}
     for job, figures in solo.items():
         mine = solo_spans.get(job)
         theirs = analysis.quiet_bursts(other_spans, job)
-        if mine is None or mine.empty or theirs.empty:
+        if mine is None or mine.empty:
             out[job] = {**figures, "quiet_bursts": 0}
             continue
         pool = pd.concat([mine, theirs], ignore_index=True)
+        busy_after = tuple(analysis.busy_after_samples_ms(other_spans, job, float(pool["after_ms"].median()),
+                                                          meets).items())
+        if theirs.empty:
+            out[job] = {**figures, "quiet_bursts": 0, "busy_after_samples_ms": busy_after}
+            continue
         moved_ms = float(analysis.launch_to_end_ms(pool).median() - analysis.launch_to_end_ms(mine).median())
         out[job] = {**figures, "lead_ms": float(pool["lead_ms"].mean()), "burst_lead_ms": float(pool["lead_ms"].median()),
                     "data_ms": float(pool["data_ms"].mean()),
                     "iteration_ms": figures["iteration_ms"] + moved_ms,
                     "link_samples_ms": analysis.link_time_samples_ms(pool),
-                    "after_samples_ms": analysis.after_time_samples_ms(pool), "quiet_bursts": len(theirs)}
+                    "after_samples_ms": analysis.after_time_samples_ms(pool), "quiet_bursts": len(theirs),
+                    "busy_after_samples_ms": busy_after}
     return out
 
 
@@ -235,6 +255,7 @@ class MeasuredRun:
     bursts: dict[str, pd.DataFrame]  # policy -> its bursts (analysis.burst_spans)
     launch_lead_ms: dict[str, float]
     schedules: dict[str, Schedule] = field(default_factory=dict)  # policy -> its own, where it differs
+    meets: set[frozenset] | None = None  # the pairs of jobs that share a link (None: every pair)
 
     def schedule_of(self, policy: str) -> Schedule:
         """The schedule ``policy`` ran with (``policies.policy_schedule``; default: the run's)."""
@@ -254,7 +275,7 @@ class MeasuredRun:
     def model_solo(self, policy: str) -> dict[str, dict]:
         """The solo figures the model is fed for ``policy``: pooled with the quiet bursts of the
         run's other policies (:func:`pooled_solo`)."""
-        return pooled_solo(self.solo, self.solo_spans, self.other_bursts(policy))
+        return pooled_solo(self.solo, self.solo_spans, self.other_bursts(policy), self.meets)
 
     def busy_starts_ms(self, policy: str, figures: dict[str, dict] | None = None,
                        ) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:

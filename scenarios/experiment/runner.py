@@ -319,7 +319,7 @@ class Experiment:
         """The summary record of what the run measured so far."""
         cal = self.calibration
         run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms,
-                          self.schedules)
+                          self.schedules, self.links.meeting_pairs() if self.links is not None else None)
         return build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run, record=self.record,
                              notes=self.notes, links=self.links, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
                              expected_solo_mbps=self.expected_solo_mbps,

@@ -232,9 +232,25 @@ def test_a_quiet_burst_met_no_other_jobs_burst_from_launch_to_end():
                        "comm_end": [0.06, 1.06, 0.08, 2.08], "end": [0.06, 1.06, 0.08, 2.08]})
     spans = analysis.burst_spans(frame, labels, it)
     assert spans["quiet"].tolist() == [False, True, False, True]
+    assert spans["met"].tolist() == [("b",), (), ("a",), ()]
     everyone = pd.concat([it, pd.DataFrame({"job": ["b"], "comm_start": [1.03], "comm_end": [1.09],
                                             "end": [1.09]})], ignore_index=True)
     assert analysis.burst_spans(frame, labels, it, everyone)["quiet"].tolist() == [False, False, False, True]
+
+
+def test_busy_after_samples_are_the_after_phases_of_bursts_that_met_others_less_the_usual():
+    met = [(), ("b",), ("b",), ("b", "c"), ("c",), ("c",), ("c",), ("a",)]
+    spans = pd.DataFrame({"job": ["a"] * 7 + ["b"], "after_ms": [8.0, 20.0, 25.0, 30.0, 3.0, 12.0, 14.0, 40.0],
+                          "quiet": [not m for m in met], "met": met})
+    # a shares a link with b, not with c: beside b (or b and c) 20, 25, 30 ms; beside c only 3, 12, 14
+    assert analysis.busy_after_samples_ms(spans, "a", 10.0, {frozenset("ab")}) == {
+        "shared": pytest.approx((10.0, 15.0, 20.0)), "apart": pytest.approx((0.0, 2.0, 4.0))}
+    # without the pairs, every job shares a link with every other
+    assert analysis.busy_after_samples_ms(spans, "a", 10.0) == {
+        "shared": pytest.approx((10.0, 15.0, 20.0, 0.0, 2.0, 4.0))}
+    assert analysis.busy_after_samples_ms(spans, "b", 10.0) == {}  # one such burst: too few
+    assert analysis.busy_after_samples_ms(spans.drop(columns="met"), "a", 10.0) == {}
+    assert analysis.busy_after_samples_ms(spans.iloc[:0], "a", 10.0) == {}
 
 
 def test_speed_drift_is_the_quiet_bursts_median_launch_to_end_against_the_solo_bursts():

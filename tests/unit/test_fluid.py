@@ -5,6 +5,7 @@ import random
 import pytest
 
 from controller.theory import policies
+from controller.theory.fabricshare import JobLinks
 from controller.theory.fluid import (
     FluidJob,
     FluidWindow,
@@ -246,6 +247,30 @@ def test_a_drawn_burst_brings_its_jobs_extra_time_after_it():
     assert {pair.draw(random.Random(seed)) for seed in range(20)} == {(80.0, -10.0), (120.0, 10.0)}
     assert FluidJob("a", 300, 100, comm_samples_ms=(80.0,), after_samples_ms=(1.0, 2.0)).draw(random.Random(0)) == (80.0, 0.0)
     assert job.draw(None) == (100, 0.0)
+
+
+def test_a_burst_beside_another_jobs_brings_a_busy_end_draw_of_its_kind():
+    slow_end = FluidJob("a", 300, 100, busy_after_samples_ms=(("shared", (20.0,)), ("apart", (5.0,))))
+    rng = random.Random(0)
+    assert slow_end.busy_after_cost("shared", rng) == 20.0 and slow_end.busy_after_cost("apart", rng) == 5.0
+    assert slow_end.busy_after_cost(None, rng) == 0.0 and slow_end.busy_after_cost("shared", None) == 0.0
+    # alone, no burst meets another: 300 ms per iteration
+    assert mean_iterations([slow_end], {"a": 0.0}, draws=2, iterations=5)["a"] == pytest.approx(300.0)
+
+    def second_ready_ms(links=None):
+        # b's bursts (1000/10) meet a's first one only: a's next burst is ready after its compute
+        # (200 ms) and the busy end of the kind b is
+        trace = []
+        simulate([slow_end, FluidJob("b", 1000, 10)], {"a": 0.0, "b": 0.0}, iterations=1, warmup=0,
+                 rng=random.Random(0), trace=trace, links=links)
+        a_bursts = [(ready, end) for job, ready, _, end in trace if job == "a"]
+        return a_bursts[1][0] - a_bursts[0][1]
+
+    assert second_ready_ms() == pytest.approx(200.0 + 20.0)  # one link: b shares it
+    apart = JobLinks({"a": {"up1": 1}, "b": {"up2": 1}}, {"up1": 1.0, "up2": 1.0})
+    assert second_ready_ms(apart) == pytest.approx(200.0 + 5.0)
+    with pytest.raises(ValueError, match="busy_after_samples_ms"):
+        simulate([FluidJob("a", 300, 100, busy_after_samples_ms=(("apart", (-1.0,)),))], {"a": 0.0})
 
 
 def test_a_shift_re_aligns_to_its_grid_window_after_every_realign_period():

@@ -97,6 +97,20 @@ def test_a_busy_start_cost_is_the_measured_one_else_the_default():
     assert costs == {"a": 9.5, "b": BUSY_START_MS, "c": 0.0, "d": BUSY_START_MS}
 
 
+def test_bursts_beside_other_jobs_give_busy_end_samples_against_the_pools_usual_after():
+    solo = {"a": {**_solo(290.0, 50.0, lead_ms=10.0), "link_samples_ms": [50.0] * 3}}
+    solo_spans = {"a": _spans("a", [10.0] * 3, [50.0] * 3, [10.0] * 3)}
+    beside_b = _spans("a", [15.0] * 3, [60.0] * 3, [20.0, 22.0, 24.0], quiet=False).assign(met=[("b",)] * 3)
+    others = pd.concat([_spans("a", [14.0] * 3, [50.0] * 3, [12.0] * 3).assign(met=[()] * 3), beside_b])
+    # the pool's after phases: 10, 10, 10, 12, 12, 12 (median 11); beside b: 20, 22, 24
+    assert pooled_solo(solo, solo_spans, others)["a"]["busy_after_samples_ms"] == (
+        ("shared", pytest.approx((9.0, 11.0, 13.0))),)
+    assert pooled_solo(solo, solo_spans, others, meets=set())["a"]["busy_after_samples_ms"] == (
+        ("apart", pytest.approx((9.0, 11.0, 13.0))),)
+    # one policy's own bursts never feed its prediction: a run with no other policy has none
+    assert pooled_solo(solo, solo_spans, pd.DataFrame())["a"]["busy_after_samples_ms"] == ()
+
+
 def test_late_launches_only_where_no_two_jobs_windows_ever_meet():
     solo = {"alpha": {"comm_ms": 68.0}, "beta": {"comm_ms": 104.0}}
     separable = compute_schedule([JobTiming("alpha", 300, 100), JobTiming("beta", 600, 150)], 1)
@@ -129,8 +143,10 @@ def test_solo_figures_are_pooled_with_the_other_policies_quiet_bursts():
     assert a["iteration_ms"] == pytest.approx(293.0)
     assert a["link_samples_ms"] == pytest.approx([48.0] * 3 + [52.0] * 3)  # late starts against the pool's lead
     assert a["burst_mbps"] == solo["a"]["burst_mbps"]
-    assert pooled["b"] == {**solo["b"], "quiet_bursts": 0}  # no quiet burst of b elsewhere: its solo figures
-    assert pooled_solo(solo, solo_spans, pd.DataFrame())["a"] == {**solo["a"], "quiet_bursts": 0}
+    # no quiet burst of b elsewhere: its solo figures (and too few busy ones for busy-end samples)
+    assert pooled["b"] == {**solo["b"], "quiet_bursts": 0, "busy_after_samples_ms": ()}
+    assert pooled_solo(solo, solo_spans, pd.DataFrame())["a"] == {**solo["a"], "quiet_bursts": 0,
+                                                                  "busy_after_samples_ms": ()}
     assert pooled_solo(solo, {}, others)["a"] == {**solo["a"], "quiet_bursts": 0}  # no solo bursts kept
 
 

@@ -1,0 +1,92 @@
+"""The fluid model's inputs: a job's figures (planned or measured) and its windows.
+
+``controller/theory/fluid.py`` simulates these; a run's measured figures come from
+``scenarios/experiment/prediction.py``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from controller.theory.windows import last_window_index, next_window_index, window_start_ms
+
+EPS_MS = 1e-9  # times (ms) closer than this are the same instant
+
+
+@dataclass(frozen=True)
+class FluidJob:
+    """A job's solo figures (measured or planned): period and burst length, ms."""
+
+    name: str
+    period_ms: float
+    comm_ms: float
+    link_headroom: float = 1.0  # link rate / this job's solo burst rate (>= 1)
+    comm_samples_ms: tuple[float, ...] = ()  # measured bursts, drawn from when simulate() gets an rng
+    busy_start_ms: float = 0.0  # a burst starting while another job's is on the link takes this much longer
+    # with each measured burst, how much longer than usual its job took after it (ms, may be < 0):
+    # added to the computation that follows; used only when there is one per comm sample
+    after_samples_ms: tuple[float, ...] = ()
+    # measured busy starts' costs (ms, >= 0): with an rng, each busy start draws one instead of busy_start_ms
+    busy_start_samples_ms: tuple[float, ...] = ()
+    # measured extra time after bursts that were on the link beside other jobs' (ms, >= 0), by kind:
+    # "shared" (beside a job it shares a link with) and "apart" (beside jobs on other links only).
+    # With an rng, each such burst draws one of its kind and the computation that follows starts that
+    # much later
+    busy_after_samples_ms: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    def draw(self, rng: random.Random | None) -> tuple[float, float]:
+        """The next burst: (its length alone on the link, the extra time after it), one measured burst's."""
+        if rng is None or not self.comm_samples_ms:
+            return self.comm_ms, 0.0
+        k = rng.randrange(len(self.comm_samples_ms))  # the stream rng.choice() draws from
+        paired = len(self.after_samples_ms) == len(self.comm_samples_ms)
+        return self.comm_samples_ms[k], self.after_samples_ms[k] if paired else 0.0
+
+    def busy_start_cost(self, rng: random.Random | None) -> float:
+        """What this burst's busy start costs: one measured busy start's, else ``busy_start_ms``."""
+        if rng is None or not self.busy_start_samples_ms:
+            return self.busy_start_ms
+        return self.busy_start_samples_ms[rng.randrange(len(self.busy_start_samples_ms))]
+
+    def busy_after_cost(self, kind: str | None, rng: random.Random | None) -> float:
+        """How much longer than usual the job takes after a burst that met another job's: one measured
+        burst's of that ``kind`` ("shared" or "apart"; None or no rng or none measured: 0)."""
+        samples = dict(self.busy_after_samples_ms).get(kind, ())
+        if rng is None or not samples:
+            return 0.0
+        return samples[rng.randrange(len(samples))]
+
+
+@dataclass(frozen=True)
+class FluidWindow:
+    """The fluid model's windows for one job: ``[shift + k*period, shift + k*period + length)``, any k
+    (``controller/theory/windows.py``).
+
+    ``grace_ms``: a burst ready at most this long after a window's start still
+    takes that window, late (the job driver's launch lead and tolerance).
+    """
+
+    shift_ms: float
+    period_ms: float
+    length_ms: float
+    grace_ms: float = 0.0
+
+    def next_start(self, t_ms: float) -> float:
+        """Start of the first window that opens at or after ``t_ms``."""
+        return window_start_ms(self.shift_ms, self.period_ms,
+                               next_window_index(self.shift_ms, self.period_ms, t_ms, EPS_MS))
+
+    def last_start(self, t_ms: float) -> float:
+        """Start of the latest window that opened at or before ``t_ms``."""
+        return window_start_ms(self.shift_ms, self.period_ms,
+                               last_window_index(self.shift_ms, self.period_ms, t_ms, EPS_MS))
+
+    def takes(self, t_ms: float) -> bool:
+        """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
+        return t_ms - self.last_start(t_ms) <= self.grace_ms + 1e-6 and self.end_of_current(t_ms) is not None
+
+    def end_of_current(self, t_ms: float) -> float | None:
+        """End of the window containing ``t_ms``, or None outside every window."""
+        end = self.last_start(t_ms) + self.length_ms
+        return end if t_ms < end - EPS_MS else None
