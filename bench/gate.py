@@ -49,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from apps import iperf  # noqa: E402
+from apps import hoststeal, iperf  # noqa: E402
 from apps.capture import Capture  # noqa: E402
 from controller.gate import TOGGLES  # noqa: E402
 from controller.scheduler_client import SchedulerClient  # noqa: E402
@@ -133,6 +133,7 @@ def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float, togg
     scheduler = SchedulerClient(fabric.controller.rest_url)
     tag = f"{'load' if load else 'idle'}-{advance_ms}"
     servers, procs = [], []
+    meter = hoststeal.StealMeter().start()  # a row the host took CPU from is not the gate's figure
     try:
         for p in plan.probes:
             s = iperf.start_server(p.port, str(work / f"{tag}-{p.name}.pid"), fabric.host(p.src).pid)
@@ -169,6 +170,7 @@ def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float, togg
                     fabric.stop_process(c)
         status = scheduler.status()
     finally:
+        steal = meter.stop()
         scheduler.stop()
         for p in procs:
             if p in fabric.processes:
@@ -180,7 +182,7 @@ def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float, togg
     common = {"load": load, "advance_ms": advance_ms, "toggle": toggle, "jobs_total": len(plan.probes),
               "controller_send_late_ms": status["send_lateness_ms"],
               "barrier_late_ms": status["barrier_lateness_ms"], "openflow_errors": status["openflow_errors"],
-              "probes_hung": hung}
+              "probes_hung": hung, "host_steal_pct": steal.as_dict(), "host_disturbed": steal.disturbed}
     return [{"switch": leaf_name(leaf), **switch_edges(work, tag, plan, leaf, schedule), **common}
             for leaf in GATED_LEAVES]
 
@@ -223,7 +225,9 @@ def per_switch(rows: list[dict], advance_ms: float) -> dict:
                        "gate_idle_p95_ms": idle.get("p95"), "gate_load_p95_ms": loaded.get("p95"),
                        "queueing_load_p95_ms": pick[True]["queueing_ms"].get("p95"),
                        "gate_idle_p95_ok": within(idle, GATE_IDLE_P95_MS),
-                       "gate_load_p95_ok": within(loaded, GATE_LOAD_P95_MS)}
+                       "gate_load_p95_ok": within(loaded, GATE_LOAD_P95_MS),
+                       # the host took CPU during either row: a verdict on the machine, not the gate
+                       "host_disturbed": pick[False].get("host_disturbed", False) or pick[True].get("host_disturbed", False)}
     return out
 
 
@@ -273,20 +277,22 @@ def markdown(result: dict) -> str:
     lines = [f"machine: {result['machine']}", "",
              "| switch | jobs | load | advance ms | gate edges | gate missed | gate mean ms | gate p95 ms "
              "| gate max ms | gate signed mean ms | wire edges | wire missed | wire p95 ms | wire signed mean ms "
-             "| queue p50 ms | queue p95 ms | queue max ms |",
-             "|" + "---|" * 17]
+             "| queue p50 ms | queue p95 ms | queue max ms | host steal % |",
+             "|" + "---|" * 18]
     for r in result["edges"]:
         g, w, q = r["gate_edge_ms"], r["wire_edge_ms"], r["queueing_ms"]
         lines.append(f"| {r['switch']} | {r['jobs']} | {'yes' if r['load'] else 'no'} | {r['advance_ms']} "
                      f"| {g['n']} | {g['missed']} | {ms(g, 'mean')} | {ms(g, 'p95')} | {ms(g, 'max')} "
                      f"| {ms(g, 'signed_mean')} | {w['n']} | {w['missed']} | {ms(w, 'p95')} "
-                     f"| {ms(w, 'signed_mean')} | {ms(q, 'p50')} | {ms(q, 'p95')} | {ms(q, 'max')} |")
+                     f"| {ms(w, 'signed_mean')} | {ms(q, 'p50')} | {ms(q, 'p95')} | {ms(q, 'max')} "
+                     f"| {ms(r.get('host_steal_pct', {}), 'mean_pct')} |")
     lines += ["", "| switch | advance ms | gate p95 idle ms | gate p95 load ms | queue p95 load ms "
-                  f"| idle ok (<= {GATE_IDLE_P95_MS}) | load ok (<= {GATE_LOAD_P95_MS}) |",
-              "|" + "---|" * 7]
+                  f"| idle ok (<= {GATE_IDLE_P95_MS}) | load ok (<= {GATE_LOAD_P95_MS}) | host disturbed |",
+              "|" + "---|" * 8]
     for switch, s in result["per_switch"].items():
         lines.append(f"| {switch} | {s['advance_ms']} | {ms(s, 'gate_idle_p95_ms')} | {ms(s, 'gate_load_p95_ms')} "
-                     f"| {ms(s, 'queueing_load_p95_ms')} | {s['gate_idle_p95_ok']} | {s['gate_load_p95_ok']} |")
+                     f"| {ms(s, 'queueing_load_p95_ms')} | {s['gate_idle_p95_ok']} | {s['gate_load_p95_ok']} "
+                     f"| {s['host_disturbed']} |")
     lines += ["", f"burst overhead: {json.dumps(result['burst_overhead'])}",
               f"elapsed: {result['elapsed_s']:.0f} s"]
     return "\n".join(lines)
