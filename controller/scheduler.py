@@ -21,7 +21,7 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
   its windows (``gate``) the controller starts firing edges. The schedule is the policy's own
   (``policies.policy_schedule``); ``guard_ms`` widens every window, and for ``guard`` the schedule
   also keeps the widened windows apart
-- ``POST /stop``: stop gating, remove every gate rule; ``GET /status``,
+- ``POST /stop``: stop gating, remove every gate rule and meter; ``GET /status``,
   ``GET /edges``
 
 A refused request changes nothing (:class:`SchedulerCore`). Job names follow
