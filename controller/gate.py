@@ -23,7 +23,7 @@ How an edge changes the gate (``toggle``):
   above all forwarding) always sends its data through a per-job meter and
   ``goto_table:1``, where the fabric keeps a copy of forwarding; an edge only
   modifies the meter's drop band: :data:`OPEN_METER_KBPS` when open, the floor
-  or :data:`CLOSED_METER_KBPS` (a bucket no data segment fits) when closed;
+  or :data:`CLOSED_METER_KBPS` (a bucket smaller than one full-sized segment) when closed;
 - ``"delete"``: the closed state is that rule (no instructions = drop, or the
   floor meter); opening deletes it (strict), closing adds it back;
 - ``"modify"``: the rule stays and is flipped between closed and ``goto_table:1``.
@@ -33,7 +33,7 @@ its datapath flows before packets see the change; a meter-mod replaces the
 datapath's meter at once. With four gated jobs on two switches of the
 userspace datapath, edges by flow-mod landed 2.2-2.6 ms late on average (p95
 4-6.6 ms; the controller sends within 0.3-0.6 ms), edges by meter-mod 0.3-0.6
-ms late (p95 1.5-2.0 ms). ``ovs-ofctl`` per edge is ~27 ms late and
+ms late (p95 0.9-2.1 ms, idle and loaded). ``ovs-ofctl`` per edge is ~27 ms late and
 ``set_queue`` is ignored by the userspace datapath, so neither is used. Gating
 matches the data ports only, so iperf3's control connection is never cut; a
 crashed controller leaves at worst gate rules and meters that teardown removes
