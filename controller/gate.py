@@ -32,8 +32,8 @@ Why (measurements in docs/gate.md): a flow-mod makes Open vSwitch revalidate
 its datapath flows before packets see the change; a meter-mod replaces the
 datapath's meter at once. With four gated jobs on two switches of the
 userspace datapath, edges by flow-mod landed 2.2-2.6 ms late on average (p95
-4-6.6 ms; the controller sends within 0.3-0.6 ms), edges by meter-mod 0.3-0.6
-ms late (p95 0.9-2.1 ms, idle and loaded). ``ovs-ofctl`` per edge is ~27 ms late and
+4-6.6 ms; the controller sends within 0.3-0.6 ms), edges by meter-mod 0.0-0.6
+ms late (p95 0.9-2.4 ms, idle and loaded). ``ovs-ofctl`` per edge is ~27 ms late and
 ``set_queue`` is ignored by the userspace datapath, so neither is used. Gating
 matches the data ports only, so iperf3's control connection is never cut; a
 crashed controller leaves at worst gate rules and meters that teardown removes

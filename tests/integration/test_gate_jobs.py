@@ -43,7 +43,7 @@ RUN_S = 4.2
 # The gate's promises: >= 95 % of each job's bytes inside its windows; edges p95 <= 3 ms (docs/gate.md).
 MIN_IN_WINDOW = 0.95
 MAX_EDGE_P95_MS = 3.0
-EDGE_ADVANCE_MS = 0.5  # a meter edge lands 0.3-0.6 ms after its time on average (docs/gate.md)
+EDGE_ADVANCE_MS = 0.5  # a meter edge lands 0.0-0.6 ms after its time on average (docs/gate.md)
 # 200-byte datagrams every 0.5 ms per probe. At 8 Mbit/s (every 0.2 ms) the two
 # probes alone loaded the single-threaded userspace switch enough to delay its
 # flow-mods and its forwarding by 2-4 ms around edges: p95 0.9-4.0 ms, over 3 ms
