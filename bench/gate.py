@@ -227,7 +227,7 @@ def per_switch(rows: list[dict], advance_ms: float) -> dict:
                        "gate_idle_p95_ok": within(idle, GATE_IDLE_P95_MS),
                        "gate_load_p95_ok": within(loaded, GATE_LOAD_P95_MS),
                        # the host took CPU during either row: a verdict on the machine, not the gate
-                       "host_disturbed": pick[False].get("host_disturbed", False) or pick[True].get("host_disturbed", False)}
+                       "host_disturbed": pick[False]["host_disturbed"] or pick[True]["host_disturbed"]}
     return out
 
 
@@ -285,7 +285,7 @@ def markdown(result: dict) -> str:
                      f"| {g['n']} | {g['missed']} | {ms(g, 'mean')} | {ms(g, 'p95')} | {ms(g, 'max')} "
                      f"| {ms(g, 'signed_mean')} | {w['n']} | {w['missed']} | {ms(w, 'p95')} "
                      f"| {ms(w, 'signed_mean')} | {ms(q, 'p50')} | {ms(q, 'p95')} | {ms(q, 'max')} "
-                     f"| {ms(r.get('host_steal_pct', {}), 'mean_pct')} |")
+                     f"| {ms(r['host_steal_pct'], 'mean_pct')} |")
     lines += ["", "| switch | advance ms | gate p95 idle ms | gate p95 load ms | queue p95 load ms "
                   f"| idle ok (<= {GATE_IDLE_P95_MS}) | load ok (<= {GATE_LOAD_P95_MS}) | host disturbed |",
               "|" + "---|" * 8]

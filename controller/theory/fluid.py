@@ -176,6 +176,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     sent = [0.0] * n  # solo-ms of the current burst already sent (mltcp's weight)
     after = [0.0] * n  # the current burst's extra time after its end (FluidJob.after_samples_ms)
     met: list[set] = [set() for _ in range(n)]  # the other jobs the current burst was on the link beside
+    track_met = rng is not None and any(j.busy_after_samples_ms for j in jobs)  # only busy ends need it
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
     on_link = [False] * n  # the current burst has gone once (a later window resumes it)
     went = [math.nan] * n  # when the current burst first went on the link
@@ -255,7 +256,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if sharing == "mltcp" and len(sending) >= 2:
             t_next = min(t_next, t + mltcp_step_ms)  # the weights move as the bursts progress
         dt = t_next - t
-        if len(sending) >= 2:
+        if track_met and len(sending) >= 2:
             for i in sending:
                 met[i].update(k for k in sending if k != i)
         if sum(share[i] > 0 for i in sending) >= 2:
@@ -277,8 +278,10 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 ends[i].append(t)
                 if trace is not None:
                     trace.append((jobs[i].name, starts[i][-1], went[i], t))
-                meets = [k for k in met[i] if links is None or links.meeting((jobs[i].name, jobs[k].name))]
-                extra = jobs[i].busy_after_cost("shared" if meets else "apart" if met[i] else None, rng)
+                extra = 0.0
+                if met[i]:
+                    shared = any(links is None or links.meeting((jobs[i].name, jobs[k].name)) for k in met[i])
+                    extra = jobs[i].busy_after_cost("shared" if shared else "apart", rng)
                 state[i], next_t[i], queued[i] = "compute", t + max(0.0, compute[i] + after[i] + extra), 0.0
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
                 remaining[i], after[i] = jobs[i].draw(rng)
