@@ -301,9 +301,9 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    parser.add_argument("--advance-ms", type=float, default=0.5,
+    parser.add_argument("--advance-ms", type=float, default=0.0,
                         help="send edges this early in half the runs and in the per-switch verdict "
-                             "(default: the mean delay of a meter edge, measured); the other half send on time")
+                             "(default: %(default)s, the scheduler's); the other half send on time")
     parser.add_argument("--toggle", choices=TOGGLES, default=TOGGLES[0],
                         help="how an edge changes the gate: change the rate of its meter, delete/add its "
                              "rule, or modify it (default: %(default)s, the scheduler's)")
