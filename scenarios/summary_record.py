@@ -110,6 +110,7 @@ class PolicySummary:
 
     jobs: dict[str, JobSummary] = field(default_factory=dict)
     epoch_s: float | None = None  # the unix time that t_s and open_s count from
+    offsets_ms: dict[str, float] = field(default_factory=dict)  # each job's first burst after the epoch, as run
     throughput_change_vs_none_pct: float | None = field(default=None, metadata=OPTIONAL)
     predicted_throughput_change_vs_none_pct: float | None = field(default=None, metadata=OPTIONAL)
 
@@ -120,6 +121,7 @@ class PolicySummary:
     def from_dict(cls, data: dict) -> PolicySummary:
         return cls(jobs={str(job): JobSummary.from_dict(j) for job, j in (data.get("jobs") or {}).items()},
                    epoch_s=_number(data.get("epoch_s")),
+                   offsets_ms={str(job): float(ms) for job, ms in (data.get("offsets_ms") or {}).items()},
                    throughput_change_vs_none_pct=_number(data.get("throughput_change_vs_none_pct")),
                    predicted_throughput_change_vs_none_pct=_number(
                        data.get("predicted_throughput_change_vs_none_pct")))

@@ -68,6 +68,12 @@ SLOW_START_SHARE = 0.25
 LAUNCH_GUARD_MS = 3.0
 
 
+def launch_leads_ms(solo: dict[str, dict]) -> dict[str, float]:
+    """Per job, how early it launches a burst before its window or offset: its solo lead less
+    :data:`LAUNCH_GUARD_MS` (``solo``: each job's solo figures)."""
+    return {name: max(0.0, typical_lead_ms(figures) - LAUNCH_GUARD_MS) for name, figures in solo.items()}
+
+
 def with_phase(spec, phase_ms: float):
     """``spec`` with a communication phase of ``phase_ms`` and the same bytes per burst, so that
     its compute phase is ``period − phase_ms``; None when no such job exists (fill > 1, or no compute)."""
@@ -131,7 +137,7 @@ class Calibration:
             self.solo[spec.name] = {**solo, "fill": spec.fill, **nominal}
             stages.info("%s", calibrated_line(spec.name, spec.period_ms, self.solo[spec.name]))
             log.info("%s", figures_line(spec.name, self.solo[spec.name]))
-        self.launch_lead_ms = {name: max(0.0, typical_lead_ms(s) - LAUNCH_GUARD_MS) for name, s in self.solo.items()}
+        self.launch_lead_ms = launch_leads_ms(self.solo)
         return sized
 
     def _size_bursts(self, measurer: Measurer, spec) -> tuple:

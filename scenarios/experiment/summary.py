@@ -68,7 +68,8 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
                                throughput_change_pct(predictions[policy], none_pred))
     return {policy: PolicySummary(jobs=entry, epoch_s=record.epochs.get(policy),
                                   throughput_change_vs_none_pct=changes[policy][0],
-                                  predicted_throughput_change_vs_none_pct=changes[policy][1])
+                                  predicted_throughput_change_vs_none_pct=changes[policy][1],
+                                  offsets_ms=dict(record.offsets.get(policy, {})))
             for policy, entry in jobs_of.items()}
 
 

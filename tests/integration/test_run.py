@@ -277,3 +277,29 @@ def test_plots_exist_and_redraw_identically(run, tmp_path):
 def test_progress_is_shown_on_stderr(run):
     _, _, stderr = run
     assert "iterations alpha:" in stderr and "link" in stderr
+
+
+def folder_state(folder: pathlib.Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder``: its size and modification time (ns)."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_repredicting_the_folder_gives_every_prediction_as_recorded_and_changes_nothing(run):
+    """The folder holds all the model draws on (solo runs, every policy's bursts, the offsets each ran
+    with, `random`'s included): the same code predicts from it exactly what the run recorded."""
+    _, folder, _ = run
+    summary = json.loads((folder / "summary.json").read_text())
+    before = folder_state(folder)
+    result = subprocess.run([SHIFTBED, "report", "--repredict", "--json", str(folder)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["notes"] == []
+    pairs = {(r["policy"], r["job"]): r for r in answer["jobs"]}
+    assert set(pairs) == {(p, j) for p in POLICIES for j in scenario_periods_ms()}
+    for (policy, job), row in pairs.items():
+        recorded = summary["policies"][policy]["jobs"][job]
+        assert row["prediction_ms"] == pytest.approx(recorded["predicted_iteration_ms"], rel=1e-9), (policy, job)
+        assert row["measured_ms"] == pytest.approx(recorded["mean_iteration_ms"], rel=1e-9), (policy, job)
+    assert folder_state(folder) == before

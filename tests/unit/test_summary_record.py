@@ -70,7 +70,7 @@ def test_keys_without_a_figure_are_left_out_as_format_1_did_and_the_others_are_n
     job = JobSummary(iterations=12, mean_iteration_ms=300.0).to_dict()
     assert "burst_lead_ms" not in job and "burst_data_ms" not in job  # no bursts on the link
     assert job["iteration_se_ms"] is None and job["knife_edge"] is None  # always there, null when unknown
-    assert list(PolicySummary(jobs={}).to_dict()) == ["jobs", "epoch_s"]  # no `none` to compare with
+    assert list(PolicySummary(jobs={}).to_dict()) == ["jobs", "epoch_s", "offsets_ms"]  # no `none` to compare with
     assert Crosschecks(capture_vs_portstats_util_err_pct=None).to_dict() == {"capture_vs_portstats_util_err_pct": None}
 
 
@@ -108,8 +108,9 @@ def test_each_policy_is_measured_beside_its_prediction_under_format_1s_keys():
     run = MeasuredRun(schedule, solo, {}, record.bursts, {"a": 2.0, "b": 2.0})
     policies = policy_summaries(run, record, link_mbps=50.0, queue_ms=0.0)
     gate = policies["gate"].to_dict()
-    assert list(gate) == ["jobs", "epoch_s", "throughput_change_vs_none_pct",
+    assert list(gate) == ["jobs", "epoch_s", "offsets_ms", "throughput_change_vs_none_pct",
                           "predicted_throughput_change_vs_none_pct"]
+    assert gate["offsets_ms"] == dict(schedule.shifts_ms)  # what the run started each job at, kept
     assert list(gate["jobs"]["a"]) == [
         "iterations", "mean_iteration_ms", "median_iteration_ms", "iteration_se_ms", "mean_comm_ms",
         "predicted_iteration_ms", "predicted_range_ms", "busy_start_ms", "knife_edge", "solo_iteration_ms",
