@@ -52,7 +52,7 @@ from fractions import Fraction
 
 from controller.theory.fabricshare import JobLinks
 from controller.theory.fluidjob import EPS_MS as _EPS
-from controller.theory.fluidjob import FluidJob, FluidWindow
+from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow
 from controller.theory.policies import SHARING, Policy, PolicyKnobs, get_policy, link_shares
 from controller.theory.schedule import JobTiming, Schedule, compute_schedule
 
@@ -105,6 +105,8 @@ def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> 
                              f"{j.busy_start_ms}, {j.busy_start_samples_ms}")
         if any(not c >= 0.0 for _, samples in j.busy_after_samples_ms for c in samples):
             raise ValueError(f"{j.name}: busy_after_samples_ms must be >= 0, got {j.busy_after_samples_ms}")
+        if not 0.0 <= j.lead_ms < math.inf:
+            raise ValueError(f"{j.name}: lead_ms must be >= 0 and finite, got {j.lead_ms}")
         if not j.link_headroom >= 1.0:
             raise ValueError(f"{j.name}: link_headroom is link rate / solo rate, >= 1, got {j.link_headroom}")
         if any(not 0 < c < j.period_ms for c in j.comm_samples_ms):
@@ -180,6 +182,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
     on_link = [False] * n  # the current burst has gone once (a later window resumes it)
     went = [math.nan] * n  # when the current burst first went on the link
+    launched = [math.nan] * n  # ... and when it was launched (went - lead_ms)
+    busy = [False] * n  # the current burst started busy and has been charged for it
     state = ["compute"] * n  # compute | wait | send | drain (window closed, queue still going out)
     next_t = [offsets_ms[j.name] for j in jobs]  # compute end / window start / window end
     starts: list[list[float]] = [[] for _ in jobs]
@@ -201,12 +205,28 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     by_link = dict.fromkeys(links.shared_links() if links is not None else (), 0.0)
     t = min(next_t)
 
+    def going_at(k: int, at: float) -> bool:
+        """Was job k's data going at ``at`` (its current or last burst on the link, not yet ended)?"""
+        if state[k] in ("send", "drain"):
+            return went[k] <= at
+        return bool(ends[k]) and went[k] <= at < ends[k][-1]
+
     def go(i: int) -> None:
-        """Job i's burst is on the link; the first time, longer if another job's burst is on it."""
+        """Job i's burst is on the link; the first time, longer if it started busy: another job's data
+        was going when it launched (``lead_ms`` before), or another job launched within
+        ``TOGETHER_MS`` of it (that burst, if not busy already, is charged too)."""
         if not on_link[i]:
             went[i] = t
-            if any(state[k] in ("send", "drain") for k in range(n) if k != i):
+            launched[i] = t - jobs[i].lead_ms
+            together = [k for k in range(n) if k != i and on_link[k] and state[k] in ("send", "drain", "wait")
+                        and abs(launched[k] - launched[i]) <= TOGETHER_MS]
+            busy[i] = bool(together) or any(going_at(k, launched[i]) for k in range(n) if k != i)
+            if busy[i]:
                 remaining[i] += jobs[i].busy_start_cost(rng)
+            for k in together:
+                if not busy[k]:
+                    busy[k] = True
+                    remaining[k] += jobs[k].busy_start_cost(rng)
         on_link[i] = True
 
     def begin(i: int, now: float) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from controller.theory.windows import last_window_index, next_window_index, window_start_ms
 
 EPS_MS = 1e-9  # times (ms) closer than this are the same instant
+TOGETHER_MS = 10.0  # two jobs' bursts launched this close start busy (scenarios.analysis.tables.TOGETHER_S)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class FluidJob:
     # With an rng, each such burst draws one of its kind and the computation that follows starts that
     # much later
     busy_after_samples_ms: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    # launch -> first data on the link (ms): a start is busy when another job's data was going at the
+    # launch, or another job launched within TOGETHER_MS of it (as a run's bursts are judged)
+    lead_ms: float = 0.0
 
     def draw(self, rng: random.Random | None) -> tuple[float, float]:
         """The next burst: (its length alone on the link, the extra time after it), one measured burst's."""

@@ -135,7 +135,8 @@ class RunModel:
                                  samples, busy_start_ms=max(0.0, busy_ms),
                                  after_samples_ms=tuple(solo.get("after_samples_ms", ())),
                                  busy_start_samples_ms=tuple((busy_start_samples_ms or {}).get(job.name, ())),
-                                 busy_after_samples_ms=tuple(solo.get("busy_after_samples_ms", ()))))
+                                 busy_after_samples_ms=tuple(solo.get("busy_after_samples_ms", ())),
+                                 lead_ms=typical_lead_ms(solo)))
             launch_lead = self.launch_lead_ms.get(job.name, 0.0)
             late[job.name] = max(0.0, typical_lead_ms(solo) - launch_lead)
             grace[job.name] = launch_lead + late_launch_ms(job.comm_ms, late_bursts.get(job.name))

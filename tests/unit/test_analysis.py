@@ -182,6 +182,23 @@ def test_a_busy_start_is_a_launch_while_another_jobs_data_is_on_the_link():
     assert analysis.busy_start_extra_ms(pd.DataFrame(), {"b": 6.0}) == {"b": None}
 
 
+def test_bursts_launched_together_both_start_busy():
+    # a launches at 0.000 and b at 0.004 on an idle link (data 0.012-0.040 and 0.018-0.050): both
+    # start their processes side by side, so both are busy starts; b again at 0.300, alone: not busy
+    frame, labels = packets([0.012, 0.040, 0.018, 0.050, 0.306, 0.330], [1000] * 6, ["a"] * 2 + ["b"] * 4)
+    it = pd.DataFrame({"job": ["a", "b", "b"], "comm_start": [0.0, 0.004, 0.300], "comm_end": [0.05, 0.06, 0.34]})
+    spans = analysis.burst_spans(frame, labels, it)
+    assert spans["busy_start"].tolist() == [True, True, False]
+    # b launching at 0.011 instead: 11 ms after a, before a's data: both quiet
+    it.loc[1, "comm_start"] = 0.011
+    assert analysis.TOGETHER_S == 0.010
+    assert analysis.burst_spans(frame, labels, it)["busy_start"].tolist() == [False, False, False]
+    # ... and at 0.020, while a's data goes: only b's start is busy
+    it.loc[1, "comm_start"] = 0.020
+    frame.loc[frame.index[2], "time_s"] = 0.025
+    assert analysis.burst_spans(frame, labels, it)["busy_start"].tolist() == [False, True, False]
+
+
 def test_busy_start_samples_are_each_busy_starts_cost_clipped_and_never_below_zero():
     # b alone leads 10 ms; its busy starts led 4, 12, 13, 14 and 80 ms (one stalled start)
     spans = pd.DataFrame({"job": ["b"] * 6 + ["a"], "lead_ms": [4.0, 12.0, 13.0, 14.0, 80.0, 7.0, 30.0],

@@ -189,6 +189,31 @@ def test_a_burst_that_starts_while_another_is_on_the_link_takes_busy_start_ms_mo
         simulate([FluidJob("a", 100, 40, busy_start_ms=-1)], {"a": 0.0})
 
 
+def first_end_ms(jobs, offsets, job: str) -> float:
+    trace = []
+    simulate(jobs, offsets, iterations=1, warmup=0, trace=trace)
+    return next(end for name, _, _, end in trace if name == job)
+
+
+def test_a_start_is_busy_when_another_jobs_data_was_going_at_its_launch_or_it_launched_alongside():
+    # a's data 0-40 ms. b (15-ms lead) launches at 35 while a's data goes, its own data at 50 on an
+    # idle link: a busy start all the same, 40 + 10 ms alone: ends at 100 (judged at its first data,
+    # 90). Launched at 45 instead (data at 60), after a's data: quiet, ends at 100 (60 + 40).
+    jobs = [FluidJob("a", 1000, 40, busy_start_ms=10), FluidJob("b", 1000, 40, busy_start_ms=10, lead_ms=15)]
+    assert first_end_ms(jobs, {"a": 0.0, "b": 50.0}, "b") == pytest.approx(100.0)
+    assert first_end_ms(jobs, {"a": 0.0, "b": 60.0}, "b") == pytest.approx(100.0)
+    # a and b launch together at 0 onto an idle link, data at 5 and 8 (leads 5 and 8 ms): both start
+    # busy, 50 ms each, a charged when b's launch shows up. a alone 5-8, both half speed from 8: a
+    # (47 left) ends at 102, b has sent 47 of 50 and ends alone at 105.
+    jobs = [FluidJob("a", 1000, 40, busy_start_ms=10, lead_ms=5), FluidJob("b", 1000, 40, busy_start_ms=10, lead_ms=8)]
+    assert first_end_ms(jobs, {"a": 5.0, "b": 8.0}, "a") == pytest.approx(102.0)
+    assert first_end_ms(jobs, {"a": 5.0, "b": 8.0}, "b") == pytest.approx(105.0)
+    # launched 11 ms apart (b's data at 19, a's still going): a quiet, b busy from a's data
+    assert first_end_ms(jobs, {"a": 5.0, "b": 19.0}, "a") == pytest.approx(5 + 14 + 2 * 26)
+    with pytest.raises(ValueError, match="lead_ms"):
+        simulate([FluidJob("a", 100, 40, lead_ms=-1)], {"a": 0.0})
+
+
 def test_each_busy_start_draws_its_cost_from_the_measured_ones():
     # the case above with b's busy starts costing 10 ms every time, drawn from (10,): the same
     fixed = [FluidJob("a", 100, 40, busy_start_ms=10), FluidJob("b", 100, 40, busy_start_ms=10)]
