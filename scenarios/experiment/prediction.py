@@ -23,10 +23,11 @@ reaches the open gate ``lead - launch_lead`` late; and a burst ready less than
 window opened still launches into it, late, as the driver does.
 
 **Busy starts.** The solo bursts are measured alone. On this emulator a
-burst that starts while another job's burst is on the link takes longer: its
-processes start (and end) slower while the other job's bursts load the
-machine's two cores, and its flows start apart. The model gives such a burst
-that much more of the link (``FluidJob.busy_start_ms``): per job, how much
+burst launched while another job's data is on the link, or alongside another
+job's launch, takes longer: its processes start (and end) slower while the
+other job's load the machine's two cores, and its flows start apart. The
+model gives such a burst that much more of the link (``FluidJob.busy_start_ms``;
+``FluidJob.lead_ms`` places its launch): per job, how much
 later than alone its data started in such bursts of the run's *other*
 policies (:func:`busy_start_costs_ms`; a policy's prediction never uses its
 own bursts), else :data:`BUSY_START_MS`; each busy start draws its cost from
