@@ -164,7 +164,7 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
 
 BUSY_START_MIN_BURSTS = 3  # fewer such bursts than this give no figure
 # Bursts of two jobs launched this close together start as late as one launched while another's data
-# goes: their processes start side by side on the machine's two cores. Over 38 kept runs (2026-12-03),
+# goes: their processes start side by side on the machine's two cores. Over 37 kept runs (2026-12-03),
 # launch to first data beyond the solo lead, medians: 3.6-4.2 ms launched together, 4.2-4.9 beside
 # another's data, -0.3-0.5 alone (docs/accuracy.md).
 TOGETHER_S = 0.010
