@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from scenarios import policyfiles
 from scenarios.report.document import draw_report
 
 
@@ -14,10 +15,12 @@ def add_arguments(parser):
     parser.add_argument("--repredict", action="store_true",
                         help="feed the folder's own measurements to the model of this code and print each "
                              "job's measured, recorded and new prediction (the folder is only read)")
+    policyfiles.add_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
 def run(args) -> int:
+    policyfiles.load(args.policy_file)  # a run of a user's policy is re-predicted with it
     if args.repredict:
         return _repredict(args)
     paths = draw_report(args.results_dir)

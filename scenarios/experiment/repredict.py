@@ -25,7 +25,7 @@ import pandas as pd
 
 from apps.dltjob import JobSpec, data_flows
 from apps.iterations import iteration_table
-from controller.theory.policies import get_policy
+from controller.theory.policies import POLICIES, get_policy
 from scenarios import spec as scenario_spec
 from scenarios.analysis import tables as analysis
 from scenarios.analysis.pcap import label_flows, read_pcap
@@ -140,6 +140,10 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
         raise InputError(f"{path}: no raw/ folder: the measurements the model draws from are not kept")
     if not summary.policies or not summary.fidelity.solo:
         raise InputError(f"{path}: no policy was measured: nothing to predict")
+    unknown = [p for p in summary.policies if p not in POLICIES]
+    if unknown:
+        raise InputError(f"{path}: policy {unknown[0]} is not registered here: give the file that registers it "
+                         "with --policy-file")
     scenario = scenario_spec.load(path / "scenario.yaml")
     links = run_links(scenario, fabric_wiring(fabric_params(scenario)))
     queue_ms = results.environment.get("queue_ms")

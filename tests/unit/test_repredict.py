@@ -98,3 +98,13 @@ def test_shiftbed_report_repredict_on_what_it_cannot_use_exits_2_with_one_line(t
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert result.stderr.startswith("shiftbed report: ")
+
+
+def test_a_run_of_a_policy_not_registered_here_asks_for_its_file(tmp_path):
+    folder = write_example(tmp_path)
+    (folder / "raw").mkdir()
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["policies"]["mine"] = summary["policies"].pop("gate")
+    (folder / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(InputError, match="policy mine is not registered here: .* --policy-file"):
+        repredict(folder)
