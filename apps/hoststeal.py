@@ -13,6 +13,7 @@ quarter longer than alone in calibration (docs/accuracy.md). A measurement taken
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +44,18 @@ class HostBusy(RuntimeError):
         shares = ", ".join(f"{pct:.1f}" for pct in steal_pcts)
         super().__init__(f"the host took {shares} % of the CPU in the {len(steal_pcts)} attempts at {what} "
                          f"(more than {MAX_STEAL_PCT:g} % in each): the measurement says more about the host")
+
+
+# How a run says it measured something again (scenarios/experiment/drive.py, :func:`undisturbed`).
+_MEASURED_AGAIN = re.compile(r"the host took ([0-9.]+) % of the CPU; measuring (?:it )?again")
+
+
+def measured_again_pcts(output: str) -> list[float]:
+    """The host's shares of the CPU (%) that made a run measure something again, from its output.
+
+    A deadline set for a run on a quiet host can pass while it re-measures on a
+    busy one: those shares make a test's timeout the host's, not shiftbed's."""
+    return [float(pct) for pct in _MEASURED_AGAIN.findall(output)]
 
 
 def cpu_ticks(text: str) -> tuple[int, int]:

@@ -116,7 +116,8 @@ class Measurer:
         taken = steal.as_dict()
         self.notes.measured_again.append(Remeasurement(measurement, attempt, os.path.basename(run_dir),
                                                        taken["mean_pct"], taken["peak_pct"]))
-        log.warning("%s: measuring it again (attempt %d of %d)", measurement, attempt + 1, MEASURE_ATTEMPTS)
+        log.warning("%s: the host took %.1f %% of the CPU; measuring it again (attempt %d of %d)",
+                    measurement, taken["mean_pct"], attempt + 1, MEASURE_ATTEMPTS)
         hoststeal.wait_until_quiet()
 
     def drive(self, specs, run_dir: str, label: str, *, plans=None, iterations=None, until_s=None,

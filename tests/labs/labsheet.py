@@ -187,6 +187,14 @@ def key_values(output: str) -> dict[str, str]:
     return values
 
 
+class LabTimeout(AssertionError):
+    """A sheet's command ran past the test's deadline (ended with SIGTERM); ``output``: what it printed."""
+
+    def __init__(self, message: str, output: str):
+        super().__init__(message)
+        self.output = output
+
+
 @dataclass
 class LabRun:
     """Runs a sheet's blocks in order; collects output; ends what it started, by PID."""
@@ -227,18 +235,30 @@ class LabRun:
             script.close()
             command += f" --test none --post {shlex.quote(script.name)}"
         started = time.monotonic()
+        # stdin: a pipe nobody writes, so a command mn runs in a host never reads the test's input
+        proc = subprocess.Popen(["bash", "-c", command], cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.PIPE)
         try:
-            # stdin: a pipe nobody writes, so a command mn runs in a host never reads the test's input
-            proc = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True,
-                                  timeout=self.timeout_s, stdin=subprocess.PIPE)
+            stdout, stderr = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            # SIGTERM, as a user's Ctrl-C: the run keeps what it measured and removes what it built
+            proc.send_signal(signal.SIGTERM)
+            try:
+                stdout, stderr = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                stdout, stderr = proc.communicate()
+            self.output += stdout + stderr
+            raise LabTimeout(f"{self.sheet.path.name}: `{command}` took more than {self.timeout_s:g} s:\n"
+                             f"{(stdout + stderr)[-3000:]}", stdout + stderr) from None
         finally:
             if script is not None:
                 os.unlink(script.name)
         self.log.append(f"{time.monotonic() - started:6.1f} s  {command}")
-        self.output += proc.stdout + proc.stderr
+        self.output += stdout + stderr
         if proc.returncode != 0:
             raise AssertionError(f"{self.sheet.path.name}: `{command}` exited {proc.returncode}:\n"
-                                 f"{(proc.stdout + proc.stderr)[-3000:]}")
+                                 f"{(stdout + stderr)[-3000:]}")
 
     def start_background(self, command: str, ready_s: float = 8.0) -> None:
         log = tempfile.NamedTemporaryFile("w+", suffix=".bg", delete=False)

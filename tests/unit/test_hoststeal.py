@@ -129,3 +129,26 @@ def test_waiting_for_a_quiet_host_gives_up_after_its_limit():
     read, sleep, slept = _clock([20] * 50)
     assert wait_until_quiet(pause_s=5.0, max_wait_s=11.0, sample_s=2.0, read=read, sleep=sleep) == pytest.approx(20.0)
     assert slept == [5.0, 2.0, 2.0, 2.0]  # 5 + 3 samples of 2 s reach the 11-s limit
+
+
+def test_the_shares_that_made_a_run_measure_again_are_read_back_from_its_output(monkeypatch, caplog):
+    """A test whose deadline passed while a run re-measured on a busy host reads the host's shares
+    from the run's own warnings (both kinds: a run's measurement and :func:`undisturbed`'s)."""
+    from types import SimpleNamespace
+
+    from scenarios.experiment.drive import Measurer
+
+    monkeypatch.setattr(hoststeal, "wait_until_quiet", lambda: 0.0)
+    ticks, stolen = [0, 0], iter([30, 2])
+
+    def measure(_attempt):
+        ticks[0] += next(stolen)
+        ticks[1] += 100
+
+    monkeypatch.setattr(hoststeal, "read_ticks", lambda: tuple(ticks))
+    caplog.set_level("WARNING")
+    owner = SimpleNamespace(notes=SimpleNamespace(measured_again=[]))
+    Measurer.measure_again(owner, "solo b", 1, "/x/solo-b-1-0.800", hoststeal.Steal(12.34, 20.0))
+    undisturbed(measure, "flows", attempts=2, wait=lambda: None)
+    assert hoststeal.measured_again_pcts(caplog.text) == [12.3, 30.0]
+    assert hoststeal.measured_again_pcts("solo b: 5 iterations\nnone: measured") == []
