@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import random
 import signal
@@ -50,7 +51,7 @@ from topo.tcp_ports import FIRST_SERVER_PORT, receiver_port
 
 PATTERNS = ("ring", "ps")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
-              "policy", "retransmits", "error")
+              "policy", "retransmits", "error", "launch_overhead_ms")
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ class TransferResult:
     bytes_sent: int
     retransmits: int = 0
     error: str = ""
+    data_s: float = 0.0  # how long its data took (iperf3's own count; 0: unknown)
 
 
 # The driver's wake-ups are the job's clock. Under Linux's default scheduler a
@@ -299,12 +301,15 @@ class JobDriver:
     clock: object = field(default_factory=SystemClock)
     launch_lead_ms: float = 0.0
     burst_ms: float | None = None  # the burst's length alone (launch to end), for :func:`late_launch_ms`
+    # the launch overhead of a burst alone (:func:`launch_overhead_ms`, the solo median); None: not kept
+    launch_overhead_ms: float | None = None
     stop: Callable[[], bool] = lambda: False
     ready_slack_ms: float | None = field(default=None, init=False)  # < 0: ready after iteration 0 was due
 
     def __post_init__(self):
         self._rng = random.Random(self.spec.seed)
         self._phases = collective(self.spec)
+        self._overhead_excess_ms = 0.0  # the last burst's launch overhead beyond the usual
 
     @property
     def compute_ms(self) -> float:
@@ -312,9 +317,17 @@ class JobDriver:
         return self.spec.compute_ms + self.plan.padding_ms
 
     def compute_s(self) -> float:
-        """This iteration's compute time: ``period − comm`` plus uniform(±jitter_ms), never < 0."""
+        """This iteration's compute time: ``period − comm`` plus uniform(±jitter_ms), never < 0, less
+        what the last burst's launch overhead took beyond the usual (``launch_overhead_ms``).
+
+        A burst launches fresh iperf3 processes and a control connection: 19 ms
+        that a training job's standing connections never pay, and that moved
+        with the machine's load (an emulated 300-ms period ran 287-297 ms between
+        runs, docs/accuracy.md). Taking the excess off the computation keeps the
+        job on its own clock; the data phase, which is the network's doing, is
+        never taken off."""
         jitter = self._rng.uniform(-self.spec.jitter_ms, self.spec.jitter_ms) if self.spec.jitter_ms else 0.0
-        return max(0.0, self.compute_ms + jitter) / 1000
+        return max(0.0, self.compute_ms + jitter - self._overhead_excess_ms) / 1000
 
     def run(self, iterations: int | None = None, until_s: float | None = None) -> int:
         """Run until ``iterations`` are done, ``until_s`` (unix) passes or ``stop()``; return the count."""
@@ -341,10 +354,14 @@ class JobDriver:
             window_s = next_window_start(self.plan, compute_end_s, late_launch_ms(self.plan.window_ms, self.burst_ms))
             launch_s = max(compute_end_s, window_s - self.launch_lead_ms / 1000)
         self.clock.sleep_until(launch_s)
-        results = []
+        results, overhead_ms = [], 0.0
         for phase in self._phases:
-            results.extend(self.transport(phase))
+            done = self.transport(phase)
+            results.extend(done)
+            overhead_ms += launch_overhead_ms(done)
         end_s = max(r.end_s for r in results)
+        known = self.launch_overhead_ms is not None and not math.isnan(overhead_ms)
+        self._overhead_excess_ms = overhead_ms - self.launch_overhead_ms if known else 0.0
         for worker in self.spec.workers:
             mine = [r for r in results if worker in (r.transfer.src, r.transfer.dst)]
             sent = [r for r in results if r.transfer.src == worker]
@@ -354,8 +371,17 @@ class JobDriver:
                 "end": end_s, "bytes": sum(r.bytes_sent for r in sent), "policy": self.plan.policy,
                 "retransmits": sum(r.retransmits for r in sent),
                 "error": "; ".join(r.error for r in mine if r.error),
+                "launch_overhead_ms": "" if math.isnan(overhead_ms) else round(overhead_ms, 3),
             })
         return end_s
+
+
+def launch_overhead_ms(phase: list[TransferResult]) -> float:
+    """What a phase's flows took beyond moving their data: the first launch to the last exit, less
+    the longest data time (process starts, control exchanges, exits); NaN when a flow's is unknown."""
+    if not phase or any(r.error or r.data_s <= 0 for r in phase):
+        return math.nan
+    return (max(r.end_s for r in phase) - min(r.start_s for r in phase) - max(r.data_s for r in phase)) * 1000
 
 
 class IperfTransport:
@@ -384,7 +410,7 @@ class IperfTransport:
             r = c.wait(timeout_s=60)
             error = (f"flow {t.src.name}->{t.dst.name} (iperf3 client on {t.dst.name}): {r.error.rstrip(': ')}"
                      if r.error else "")
-            out.append(TransferResult(t, r.launch_s, r.exit_s, r.bytes_sent, r.retransmits, error))
+            out.append(TransferResult(t, r.launch_s, r.exit_s, r.bytes_sent, r.retransmits, error, r.seconds))
         self.clients = []
         return out
 
@@ -425,7 +451,8 @@ def main(argv=None) -> int:
     transport = IperfTransport(spec, cfg["run_dir"])
     try:
         driver = JobDriver(spec, plan, transport, log.write, launch_lead_ms=cfg.get("launch_lead_ms", 0.0),
-                           burst_ms=cfg.get("burst_ms"), stop=lambda: bool(stopping))
+                           burst_ms=cfg.get("burst_ms"), launch_overhead_ms=cfg.get("launch_overhead_ms"),
+                           stop=lambda: bool(stopping))
         done = driver.run(iterations=cfg.get("iterations"), until_s=cfg.get("until_s"))
         print(json.dumps({"job": spec.name, "iterations": done, "realtime": realtime,
                           "ready_slack_ms": round(driver.ready_slack_ms, 1)}), file=sys.stderr)
@@ -438,13 +465,13 @@ def main(argv=None) -> int:
 def driver_config(spec: JobSpec, csv_path: str, run_dir: str, *, controller_url: str | None = None,
                   plan: JobPlan | None = None, iterations: int | None = None,
                   until_s: float | None = None, launch_lead_ms: float = 0.0,
-                  burst_ms: float | None = None) -> dict:
+                  burst_ms: float | None = None, launch_overhead_ms: float | None = None) -> dict:
     """The JSON document :func:`main` reads. Give ``controller_url`` (plan from REST) or ``plan``."""
     if (controller_url is None) == (plan is None):
         raise ValueError("give exactly one of controller_url and plan")
     return {"job": asdict(spec), "csv": csv_path, "run_dir": run_dir, "controller_url": controller_url,
             "plan": asdict(plan) if plan else None, "iterations": iterations, "until_s": until_s,
-            "launch_lead_ms": launch_lead_ms, "burst_ms": burst_ms}
+            "launch_lead_ms": launch_lead_ms, "burst_ms": burst_ms, "launch_overhead_ms": launch_overhead_ms}
 
 
 def start_driver(config: dict, config_path: str, python: str = sys.executable, stderr=None):

@@ -79,14 +79,16 @@ def register_jobs(rest_url: str, wiring, specs, grid: dict[str, tuple[float, flo
 def start_drivers(specs, run_dir: str, rest_url: str | None = None, *, plans: dict | None = None,
                   iterations: int | None = None, until_s: float | None = None,
                   launch_lead_ms: dict[str, float] | None = None, burst_ms: dict[str, float] | None = None,
-                  fabric=None) -> dict:
+                  launch_overhead_ms: dict[str, float] | None = None, fabric=None) -> dict:
     """One driver process per job (plan from ``rest_url`` or ``plans[name]``); CSV at ``<run_dir>/<job>.csv``.
 
     ``launch_lead_ms[name]``: how early that job launches a burst before its
     window or offset (0 if absent); ``burst_ms[name]``: its burst's length alone,
     so that a burst ready late still launches into its window while it fits
-    (``apps.dltjob.late_launch_ms``). With ``fabric``, each driver's PID is
-    recorded in the run record.
+    (``apps.dltjob.late_launch_ms``); ``launch_overhead_ms[name]``: its bursts'
+    usual launch overhead alone, which the job takes the excess over off its next
+    computation (``apps.dltjob.JobDriver.compute_s``; absent: nothing is taken off).
+    With ``fabric``, each driver's PID is recorded in the run record.
     """
     os.makedirs(run_dir, exist_ok=True)
     drivers = {}
@@ -95,7 +97,8 @@ def start_drivers(specs, run_dir: str, rest_url: str | None = None, *, plans: di
             spec, os.path.join(run_dir, f"{spec.name}.csv"), run_dir,
             controller_url=None if plans else rest_url, plan=plans[spec.name] if plans else None,
             iterations=iterations, until_s=until_s, launch_lead_ms=(launch_lead_ms or {}).get(spec.name, 0.0),
-            burst_ms=(burst_ms or {}).get(spec.name))
+            burst_ms=(burst_ms or {}).get(spec.name),
+            launch_overhead_ms=(launch_overhead_ms or {}).get(spec.name))
         err = open(os.path.join(run_dir, f"{spec.name}.driver.err"), "wb")
         proc = dltjob.start_driver(cfg, os.path.join(run_dir, f"{spec.name}.driver.json"), stderr=err)
         err.close()

@@ -177,6 +177,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     remaining = [0.0] * n  # solo-ms of burst left
     sent = [0.0] * n  # solo-ms of the current burst already sent (mltcp's weight)
     after = [0.0] * n  # the current burst's extra time after its end (FluidJob.after_samples_ms)
+    late = [0.0] * n  # ... how much later than usual its data started (FluidJob.late_samples_ms)
+    busy_cost = [0.0] * n  # ... what its busy start cost
     met: list[set] = [set() for _ in range(n)]  # the other jobs the current burst was on the link beside
     track_met = rng is not None and any(j.busy_after_samples_ms for j in jobs)  # only busy ends need it
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
@@ -222,11 +224,13 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                         and abs(launched[k] - launched[i]) <= TOGETHER_MS]
             busy[i] = bool(together) or any(going_at(k, launched[i]) for k in range(n) if k != i)
             if busy[i]:
-                remaining[i] += jobs[i].busy_start_cost(rng)
+                busy_cost[i] = jobs[i].busy_start_cost(rng)
+                remaining[i] += busy_cost[i]
             for k in together:
                 if not busy[k]:
                     busy[k] = True
-                    remaining[k] += jobs[k].busy_start_cost(rng)
+                    busy_cost[k] = jobs[k].busy_start_cost(rng)
+                    remaining[k] += busy_cost[k]
         on_link[i] = True
 
     def begin(i: int, now: float) -> None:
@@ -302,9 +306,13 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 if met[i]:
                     shared = any(links is None or links.meeting((jobs[i].name, jobs[k].name)) for k in met[i])
                     extra = jobs[i].busy_after_cost("shared" if shared else "apart", rng)
-                state[i], next_t[i], queued[i] = "compute", t + max(0.0, compute[i] + after[i] + extra), 0.0
+                # a job that keeps its clock takes what its start and end took beyond the usual (a late or
+                # busy start, a longer after phase) off its computation: only the data phase moves it
+                gap = compute[i] - late[i] - busy_cost[i] if jobs[i].keeps_clock else compute[i] + after[i] + extra
+                state[i], next_t[i], queued[i] = "compute", t + max(0.0, gap), 0.0
             elif state[i] == "compute" and next_t[i] <= t + _EPS:
-                remaining[i], after[i] = jobs[i].draw(rng)
+                remaining[i], after[i], late[i] = jobs[i].draw(rng)
+                busy_cost[i] = 0.0
                 met[i] = set()
                 sent[i] = 0.0
                 starts[i].append(t)

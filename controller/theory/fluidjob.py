@@ -38,14 +38,22 @@ class FluidJob:
     # launch -> first data on the link (ms): a start is busy when another job's data was going at the
     # launch, or another job launched within TOGETHER_MS of it (as a run's bursts are judged)
     lead_ms: float = 0.0
+    # with each measured burst, how much later than usual its data started (ms, may be < 0; part of its
+    # comm sample); used only when there is one per comm sample
+    late_samples_ms: tuple[float, ...] = ()
+    # the job keeps its own clock: what a burst's start and end took beyond the usual (a late or busy
+    # start, a longer after phase) comes off the computation that follows (apps.dltjob.JobDriver.compute_s)
+    keeps_clock: bool = False
 
-    def draw(self, rng: random.Random | None) -> tuple[float, float]:
-        """The next burst: (its length alone on the link, the extra time after it), one measured burst's."""
+    def draw(self, rng: random.Random | None) -> tuple[float, float, float]:
+        """The next burst: (its length alone on the link, the extra time after it, how much later than
+        usual its data started), one measured burst's."""
         if rng is None or not self.comm_samples_ms:
-            return self.comm_ms, 0.0
+            return self.comm_ms, 0.0, 0.0
         k = rng.randrange(len(self.comm_samples_ms))  # the stream rng.choice() draws from
-        paired = len(self.after_samples_ms) == len(self.comm_samples_ms)
-        return self.comm_samples_ms[k], self.after_samples_ms[k] if paired else 0.0
+        after = self.after_samples_ms[k] if len(self.after_samples_ms) == len(self.comm_samples_ms) else 0.0
+        late = self.late_samples_ms[k] if len(self.late_samples_ms) == len(self.comm_samples_ms) else 0.0
+        return self.comm_samples_ms[k], after, late
 
     def busy_start_cost(self, rng: random.Random | None) -> float:
         """What this burst's busy start costs: one measured busy start's, else ``busy_start_ms``."""

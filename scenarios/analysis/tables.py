@@ -277,6 +277,15 @@ def link_time_samples_ms(spans: pd.DataFrame) -> list[float]:
     return _clip_robust((spans["data_ms"] + late_ms).clip(lower=0.0))
 
 
+def late_time_samples_ms(spans: pd.DataFrame) -> list[float]:
+    """How much later than usual (the median lead) each measured burst's data started, ms: the part
+    of its link time (:func:`link_time_samples_ms`, same order) that a job keeping its clock takes
+    off its next computation (``FluidJob.keeps_clock``). Clipped like the link times."""
+    if spans.empty:
+        return []
+    return _clip_robust(spans["lead_ms"] - spans["lead_ms"].median())
+
+
 def after_time_samples_ms(spans: pd.DataFrame) -> list[float]:
     """How much longer than usual each measured burst took after its last data packet, ms.
 

@@ -125,6 +125,8 @@ class Calibration:
         self.solo: dict[str, dict] = {}  # per job: the figures of the solo run the model draws from
         self.solo_spans: dict[str, pd.DataFrame] = {}  # per job: the bursts of that solo run
         self.launch_lead_ms: dict[str, float] = {}  # per job: launch this early so its data meets its offset
+        # per job: a burst's usual launch overhead alone (apps.dltjob.JobDriver.compute_s)
+        self.launch_overhead_ms: dict[str, float] = {}
         self._runs: dict[str, int] = {}  # per job: solo runs so far (each has its own raw folder)
 
     def run(self, measurer: Measurer, specs) -> list:
@@ -138,6 +140,8 @@ class Calibration:
             stages.info("%s", calibrated_line(spec.name, spec.period_ms, self.solo[spec.name]))
             log.info("%s", figures_line(spec.name, self.solo[spec.name]))
         self.launch_lead_ms = launch_leads_ms(self.solo)
+        self.launch_overhead_ms = {name: figures["launch_overhead_ms"] for name, figures in self.solo.items()
+                                   if figures.get("launch_overhead_ms") is not None}
         return sized
 
     def _size_bursts(self, measurer: Measurer, spec) -> tuple:
@@ -219,11 +223,14 @@ class Calibration:
         # a mean pulled up by one slow burst (302 ms for a 300 ms job) had a gated
         # job miss every window in the model when it is on time in most.
         comm_ms = float(steady["comm_ms"].median())
-        return {"iteration_ms": float(steady["iteration_ms"].median()), "comm_ms": comm_ms, "data_ms": data_ms,
+        overheads = rows[rows["iteration"] >= 1].groupby("iteration")["launch_overhead_ms"].first().dropna()
+        return {"launch_overhead_ms": float(overheads.median()) if len(overheads) else None,
+                "iteration_ms": float(steady["iteration_ms"].median()), "comm_ms": comm_ms, "data_ms": data_ms,
                 "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
                 "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
                 "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0,
                 "link_samples_ms": analysis.link_time_samples_ms(spans),
                 "after_samples_ms": analysis.after_time_samples_ms(spans),
+                "late_samples_ms": analysis.late_time_samples_ms(spans),
                 "host_steal_pct": round(steal.mean_pct, 2), "host_steal_peak_pct": round(steal.peak_pct, 2),
                 **analysis.burst_medians_ms(spans).get(spec.name, {})}

@@ -122,7 +122,8 @@ class Measurer:
 
     def drive(self, specs, run_dir: str, label: str, *, plans=None, iterations=None, until_s=None,
               launch_lead_ms: dict[str, float] | None = None,
-              burst_ms: dict[str, float] | None = None) -> Measurement:
+              burst_ms: dict[str, float] | None = None,
+              launch_overhead_ms: dict[str, float] | None = None) -> Measurement:
         """Run job drivers with the ports captured (``apps.jobrun.start_drivers`` for the arguments)."""
         from apps import dltjob, jobrun
         from apps.capture import Capture
@@ -154,7 +155,8 @@ class Measurer:
         try:
             drivers = jobrun.start_drivers(specs, run_dir, fabric.controller.rest_url, plans=plans,
                                            iterations=iterations, until_s=until_s, fabric=fabric,
-                                           launch_lead_ms=launch_lead_ms, burst_ms=burst_ms)
+                                           launch_lead_ms=launch_lead_ms, burst_ms=burst_ms,
+                                           launch_overhead_ms=launch_overhead_ms)
             budget = (until_s - time.time() if until_s else 0) + 60 + sum(s.period_ms for s in specs) / 1000 * (
                 iterations or 0) * 3
             self._watch(drivers, run_dir, label, budget)

@@ -137,7 +137,8 @@ class RunModel:
                                  after_samples_ms=tuple(solo.get("after_samples_ms", ())),
                                  busy_start_samples_ms=tuple((busy_start_samples_ms or {}).get(job.name, ())),
                                  busy_after_samples_ms=tuple(solo.get("busy_after_samples_ms", ())),
-                                 lead_ms=typical_lead_ms(solo)))
+                                 lead_ms=typical_lead_ms(solo), late_samples_ms=tuple(solo.get("late_samples_ms", ())),
+                                 keeps_clock=keeps_clock(solo)))
             launch_lead = self.launch_lead_ms.get(job.name, 0.0)
             late[job.name] = max(0.0, typical_lead_ms(solo) - launch_lead)
             grace[job.name] = launch_lead + late_launch_ms(job.comm_ms, late_bursts.get(job.name))
@@ -181,6 +182,12 @@ def typical_lead_ms(solo: dict) -> float:
     return float(solo.get("burst_lead_ms", solo["lead_ms"]))
 
 
+def keeps_clock(solo: dict) -> bool:
+    """Did the job run keeping its clock (``apps.dltjob.JobDriver.compute_s``)? Its solo figures then
+    hold its bursts' usual launch overhead; a run made before jobs kept their clocks has none."""
+    return solo.get("launch_overhead_ms") is not None
+
+
 def pooled_solo(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame],
                 other_spans: pd.DataFrame, meets: set[frozenset] | None = None) -> dict[str, dict]:
     """Each job's solo figures, pooled with its quiet bursts in ``other_spans``.
@@ -211,12 +218,16 @@ def pooled_solo(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame],
         if theirs.empty:
             out[job] = {**figures, "quiet_bursts": 0, "busy_after_samples_ms": busy_after}
             continue
-        moved_ms = float(analysis.launch_to_end_ms(pool).median() - analysis.launch_to_end_ms(mine).median())
+        if keeps_clock(figures):  # only the data phase moves a job that keeps its clock
+            moved_ms = float(pool["data_ms"].median() - mine["data_ms"].median())
+        else:
+            moved_ms = float(analysis.launch_to_end_ms(pool).median() - analysis.launch_to_end_ms(mine).median())
         out[job] = {**figures, "lead_ms": float(pool["lead_ms"].mean()), "burst_lead_ms": float(pool["lead_ms"].median()),
                     "data_ms": float(pool["data_ms"].mean()),
                     "iteration_ms": figures["iteration_ms"] + moved_ms,
                     "link_samples_ms": analysis.link_time_samples_ms(pool),
-                    "after_samples_ms": analysis.after_time_samples_ms(pool), "quiet_bursts": len(theirs),
+                    "after_samples_ms": analysis.after_time_samples_ms(pool),
+                    "late_samples_ms": analysis.late_time_samples_ms(pool), "quiet_bursts": len(theirs),
                     "busy_after_samples_ms": busy_after}
     return out
 

@@ -276,7 +276,8 @@ class Experiment:
                 fabric.rank_job_classes(ranks)
             return measurer.drive(self.specs, run_dir, policy, until_s=epoch_s + self.options.duration_s,
                                   launch_lead_ms=self.calibration.launch_lead_ms,
-                                  burst_ms=late_launch_bursts_ms(self.schedules[policy], self.calibration.solo))
+                                  burst_ms=late_launch_bursts_ms(self.schedules[policy], self.calibration.solo),
+                                  launch_overhead_ms=self.calibration.launch_overhead_ms)
         except WorkerFault as fault:  # this policy's measurement stops here; the next policy runs
             kept = self.record.keep_rows(self.writer, policy, run_dir, self.specs)
             self.gaps.append(Gap(policy=policy, job=fault.job, worker=fault.worker, message=str(fault),

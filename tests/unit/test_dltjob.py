@@ -22,6 +22,7 @@ from apps.dltjob import (
     data_flows,
     gradient_bytes,
     late_launch_ms,
+    launch_overhead_ms,
     next_window_start,
 )
 
@@ -258,3 +259,35 @@ def test_the_schedule_answer_carries_the_padding():
     assert JobPlan.from_schedule(doc, "a").padding_ms == 50.0
     del doc["jobs"]["a"]["padding_ms"]  # an older controller: no padding
     assert JobPlan.from_schedule(doc, "a").padding_ms == 0.0
+
+
+def test_a_job_keeping_its_clock_takes_a_bursts_launch_overhead_beyond_the_usual_off_its_next_compute():
+    """Bursts of 80 ms of which 60 ms data (iperf3's count): 20 ms launch overhead, 30 in the second."""
+    clock = FakeClock()
+    durations = iter([0.08, 0.09, 0.08, 0.08])
+    data_s = iter([0.06, 0.06, 0.06, 0.06])
+
+    def transport(phase):
+        start = clock.now()
+        d, data = next(durations), next(data_s)
+        clock.t_s = start + d
+        return [TransferResult(t, start, start + d, t.nbytes, data_s=data) for t in phase]
+
+    plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=50.0)
+    rows = []
+    JobDriver(spec(), plan, transport, rows.append, clock=clock, launch_overhead_ms=20.0).run(4)
+    mine = [r for r in rows if r["worker"] == "h1"]
+    assert [r["launch_overhead_ms"] for r in mine] == pytest.approx([20.0, 30.0, 20.0, 20.0])
+    # computes of 150 ms, the one after the slow start 10 ms shorter: the bursts' data keeps the clock
+    launches = [r["comm_start"] for r in mine]
+    assert diffs(launches) == pytest.approx([0.23, 0.24 - 0.01, 0.23])
+    # without the usual figure nothing is taken off; an unknown data time takes nothing off either
+    rows.clear()
+    durations, data_s, clock.t_s = iter([0.08, 0.09, 0.08]), iter([0.06, 0.06, 0.06]), 1000.0
+    JobDriver(spec(), plan, transport, rows.append, clock=clock, launch_overhead_ms=None).run(3)
+    assert diffs([r["comm_start"] for r in rows if r["worker"] == "h1"]) == pytest.approx([0.23, 0.24])
+    rows.clear()
+    durations, data_s, clock.t_s = iter([0.08, 0.09, 0.08]), iter([0.06, 0.0, 0.06]), 1000.0
+    JobDriver(spec(), plan, transport, rows.append, clock=clock, launch_overhead_ms=20.0).run(3)
+    assert diffs([r["comm_start"] for r in rows if r["worker"] == "h1"]) == pytest.approx([0.23, 0.24])
+    assert launch_overhead_ms([]) != launch_overhead_ms([])  # NaN: nothing to judge by

@@ -123,8 +123,8 @@ def test_a_gated_burst_that_only_just_fits_fits_in_some_iterations_and_not_in_ot
                            windows=window, iterations=40)
     assert same["a"] == pytest.approx(300)
     # without measured bursts, or without an rng, bursts are comm_ms long
-    assert FluidJob("a", 300, 80).draw(random.Random(1)) == (80, 0.0)
-    assert FluidJob("a", 300, 80, comm_samples_ms=(120.0,)).draw(None) == (80, 0.0)
+    assert FluidJob("a", 300, 80).draw(random.Random(1)) == (80, 0.0, 0.0)
+    assert FluidJob("a", 300, 80, comm_samples_ms=(120.0,)).draw(None) == (80, 0.0, 0.0)
     with pytest.raises(ValueError, match="burst sample"):
         simulate([FluidJob("a", 300, 80, comm_samples_ms=(300.0,))], {"a": 0.0})
 
@@ -264,14 +264,14 @@ def test_the_trace_lists_each_burst_ready_first_on_the_link_and_end():
 def test_a_drawn_burst_brings_its_jobs_extra_time_after_it():
     # every burst is 100 ms on the link and its job then takes 20 ms longer than the median: 320 ms
     job = FluidJob("a", 300, 100, comm_samples_ms=(100.0, 100.0), after_samples_ms=(20.0, 20.0))
-    assert job.draw(random.Random(0)) == (100.0, 20.0)
+    assert job.draw(random.Random(0)) == (100.0, 20.0, 0.0)
     out = mean_iterations([job], {"a": 0.0}, draws=2, iterations=5)
     assert out["a"] == pytest.approx(320.0)
     # the draw pairs a link time with its own burst's extra time; unpaired lists add nothing
     pair = FluidJob("a", 300, 100, comm_samples_ms=(80.0, 120.0), after_samples_ms=(-10.0, 10.0))
-    assert {pair.draw(random.Random(seed)) for seed in range(20)} == {(80.0, -10.0), (120.0, 10.0)}
-    assert FluidJob("a", 300, 100, comm_samples_ms=(80.0,), after_samples_ms=(1.0, 2.0)).draw(random.Random(0)) == (80.0, 0.0)
-    assert job.draw(None) == (100, 0.0)
+    assert {pair.draw(random.Random(seed)) for seed in range(20)} == {(80.0, -10.0, 0.0), (120.0, 10.0, 0.0)}
+    assert FluidJob("a", 300, 100, comm_samples_ms=(80.0,), after_samples_ms=(1.0, 2.0)).draw(random.Random(0)) == (80.0, 0.0, 0.0)
+    assert job.draw(None) == (100, 0.0, 0.0)
 
 
 def test_a_burst_beside_another_jobs_brings_a_busy_end_draw_of_its_kind():
@@ -379,3 +379,25 @@ def test_the_default_horizon_is_the_lcm_of_the_true_periods_in_microseconds():
     assert default_horizon_ms([FluidJob("a", 300.5, 100), FluidJob("b", 601, 150)]) == 40 * 601
     # 0.1 is no whole number of µs as a float: no lcm, the cap
     assert default_horizon_ms([FluidJob("a", 300.1, 100), FluidJob("b", 600, 150)]) == 400 * 600
+
+
+def test_a_job_that_keeps_its_clock_is_moved_by_its_data_phase_only():
+    # each burst: 100 ms on the link, 20 of them a late start, then 15 ms more after it than usual
+    drifting = FluidJob("a", 300, 100, comm_samples_ms=(100.0,), after_samples_ms=(15.0,), late_samples_ms=(20.0,))
+    assert drifting.draw(random.Random(0)) == (100.0, 15.0, 20.0)
+    assert mean_iterations([drifting], {"a": 0.0}, draws=2, iterations=5)["a"] == pytest.approx(315.0)
+    # keeping its clock, the late start and the longer end come off the computation: 300 - 20 = 280 ms
+    kept = FluidJob("a", 300, 100, comm_samples_ms=(100.0,), after_samples_ms=(15.0,), late_samples_ms=(20.0,),
+                    keeps_clock=True)
+    assert mean_iterations([kept], {"a": 0.0}, draws=2, iterations=5)["a"] == pytest.approx(280.0)
+
+    def gap_after_first_ms(job):
+        # a busy start (b launched with it) costs 30 ms on the link; b's bursts meet a's first one only
+        trace = []
+        simulate([job, FluidJob("b", 1000, 10)], {"a": 0.0, "b": 0.0}, iterations=1, warmup=0, trace=trace)
+        a_bursts = [(ready, end) for name, ready, _, end in trace if name == "a"]
+        return a_bursts[1][0] - a_bursts[0][1]
+
+    busy = {"busy_start_ms": 30.0}
+    assert gap_after_first_ms(FluidJob("a", 300, 100, **busy)) == pytest.approx(200.0)
+    assert gap_after_first_ms(FluidJob("a", 300, 100, keeps_clock=True, **busy)) == pytest.approx(170.0)
