@@ -46,12 +46,12 @@ class HostBusy(RuntimeError):
                          f"(more than {MAX_STEAL_PCT:g} % in each): the measurement says more about the host")
 
 
-# How a run says it measured something again (scenarios/experiment/drive.py, :func:`undisturbed`).
-_MEASURED_AGAIN = re.compile(r"the host took ([0-9.]+) % of the CPU; measuring (?:it )?again")
+# How a run says the host disturbed a measurement (scenarios/experiment/drive.py, :func:`undisturbed`).
+_MEASURED_AGAIN = re.compile(r"the host took ([0-9.]+) % of (?:this machine's CPU \(more than|the CPU; measuring again)")
 
 
 def measured_again_pcts(output: str) -> list[float]:
-    """The host's shares of the CPU (%) that made a run measure something again, from its output.
+    """The host's shares of the CPU (%) in the measurements it disturbed, from a run's output.
 
     A deadline set for a run on a quiet host can pass while it re-measures on a
     busy one: those shares make a test's timeout the host's, not shiftbed's."""

@@ -332,6 +332,12 @@ def launch_to_end_ms(spans: pd.DataFrame) -> pd.Series:
     return spans["lead_ms"] + spans["data_ms"] + spans["after_ms"]
 
 
+def clock_moving_ms(spans: pd.DataFrame, keeps_clock: bool) -> pd.Series:
+    """The part of each burst of :func:`burst_spans` that moves its job's next iteration, ms: the data
+    phase for a job that keeps its clock (``apps.dltjob.JobDriver.compute_s``), else launch to end."""
+    return spans["data_ms"] if keeps_clock else launch_to_end_ms(spans)
+
+
 def quiet_bursts(spans: pd.DataFrame, job: str) -> pd.DataFrame:
     """``job``'s bursts in ``spans`` that met no other job's (``quiet``; none without that column)."""
     if "quiet" not in spans or spans.empty:
@@ -342,21 +348,23 @@ def quiet_bursts(spans: pd.DataFrame, job: str) -> pd.DataFrame:
 DRIFT_MIN_BURSTS = 5  # fewer quiet bursts than this give no drift figure
 
 
-def speed_drift_ms(solo_spans: dict[str, pd.DataFrame], spans: pd.DataFrame,
+def speed_drift_ms(solo_spans: dict[str, pd.DataFrame], spans: pd.DataFrame, keeps_clock: frozenset = frozenset(),
                    min_bursts: int = DRIFT_MIN_BURSTS) -> dict[str, float | None]:
     """Per job in ``solo_spans``: how much longer (ms; less than 0: shorter) its quiet bursts in ``spans``
-    took from launch to end than its solo bursts, medians; None with fewer than ``min_bursts``.
+    took than its solo bursts (:func:`clock_moving_ms`; the jobs in ``keeps_clock`` kept their clocks),
+    medians; None with fewer than ``min_bursts``.
 
-    The compute phase is a fixed sleep, so this is also how far the job's
-    iteration moved from the one it was calibrated to while it ran alone on
-    the link: the machine's own speed, which drifted by up to 13 ms per burst
-    within minutes in one run (docs/accuracy.md).
+    That is how far the job's iteration moved from the one it was calibrated
+    to while it ran alone on the link: the machine's own speed, which drifted
+    by up to 13 ms per burst within minutes in one run (docs/accuracy.md).
     """
     out: dict[str, float | None] = {}
     for job, mine in solo_spans.items():
         theirs = quiet_bursts(spans, job)
         enough = len(theirs) >= min_bursts and not mine.empty
-        out[job] = float(launch_to_end_ms(theirs).median() - launch_to_end_ms(mine).median()) if enough else None
+        kept = job in keeps_clock
+        out[job] = (float(clock_moving_ms(theirs, kept).median() - clock_moving_ms(mine, kept).median())
+                    if enough else None)
     return out
 
 

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 # of 37 kept runs on this machine lost fidelity so: of 61 measurements disturbed
 # once, 31 were disturbed again, and 10 of those a third time (measured 2026-12-02).
 MEASURE_ATTEMPTS = 5
+# what a run prints for a measurement the host disturbed (apps.hoststeal.measured_again_pcts reads it)
+DISTURBED_LINE = "%s: the host took %.1f %% of this machine's CPU (more than %g %%)"
 START_IN_S = 1.5  # epoch this far ahead of the policy request, so every driver is ready
 WATCH_INTERVAL_S = 0.2  # how often a running policy checks the controller and the workers
 
@@ -116,8 +118,7 @@ class Measurer:
         taken = steal.as_dict()
         self.notes.measured_again.append(Remeasurement(measurement, attempt, os.path.basename(run_dir),
                                                        taken["mean_pct"], taken["peak_pct"]))
-        log.warning("%s: the host took %.1f %% of the CPU; measuring it again (attempt %d of %d)",
-                    measurement, taken["mean_pct"], attempt + 1, MEASURE_ATTEMPTS)
+        log.warning("%s: measuring it again (attempt %d of %d)", measurement, attempt + 1, MEASURE_ATTEMPTS)
         hoststeal.wait_until_quiet()
 
     def drive(self, specs, run_dir: str, label: str, *, plans=None, iterations=None, until_s=None,
@@ -179,8 +180,7 @@ class Measurer:
             captures[name] = (packets, label_flows(packets, flows))
             self._count_capture_drops(err)
         if steal.disturbed:
-            log.warning("%s: the host took %.1f %% of this machine's CPU (more than %g %%)", label, steal.mean_pct,
-                        hoststeal.MAX_STEAL_PCT)
+            log.warning(DISTURBED_LINE, label, steal.mean_pct, hoststeal.MAX_STEAL_PCT)
         packets, labels = job_view(captures)
         return Measurement(rows, packets, labels, (t0, t1), steal, captures)
 

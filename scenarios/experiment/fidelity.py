@@ -20,6 +20,7 @@ from apps import hoststeal
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.calibration import PERIOD_TOLERANCE
 from scenarios.experiment.drive import MEASURE_ATTEMPTS, MeasureLog
+from scenarios.experiment.prediction import keeps_clock
 from scenarios.summary_record import FidelitySummary
 
 FIDELITY_MIN_RATIO = 0.90  # realised solo burst rate / the rate the configured links give it
@@ -110,7 +111,8 @@ def judge_fidelity(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame], p
     # Not part of fidelity_ok: the fabric may still carry its rate, and the model's figures
     # follow the drift (pooled_solo). But a job that drifted further than calibration's own
     # tolerance did not run at the period it was calibrated to, and the report says so.
-    drift_ms = analysis.speed_drift_ms(solo_spans, policy_bursts)
+    drift_ms = analysis.speed_drift_ms(solo_spans, policy_bursts,
+                                       frozenset(name for name, figures in solo.items() if keeps_clock(figures)))
     drift_pct = {n: None if ms is None else round(100 * ms / period_ms[n], 2) for n, ms in drift_ms.items()}
     drifted = sorted(n for n, pct in drift_pct.items() if pct is not None and abs(pct) > 100 * PERIOD_TOLERANCE)
     apart = (analysis.apart_slowdown(policy_bursts, {n: s["data_ms"] for n, s in solo.items()}, meets)

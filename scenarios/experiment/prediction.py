@@ -218,10 +218,8 @@ def pooled_solo(solo: dict[str, dict], solo_spans: dict[str, pd.DataFrame],
         if theirs.empty:
             out[job] = {**figures, "quiet_bursts": 0, "busy_after_samples_ms": busy_after}
             continue
-        if keeps_clock(figures):  # only the data phase moves a job that keeps its clock
-            moved_ms = float(pool["data_ms"].median() - mine["data_ms"].median())
-        else:
-            moved_ms = float(analysis.launch_to_end_ms(pool).median() - analysis.launch_to_end_ms(mine).median())
+        kept = keeps_clock(figures)
+        moved_ms = float(analysis.clock_moving_ms(pool, kept).median() - analysis.clock_moving_ms(mine, kept).median())
         out[job] = {**figures, "lead_ms": float(pool["lead_ms"].mean()), "burst_lead_ms": float(pool["lead_ms"].median()),
                     "data_ms": float(pool["data_ms"].mean()),
                     "iteration_ms": figures["iteration_ms"] + moved_ms,

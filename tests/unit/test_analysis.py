@@ -285,3 +285,7 @@ def test_speed_drift_is_the_quiet_bursts_median_launch_to_end_against_the_solo_b
     assert drift["b"] is None
     assert analysis.speed_drift_ms(solo, later, min_bursts=4)["b"] == pytest.approx(-6.0)
     assert analysis.speed_drift_ms(solo, pd.DataFrame()) == {"a": None, "b": None}
+    # a job that keeps its clock is moved by its data phases only: later starts take nothing
+    assert analysis.speed_drift_ms(solo, later, frozenset({"a"}))["a"] == pytest.approx(0.0)
+    longer = spans("a", [10.0] * 5).assign(data_ms=57.0)
+    assert analysis.speed_drift_ms(solo, longer, frozenset({"a"}))["a"] == pytest.approx(7.0)

@@ -134,11 +134,8 @@ def test_waiting_for_a_quiet_host_gives_up_after_its_limit():
 def test_the_shares_that_made_a_run_measure_again_are_read_back_from_its_output(monkeypatch, caplog):
     """A test whose deadline passed while a run re-measured on a busy host reads the host's shares
     from the run's own warnings (both kinds: a run's measurement and :func:`undisturbed`'s)."""
-    from types import SimpleNamespace
+    from scenarios.experiment import drive
 
-    from scenarios.experiment.drive import Measurer
-
-    monkeypatch.setattr(hoststeal, "wait_until_quiet", lambda: 0.0)
     ticks, stolen = [0, 0], iter([30, 2])
 
     def measure(_attempt):
@@ -147,8 +144,7 @@ def test_the_shares_that_made_a_run_measure_again_are_read_back_from_its_output(
 
     monkeypatch.setattr(hoststeal, "read_ticks", lambda: tuple(ticks))
     caplog.set_level("WARNING")
-    owner = SimpleNamespace(notes=SimpleNamespace(measured_again=[]))
-    Measurer.measure_again(owner, "solo b", 1, "/x/solo-b-1-0.800", hoststeal.Steal(12.34, 20.0))
+    drive.log.warning(drive.DISTURBED_LINE, "solo b", 12.34, hoststeal.MAX_STEAL_PCT)
     undisturbed(measure, "flows", attempts=2, wait=lambda: None)
     assert hoststeal.measured_again_pcts(caplog.text) == [12.3, 30.0]
     assert hoststeal.measured_again_pcts("solo b: 5 iterations\nnone: measured") == []
