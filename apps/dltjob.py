@@ -9,7 +9,8 @@ jobs from sharing a GIL or a scheduler.
 
 Timeline (the model's occupancy ``[s + k·T, s + k·T + c)``): iteration ``k``
 is a compute phase of ``period_ms − comm_ms`` (± uniform jitter of
-``jitter_ms``) then the communication phase. Iteration 0 starts at
+``jitter_ms``; less the last burst's launch overhead beyond its usual,
+:meth:`JobDriver.compute_s`) then the communication phase. Iteration 0 starts at
 ``epoch + offset − compute`` so that its *communication* begins at
 ``epoch + offset``: under ``none`` every job's first burst starts at the
 epoch, under ``shift``/``random`` at its offset, and after that each job runs
