@@ -319,14 +319,10 @@ class JobDriver:
 
     def compute_s(self) -> float:
         """This iteration's compute time: ``period − comm`` plus uniform(±jitter_ms), never < 0, less
-        what the last burst's launch overhead took beyond the usual (``launch_overhead_ms``).
-
-        A burst launches fresh iperf3 processes and a control connection: 19 ms
-        that a training job's standing connections never pay, and that moved
-        with the machine's load (an emulated 300-ms period ran 287-297 ms between
-        runs, docs/accuracy.md). Taking the excess off the computation keeps the
-        job on its own clock; the data phase, which is the network's doing, is
-        never taken off."""
+        what the last burst's launch overhead took beyond the usual (``launch_overhead_ms``): fresh
+        iperf3 processes and a control connection, which standing connections never pay and whose
+        time moves with the machine's load (docs/accuracy.md). Only the data phase, the network's
+        doing, moves the job's clock."""
         jitter = self._rng.uniform(-self.spec.jitter_ms, self.spec.jitter_ms) if self.spec.jitter_ms else 0.0
         return max(0.0, self.compute_ms + jitter - self._overhead_excess_ms) / 1000
 

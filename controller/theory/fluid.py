@@ -179,6 +179,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     after = [0.0] * n  # the current burst's extra time after its end (FluidJob.after_samples_ms)
     late = [0.0] * n  # ... how much later than usual its data started (FluidJob.late_samples_ms)
     busy_cost = [0.0] * n  # ... what its busy start cost
+    held_until = [-math.inf] * n  # ... its data waits until then (a busy start: its first data comes later)
     met: list[set] = [set() for _ in range(n)]  # the other jobs the current burst was on the link beside
     track_met = rng is not None and any(j.busy_after_samples_ms for j in jobs)  # only busy ends need it
     queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
@@ -209,14 +210,16 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
 
     def going_at(k: int, at: float) -> bool:
         """Was job k's data going at ``at`` (its current or last burst on the link, not yet ended)?"""
+        data_from = max(went[k], held_until[k])  # a busy start holds the data back
         if state[k] in ("send", "drain"):
-            return went[k] <= at
-        return bool(ends[k]) and went[k] <= at < ends[k][-1]
+            return data_from <= at
+        return bool(ends[k]) and data_from <= at < ends[k][-1]
 
     def go(i: int) -> None:
-        """Job i's burst is on the link; the first time, longer if it started busy: another job's data
-        was going when it launched (``lead_ms`` before), or another job launched within
-        ``TOGETHER_MS`` of it (that burst, if not busy already, is charged too)."""
+        """Job i's burst is on the link; the first time, its data held back if it started busy: another
+        job's data was going when it launched (``lead_ms`` before), or another job launched within
+        ``TOGETHER_MS`` of it (that burst, if not busy already, is held too). On the wire a busy start is
+        a later first data packet, so a held burst takes no share of the link."""
         if not on_link[i]:
             went[i] = t
             launched[i] = t - jobs[i].lead_ms
@@ -225,12 +228,12 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             busy[i] = bool(together) or any(going_at(k, launched[i]) for k in range(n) if k != i)
             if busy[i]:
                 busy_cost[i] = jobs[i].busy_start_cost(rng)
-                remaining[i] += busy_cost[i]
+                held_until[i] = t + busy_cost[i]
             for k in together:
                 if not busy[k]:
                     busy[k] = True
                     busy_cost[k] = jobs[k].busy_start_cost(rng)
-                    remaining[k] += busy_cost[k]
+                    held_until[k] = max(held_until[k], t) + busy_cost[k]
         on_link[i] = True
 
     def begin(i: int, now: float) -> None:
@@ -267,11 +270,13 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         max_events -= 1
         if max_events < 0:
             raise RuntimeError("fluid model made no progress (window or time values out of range)")
-        sending = [i for i in range(n) if state[i] in ("send", "drain")]
+        # a burst whose busy start still holds its data back is on the link but sends nothing yet
+        sending = [i for i in range(n) if state[i] in ("send", "drain") and held_until[i] <= t + _EPS]
+        held = [held_until[i] for i in range(n) if state[i] in ("send", "drain") and held_until[i] > t + _EPS]
         # each burst's speed relative to alone: its share of the link, at most its solo rate
         share = (link_shares(jobs, sending, sharing, rank, sent, remaining) if links is None
                  else links.shares(jobs, sending, sharing, rank, sent, remaining))
-        t_next = min(next_t)
+        t_next = min([*next_t, *held])
         for i in sending:
             if share[i] > 0:
                 t_next = min(t_next, t + remaining[i] / share[i])

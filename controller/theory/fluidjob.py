@@ -24,7 +24,7 @@ class FluidJob:
     comm_ms: float
     link_headroom: float = 1.0  # link rate / this job's solo burst rate (>= 1)
     comm_samples_ms: tuple[float, ...] = ()  # measured bursts, drawn from when simulate() gets an rng
-    busy_start_ms: float = 0.0  # a burst starting while another job's is on the link takes this much longer
+    busy_start_ms: float = 0.0  # a burst starting while another job's is on the link sends this much later
     # with each measured burst, how much longer than usual its job took after it (ms, may be < 0):
     # added to the computation that follows; used only when there is one per comm sample
     after_samples_ms: tuple[float, ...] = ()

@@ -172,15 +172,15 @@ def test_policy_windows_open_late_by_the_data_and_keep_their_close():
     assert policy_windows(get_policy("none"), sched, offsets) is None
 
 
-def test_a_burst_that_starts_while_another_is_on_the_link_takes_busy_start_ms_more():
-    # a bursts at 0 on an idle link; b at 20, while a's burst is on it: b takes 40 + 10 ms.
-    # Half speed each from 20: a (20 left) ends at 60; b has 30 left, alone: ends at 90.
-    # a's next burst at 120 on an idle link; b's at 150, while a's is on it (a has 10 left):
-    # a ends at 170, b (50 ms, 10 of them by 170) at 210. a: 60 -> 170, b: 90 -> 210.
+def test_a_burst_that_starts_while_another_is_on_the_link_sends_busy_start_ms_later():
+    # a bursts at 0 on an idle link; b at 20, while a's burst is on it: b's data waits 10 ms, taking
+    # no share meanwhile. a alone to 30 (10 left), half speed with b from 30: a ends at 50; b has 30
+    # left, alone: ends at 80. a's next burst at 110 on an idle link; b's at 140, while a's is on it:
+    # b waits to 150, when a ends; b alone ends at 190. a: 50 -> 150, b: 80 -> 190.
     jobs = [FluidJob("a", 100, 40, busy_start_ms=10), FluidJob("b", 100, 40, busy_start_ms=10)]
     busy = simulate(jobs, {"a": 0.0, "b": 20.0}, iterations=1, warmup=0)
-    assert busy["a"].mean_iteration_ms == pytest.approx(110)
-    assert busy["b"].mean_iteration_ms == pytest.approx(120)
+    assert busy["a"].mean_iteration_ms == pytest.approx(100)
+    assert busy["b"].mean_iteration_ms == pytest.approx(110)
     # without it: a ends at 60 and 180 (b joins its second burst at 140 with 20 left)
     free = simulate([FluidJob("a", 100, 40), FluidJob("b", 100, 40)], {"a": 0.0, "b": 20.0},
                     iterations=1, warmup=0)
@@ -203,13 +203,14 @@ def test_a_start_is_busy_when_another_jobs_data_was_going_at_its_launch_or_it_la
     assert first_end_ms(jobs, {"a": 0.0, "b": 50.0}, "b") == pytest.approx(100.0)
     assert first_end_ms(jobs, {"a": 0.0, "b": 60.0}, "b") == pytest.approx(100.0)
     # a and b launch together at 0 onto an idle link, data at 5 and 8 (leads 5 and 8 ms): both start
-    # busy, 50 ms each, a charged when b's launch shows up. a alone 5-8, both half speed from 8: a
-    # (47 left) ends at 102, b has sent 47 of 50 and ends alone at 105.
+    # busy, a held when b's launch shows up. a alone 5-8, both held to 18, half speed from 18: a
+    # (37 left) ends at 92, b has sent 37 of 40 and ends alone at 95.
     jobs = [FluidJob("a", 1000, 40, busy_start_ms=10, lead_ms=5), FluidJob("b", 1000, 40, busy_start_ms=10, lead_ms=8)]
-    assert first_end_ms(jobs, {"a": 5.0, "b": 8.0}, "a") == pytest.approx(102.0)
-    assert first_end_ms(jobs, {"a": 5.0, "b": 8.0}, "b") == pytest.approx(105.0)
-    # launched 11 ms apart (b's data at 19, a's still going): a quiet, b busy from a's data
-    assert first_end_ms(jobs, {"a": 5.0, "b": 19.0}, "a") == pytest.approx(5 + 14 + 2 * 26)
+    assert first_end_ms(jobs, {"a": 5.0, "b": 8.0}, "a") == pytest.approx(92.0)
+    assert first_end_ms(jobs, {"a": 5.0, "b": 8.0}, "b") == pytest.approx(95.0)
+    # launched 11 ms apart (b's data at 19, a's still going): a quiet, b busy from a's data and
+    # held to 29; a alone 5-29, then half speed
+    assert first_end_ms(jobs, {"a": 5.0, "b": 19.0}, "a") == pytest.approx(5 + 24 + 2 * 16)
     with pytest.raises(ValueError, match="lead_ms"):
         simulate([FluidJob("a", 100, 40, lead_ms=-1)], {"a": 0.0})
 
@@ -221,17 +222,18 @@ def test_each_busy_start_draws_its_cost_from_the_measured_ones():
              FluidJob("b", 100, 40, busy_start_samples_ms=(10.0,))]
     offsets = {"a": 0.0, "b": 20.0}
     same = simulate(drawn, offsets, iterations=1, warmup=0, rng=random.Random(1))
-    assert same["b"].mean_iteration_ms == pytest.approx(120)  # worked by hand in the test above
-    assert simulate(fixed, offsets, iterations=1, warmup=0)["b"].mean_iteration_ms == pytest.approx(120)
-    # b's first burst (40 ms, at 20 while a's is on the link: a ends at 60, b at 80 + its cost)
-    # draws its cost from 0 and 20 ms: it ends at 80 or 100, and both happen
-    mixed = [FluidJob("a", 1000, 40), FluidJob("b", 1000, 40, busy_start_samples_ms=(0.0, 20.0))]
+    assert same["b"].mean_iteration_ms == pytest.approx(110)  # worked by hand in the test above
+    assert simulate(fixed, offsets, iterations=1, warmup=0)["b"].mean_iteration_ms == pytest.approx(110)
+    # b's first burst (40 ms, at 20 while a's is on the link) draws its cost from 0 and 30 ms: with 0
+    # it shares the link from 20 (a ends at 60, b at 80); with 30 its data waits to 50, after a's end
+    # at 40, and it ends at 90. Both happen
+    mixed = [FluidJob("a", 1000, 40), FluidJob("b", 1000, 40, busy_start_samples_ms=(0.0, 30.0))]
     first_ends = set()
     for seed in range(8):
         trace = []
         simulate(mixed, offsets, iterations=1, warmup=0, rng=random.Random(seed), trace=trace)
         first_ends.add(round(next(end for job, _, _, end in trace if job == "b"), 6))
-    assert first_ends == {80.0, 100.0}
+    assert first_ends == {80.0, 90.0}
     # without an rng nothing is drawn: busy_start_ms (0) holds
     trace = []
     simulate(mixed, offsets, iterations=1, warmup=0, trace=trace)

@@ -52,15 +52,16 @@ def test_a_gated_job_whose_burst_only_just_makes_its_next_window_is_on_a_knife_e
     # 5-ms lead, data reaches the gate 3 ms late: a's at 3, b's at 28, while a's is on the link.
     # Busy starts costing nothing: a alone 3-28 (25 of 30 ms), half speed to 38; b (5 ms by 38)
     # alone to 63, ready again 68.5 later at 131.5, within its next window's 4-ms grace
-    # (128 + 4): b makes every window. Costing 5 or 10 ms more, b ends 5 or 10 ms later and
-    # misses every next window by 3.5 ms or more: every other window.
+    # (128 + 4): b makes every window. Costing 10 or 20 ms, b's data waits to 38 or 48, after a's
+    # end at 33: b ends 5 or 15 ms later and misses every next window: every other window.
     schedule = compute_schedule([JobTiming("a", 100, 50), JobTiming("b", 100, 50)])
     model = _model(schedule, {"a": _solo(90, 30), "b": _solo(98.5, 30)})
     offsets = {"a": 0.0, "b": 25.0}
-    predicted, ranges = model.predict_with_range("gate", offsets, iterations=12)
-    assert predicted == model.predict("gate", offsets, iterations=12)
+    cost = {"a": 10.0, "b": 10.0}
+    predicted, ranges = model.predict_with_range("gate", offsets, iterations=12, busy_start_ms=cost)
+    assert predicted == model.predict("gate", offsets, iterations=12, busy_start_ms=cost)
     assert ranges["b"] == pytest.approx((100, 200), rel=0.01)
-    assert predicted["b"] == pytest.approx(200, rel=0.01)  # the prediction takes 5 ms per busy start
+    assert predicted["b"] == pytest.approx(200, rel=0.01)  # the prediction takes 10 ms per busy start
     assert knife_edge(predicted["b"], ranges["b"])
     # a, ready at 98 (90 - 30 + 38) before its window (103), makes every window whatever b costs
     assert ranges["a"] == pytest.approx((100, 100), rel=0.01)
@@ -80,16 +81,16 @@ def test_each_job_can_have_its_own_busy_start_cost():
 
 def test_measured_busy_starts_are_drawn_and_scaled_for_the_range():
     # the knife-edge pair above, b's busy starts measured at 0 ms each time: every window, no
-    # range (0, 0 and 0 again), whatever the single figure says; at 5 ms each: every other window
+    # range (0, 0 and 0 again), whatever the single figure says; at 10 ms each: every other window
     schedule = compute_schedule([JobTiming("a", 100, 50), JobTiming("b", 100, 50)])
     model = _model(schedule, {"a": _solo(90, 30), "b": _solo(98.5, 30)})
     offsets = {"a": 0.0, "b": 25.0}
-    for measured_ms, expected_ms in ((0.0, 100), (5.0, 200)):
+    for measured_ms, expected_ms in ((0.0, 100), (10.0, 200)):
         predicted, ranges = model.predict_with_range("gate", offsets, iterations=12,
-                                                     busy_start_ms={"a": 5.0, "b": 5.0},
+                                                     busy_start_ms={"a": 10.0, "b": 10.0},
                                                      busy_start_samples_ms={"b": (measured_ms,) * 3})
         assert predicted["b"] == pytest.approx(expected_ms, rel=0.01)
-    assert ranges["b"] == pytest.approx((100, 200), rel=0.01)  # 0 x, 1 x and 2 x the 5-ms draws
+    assert ranges["b"] == pytest.approx((100, 200), rel=0.01)  # 0 x, 1 x and 2 x the 10-ms draws
 
 
 def test_a_busy_start_cost_is_the_measured_one_else_the_default():
