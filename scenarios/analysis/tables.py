@@ -277,6 +277,20 @@ def link_time_samples_ms(spans: pd.DataFrame) -> list[float]:
     return _clip_robust((spans["data_ms"] + late_ms).clip(lower=0.0))
 
 
+# A solo burst this much longer than its run's median waited for a TCP retransmission timeout
+# (200 ms at least on Linux): a parameter server's incast lost packets so (docs/accuracy.md).
+STALL_MS = 150.0
+
+
+def stalled_bursts(comm_ms: pd.Series) -> int:
+    """How many of a run's bursts (``comm_ms``, launch to end) took :data:`STALL_MS` or more longer
+    than their median. The model's draws are clipped to the median ± 3 robust deviations
+    (:func:`link_time_samples_ms`), which brings such bursts back near the usual length."""
+    if comm_ms.empty:
+        return 0
+    return int((comm_ms >= comm_ms.median() + STALL_MS).sum())
+
+
 def late_time_samples_ms(spans: pd.DataFrame) -> list[float]:
     """How much later than usual (the median lead) each measured burst's data started, ms: the part
     of its link time (:func:`link_time_samples_ms`, same order) that a job keeping its clock takes

@@ -232,5 +232,6 @@ class Calibration:
                 "link_samples_ms": analysis.link_time_samples_ms(spans),
                 "after_samples_ms": analysis.after_time_samples_ms(spans),
                 "late_samples_ms": analysis.late_time_samples_ms(spans),
+                "bursts": len(steady), "stalled_bursts": analysis.stalled_bursts(steady["comm_ms"]),
                 "host_steal_pct": round(steal.mean_pct, 2), "host_steal_peak_pct": round(steal.peak_pct, 2),
                 **analysis.burst_medians_ms(spans).get(spec.name, {})}

@@ -12,6 +12,8 @@ import logging
 import threading
 import time
 
+from scenarios.analysis.tables import STALL_MS
+
 stages = logging.getLogger("scenarios.experiment.stages")
 stages.setLevel(logging.INFO)
 
@@ -34,9 +36,13 @@ def fabric_line(fabric, links) -> str:
 
 def calibrated_line(name: str, period_ms: float, solo: dict) -> str:
     """One human line for a calibrated job: its solo iteration against its period, its bursts alone."""
-    return (f"calibrated {name}: {solo['iteration_ms']:.1f} ms per iteration for a {period_ms:g}-ms period; "
+    line = (f"calibrated {name}: {solo['iteration_ms']:.1f} ms per iteration for a {period_ms:g}-ms period; "
             f"bursts of {solo['comm_ms']:.1f} ms ({solo['data_ms']:.1f} ms of data) "
             f"at {solo['sustained_mbps']:.1f} Mbit/s alone")
+    if solo.get("stalled_bursts"):
+        line += (f"; {solo['stalled_bursts']} of {solo['bursts']} stalled, as on a TCP retransmission timeout "
+                 f"({STALL_MS:g} ms or more over the median)")
+    return line
 
 
 def figures_line(name: str, solo: dict) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scenarios.analysis.tables import STALL_MS
 from scenarios.errors import InputError
 from scenarios.experiment.prediction import BUSY_START_MS
 from scenarios.report import plots
@@ -360,6 +361,11 @@ def _fidelity_section(results: Results) -> tuple[str, list[str]]:
                      "depends on it on the wire (a `shift` keeping free-running bursts apart) may not hold; "
                      "the model's figures follow the drift")
         lines.append(line + ".")
+    stalled = {job: figures for job, figures in fidelity.solo.items() if figures.get("stalled_bursts")}
+    if stalled:
+        lines.append(f"- Solo bursts that stalled {STALL_MS:g} ms or more over their run's median, as on a TCP "
+                     "retransmission timeout (the model's draws clip them to near the usual length): "
+                     + ", ".join(f"{job} {f['stalled_bursts']} of {f['bursts']}" for job, f in stalled.items()) + ".")
     for again in fidelity.measured_again:
         lines.append(f"- Measured again: {again.measurement} (attempt {again.attempt}, "
                      f"{again.mean_pct:.1f} % stolen; kept in `raw/{again.run}`).")

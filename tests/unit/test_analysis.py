@@ -289,3 +289,12 @@ def test_speed_drift_is_the_quiet_bursts_median_launch_to_end_against_the_solo_b
     assert analysis.speed_drift_ms(solo, later, frozenset({"a"}))["a"] == pytest.approx(0.0)
     longer = spans("a", [10.0] * 5).assign(data_ms=57.0)
     assert analysis.speed_drift_ms(solo, longer, frozenset({"a"}))["a"] == pytest.approx(7.0)
+
+
+def test_a_burst_150_ms_or_more_over_its_runs_median_stalled():
+    # a parameter server's solo run: 127-143 ms, or 340-376 ms after a retransmission timeout
+    comm = pd.Series([130.0, 350.0, 137.0, 133.0, 356.0, 127.0, 143.0])
+    assert analysis.STALL_MS == 150.0
+    assert analysis.stalled_bursts(comm) == 2
+    assert analysis.stalled_bursts(pd.Series([130.0, 279.0, 140.0])) == 0  # 139 over the median
+    assert analysis.stalled_bursts(pd.Series(dtype=float)) == 0

@@ -27,6 +27,12 @@ def test_a_calibrated_job_is_one_human_line():
                     "(45.1 ms of data) at 49.5 Mbit/s alone")
 
 
+def test_solo_bursts_that_stalled_are_counted_on_the_calibrated_line():
+    line = calibrated_line("server", 600.0, {**SOLO, "bursts": 20, "stalled_bursts": 9})
+    assert line.endswith("alone; 9 of 20 stalled, as on a TCP retransmission timeout (150 ms or more over the median)")
+    assert calibrated_line("alpha", 300.0, {**SOLO, "bursts": 20, "stalled_bursts": 0}).endswith("alone")
+
+
 def test_the_detail_behind_it_names_every_figure_without_a_python_dict():
     line = figures_line("alpha", SOLO)
     assert line.startswith("solo alpha: iteration_ms 288, comm_ms 68.64, data_ms 45.1,")

@@ -231,3 +231,15 @@ def test_where_the_jobs_meet_is_in_the_report_with_what_was_captured(tmp_path):
     assert "| spine1->leaf3 | a, b | no (same flows as leaf2->spine1) |" in report
     plain = Path(draw_report(write_example(tmp_path / "plain"))[-1]).read_text()
     assert "Where the jobs meet" not in plain  # a folder without links says nothing of them
+
+
+def test_solo_bursts_that_stalled_as_on_a_retransmission_timeout_are_named(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "stalled")
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["fidelity"]["solo"] = {"a": {"bursts": 20, "stalled_bursts": 9}, "b": {"bursts": 20, "stalled_bursts": 0}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "as on a TCP retransmission timeout" in report and ": a 9 of 20." in report
+    summary["fidelity"]["solo"]["a"]["stalled_bursts"] = 0
+    (folder / "summary.json").write_text(json.dumps(summary))
+    assert "retransmission timeout" not in Path(draw_report(folder)[-1]).read_text()
