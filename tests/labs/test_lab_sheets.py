@@ -75,3 +75,16 @@ def test_only_the_hosts_cpu_makes_a_lab_run_inconclusive(tmp_path):
     empty.mkdir()
     assert labsheet.host_disturbed([busy, drifted, empty]) == {"classroom solo alpha": 12.5, "classroom gate": 7.25}
     assert labsheet.host_disturbed([drifted]) == {}
+
+
+def test_a_command_past_the_deadline_is_ended_with_sigterm_and_keeps_what_it_printed():
+    """A run ended so keeps its measurements and removes its network; the test reads its output
+    (``hoststeal.measured_again_pcts``) to tell a busy host's delay from shiftbed's."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    run = labsheet.LabRun(SimpleNamespace(path=Path("lab9-x.md")), timeout_s=1.0)
+    command = "trap 'echo ended by TERM; exit 3' TERM; echo started; sleep 3 > /dev/null & wait"
+    with pytest.raises(labsheet.LabTimeout, match=r"lab9-x.md: `.*` took more than 1 s") as late:
+        run.run_command(command)
+    assert late.value.output == "started\nended by TERM\n" and run.output == late.value.output
