@@ -125,8 +125,6 @@ class Calibration:
         self.solo: dict[str, dict] = {}  # per job: the figures of the solo run the model draws from
         self.solo_spans: dict[str, pd.DataFrame] = {}  # per job: the bursts of that solo run
         self.launch_lead_ms: dict[str, float] = {}  # per job: launch this early so its data meets its offset
-        # per job: a burst's usual launch overhead alone (apps.dltjob.JobDriver.compute_s)
-        self.launch_overhead_ms: dict[str, float] = {}
         self._runs: dict[str, int] = {}  # per job: solo runs so far (each has its own raw folder)
 
     def run(self, measurer: Measurer, specs) -> list:
@@ -140,9 +138,13 @@ class Calibration:
             stages.info("%s", calibrated_line(spec.name, spec.period_ms, self.solo[spec.name]))
             log.info("%s", figures_line(spec.name, self.solo[spec.name]))
         self.launch_lead_ms = launch_leads_ms(self.solo)
-        self.launch_overhead_ms = {name: figures["launch_overhead_ms"] for name, figures in self.solo.items()
-                                   if figures.get("launch_overhead_ms") is not None}
         return sized
+
+    @property
+    def launch_overhead_ms(self) -> dict[str, float]:
+        """Per job calibrated so far: a burst's usual launch overhead alone (``apps.dltjob.JobDriver.compute_s``)."""
+        return {name: figures["launch_overhead_ms"] for name, figures in self.solo.items()
+                if figures.get("launch_overhead_ms") is not None}
 
     def _size_bursts(self, measurer: Measurer, spec) -> tuple:
         """Correct the fill until a solo burst takes ``BURST_TARGET`` of ``comm_ms``, at most
