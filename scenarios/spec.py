@@ -9,7 +9,7 @@ Keys (``*`` = required)::
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
     guard_ms (the guard policy's band, default 10)  realign_s (re-align shift every this many s)
     policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
-    fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms
+    fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms  tcp_rto_min_ms
     jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
              pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
              model_workers  model_link_mbps (default 10000)  time_scale (default 1)
@@ -52,12 +52,13 @@ from controller.theory.schedule import JobTiming, comm_quanta, period_quanta, qu
 from scenarios.errors import InputError
 from scenarios.policyfiles import writable_by_others
 from topo.tcp_ports import PORTS_PER_JOB
-from topo.wiring import FabricParamError, FabricParams, check_queue_ms
+from topo.wiring import FabricParamError, FabricParams, check_queue_ms, check_tcp_rto_min_ms
 
 PATTERNS = ("ring", "ps")
 TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "guard_ms", "realign_s",
             "fabric", "jobs")
-FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps", "queue_ms")
+FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps", "queue_ms",
+               "tcp_rto_min_ms")
 FABRIC_REQUIRED = FABRIC_KEYS[:5]
 JOB_KEYS = ("name", "period_ms", "comm_ms", "workers", "pattern", "pin_spine", "gradient_mb",
             "jitter_ms", "model", "model_workers", "model_link_mbps", "time_scale")
@@ -75,6 +76,7 @@ class FabricSpec:
     host_link_mbps: float
     fabric_link_mbps: float
     queue_ms: float | None = None  # each port's data queue, ms at its link rate; None: the fabric's default
+    tcp_rto_min_ms: float | None = None  # the hosts' minimum TCP retransmission timeout; None: the kernel's
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -290,16 +292,17 @@ class _Checker:
         doc = self.mapping(doc, "fabric", FABRIC_KEYS, FABRIC_REQUIRED)
         counts = {k: self.integer(doc[k], f"fabric.{k}") for k in ("spines", "leaves", "hosts_per_leaf")}
         rates = {k: self.number(doc[k], f"fabric.{k}") for k in ("host_link_mbps", "fabric_link_mbps")}
-        queue_ms = None
-        if doc.get("queue_ms") is not None:
-            queue_ms = self.number(doc["queue_ms"], "fabric.queue_ms")
+        optional = {k: self.number(doc[k], f"fabric.{k}") for k in ("queue_ms", "tcp_rto_min_ms")
+                    if doc.get(k) is not None}
         try:
             FabricParams(**counts, **{k: doc[k] for k in rates})  # as written: its message quotes them
-            if queue_ms is not None:
-                check_queue_ms(queue_ms)
+            if "queue_ms" in optional:
+                check_queue_ms(optional["queue_ms"])
+            if "tcp_rto_min_ms" in optional:
+                check_tcp_rto_min_ms(optional["tcp_rto_min_ms"])
         except FabricParamError as exc:
             self.fail(f"fabric.{exc.field}", exc.problem)
-        return FabricSpec(**counts, **rates, queue_ms=queue_ms)
+        return FabricSpec(**counts, **rates, **optional)
 
     def job(self, doc: Any, field: str, quantum_ms: float, fabric: FabricSpec | None) -> ScenarioJob:
         doc = self.mapping(doc, field, JOB_KEYS, ("name",))

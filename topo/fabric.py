@@ -50,7 +50,7 @@ from topo.leafspine import (
     data_class_cmd,
     source_port_filter,
 )
-from topo.wiring import FabricParams, fabric_wiring
+from topo.wiring import FabricParams, check_tcp_rto_min_ms, fabric_wiring, rto_min_route_cmd
 
 # mininet.log makes every logger created after it a MininetLogger (its own handler without
 # newlines, its own level), which doubled warnings and hid INFO lines of modules imported
@@ -161,19 +161,23 @@ class Fabric:
         datapath: ``kernel``/``user``/None (automatic).
         mtu: host and switch port MTU (9000 by default).
         queue_ms: each port's queue, in ms at its link rate (``topo/leafspine.py``).
+        tcp_rto_min_ms: the hosts' minimum TCP retransmission timeout (None: the kernel's, 200 ms).
         workdir: for the controller config and log (default ``/run/shiftbed/<run_id>``).
         ready_timeout_s: how long switches may take to get their rules.
     """
 
     def __init__(self, params: FabricParams, controller, run_id: str | None = None,
                  datapath: str | None = None, mtu: int = JUMBO_MTU, queue_ms: float = DEFAULT_QUEUE_MS,
-                 workdir=None, ready_timeout_s: float = 30.0):
+                 tcp_rto_min_ms: float | None = None, workdir=None, ready_timeout_s: float = 30.0):
         self.params = params
         self.run_id = run_id or f"sb-{uuid.uuid4().hex[:8]}"
         self.controller_launcher = controller
         self.datapath = choose_datapath(datapath)
         self.mtu = mtu
         self.queue_ms = queue_ms
+        if tcp_rto_min_ms is not None:
+            check_tcp_rto_min_ms(tcp_rto_min_ms)  # before anything is touched
+        self.tcp_rto_min_ms = tcp_rto_min_ms
         self.workdir = Path(workdir or runrecord.RUN_DIR / self.run_id)
         self.ready_timeout_s = ready_timeout_s
         self.wiring = fabric_wiring(params)
@@ -300,6 +304,16 @@ class Fabric:
                 self.record.processes.append(runrecord.ProcessRef.of(node.pid, f"node:{node.name}"))
         self.record.save()
         self.net.start()
+        self._set_hosts_rto_min()
+
+    def _set_hosts_rto_min(self) -> None:
+        """Each host's minimum TCP retransmission timeout, on its fabric route (its namespace only)."""
+        if self.tcp_rto_min_ms is None:
+            return
+        for host in self.net.hosts:
+            out = host.cmd(rto_min_route_cmd(str(host.defaultIntf()), host.IP(), self.tcp_rto_min_ms)).strip()
+            if out:
+                raise FabricError(f"{host.name}: ip route change (tcp_rto_min_ms): {out}")
 
     # -- using it -------------------------------------------------------------
 

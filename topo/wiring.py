@@ -37,6 +37,8 @@ HOST_PREFIX_LEN = 8
 MAX_HOSTS = 4096
 MIN_MTU, MAX_MTU = 576, 9000
 MAX_QUEUE_MS = 10_000
+# Hosts' minimum TCP retransmission timeout, ms (a route metric; Linux's own is 200 ms).
+MIN_TCP_RTO_MIN_MS, MAX_TCP_RTO_MIN_MS = 1, 1000
 
 
 class FabricParamError(ValueError):
@@ -103,6 +105,24 @@ def check_queue_ms(queue_ms) -> None:
     if isinstance(queue_ms, bool) or not isinstance(queue_ms, int | float) or not _finite(queue_ms) \
             or not 0 < queue_ms <= MAX_QUEUE_MS:
         raise FabricParamError("queue_ms", f"must be in (0, {MAX_QUEUE_MS}] ms, got {queue_ms!r}")
+
+
+def check_tcp_rto_min_ms(rto_min_ms) -> None:
+    """The hosts' minimum TCP retransmission timeout, ms; :class:`FabricParamError` if out of bounds."""
+    if isinstance(rto_min_ms, bool) or not isinstance(rto_min_ms, int | float) or not _finite(rto_min_ms) \
+            or not MIN_TCP_RTO_MIN_MS <= rto_min_ms <= MAX_TCP_RTO_MIN_MS:
+        raise FabricParamError("tcp_rto_min_ms",
+                               f"must be in [{MIN_TCP_RTO_MIN_MS}, {MAX_TCP_RTO_MIN_MS}] ms, got {rto_min_ms!r}")
+
+
+def rto_min_route_cmd(dev: str, ip: str, rto_min_ms: float) -> str:
+    """``ip route`` command that gives a host's fabric route a minimum TCP retransmission timeout.
+
+    A route metric, so it lives in the host's namespace only; the route is restated as the kernel
+    made it for the host's address (``ip route change`` replaces every attribute)."""
+    check_tcp_rto_min_ms(rto_min_ms)
+    return (f"ip route change {HOST_IP_BASE}/{HOST_PREFIX_LEN} dev {dev} proto kernel scope link src {ip} "
+            f"rto_min {rto_min_ms:g}ms")
 
 
 def _finite(value: float) -> bool:

@@ -32,6 +32,7 @@ def environment_record(fabric) -> dict:
         "datapath": fabric.datapath,
         "mtu": fabric.mtu,
         "queue_ms": fabric.queue_ms,
+        "tcp_rto_min_ms": fabric.tcp_rto_min_ms,  # None: the kernel's (200 ms)
         "cores": os.cpu_count(),
         "link_mbps": min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps),  # a flow's rate
         "shared_link_mbps": fabric.params.fabric_link_mbps,  # what the jobs' bursts share (a leaf uplink)

@@ -161,7 +161,8 @@ class Experiment:
             stats_raw = self.writer.partial_dir / "port_stats.raw.csv"
             queue = {"queue_ms": f.queue_ms} if f.queue_ms is not None else {}
             with Fabric(params, FabricController(apps=("controller.scheduler_app",), pins=tuple(pins),
-                                         stats_csv=str(stats_raw)), datapath=self.options.datapath, **queue) as fabric:
+                                         stats_csv=str(stats_raw)), datapath=self.options.datapath,
+                        tcp_rto_min_ms=f.tcp_rto_min_ms, **queue) as fabric:
                 fabric.record.notes["results_partial_dir"] = str(self.writer.partial_dir)  # for `shiftbed clean`
                 fabric.record.save()
                 self.links = run_links(sc, fabric.wiring)

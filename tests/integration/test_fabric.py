@@ -267,6 +267,20 @@ def test_clean_removes_what_a_killed_run_left_behind(tmp_path):
             victim.kill()
 
 
+def test_hosts_minimum_rto_is_set_in_their_namespaces_only():
+    """``tcp_rto_min_ms`` is a route metric of each host's fabric route: TCP in the host uses it,
+    the machine's own routes keep the kernel's 200 ms."""
+    root_routes = subprocess.run(["ip", "route", "show"], capture_output=True, text=True, check=True).stdout
+    with Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController(), tcp_rto_min_ms=10) as fabric:
+        for host in ("h1", "h2"):
+            route = fabric.run(host, ["ip", "route", "get", fabric.ip("h2" if host == "h1" else "h1")]).stdout
+            assert "rto_min lock 10ms" in route, route
+        assert fabric.run("h1", ["ping", "-c", "1", "-W", "2", fabric.ip("h2")]).returncode == 0
+    assert subprocess.run(["ip", "route", "show"], capture_output=True, text=True, check=True).stdout == root_routes
+    with pytest.raises(ValueError, match="^tcp_rto_min_ms: "):
+        Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController(), tcp_rto_min_ms=0)
+
+
 def test_a_second_fabric_is_refused_while_one_runs():
     with Fabric(FabricParams(spines=1, leaves=2, hosts_per_leaf=1), FabricController()):
         with pytest.raises(runrecord.FabricBusy, match="another shiftbed fabric is running"):

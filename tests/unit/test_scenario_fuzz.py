@@ -46,7 +46,8 @@ def optional(required: dict, extra: dict) -> st.SearchStrategy:
 
 FABRIC = optional(
     {"spines": COUNTS, "leaves": COUNTS, "hosts_per_leaf": COUNTS, "host_link_mbps": RATES, "fabric_link_mbps": RATES},
-    {"queue_ms": st.one_of(st.floats(1, 100), st.floats(5000, 20000), HUGE, JUNK)})
+    {"queue_ms": st.one_of(st.floats(1, 100), st.floats(5000, 20000), HUGE, JUNK),
+     "tcp_rto_min_ms": st.one_of(st.floats(1, 200), st.floats(-5, 0.99), st.floats(1001, 1e6), HUGE, JUNK)})
 JOB_VALUES = {
     "name": JOB_NAMES, "period_ms": TIMES_MS, "comm_ms": TIMES_MS, "workers": WORKERS,
     "pattern": st.sampled_from(["ring", "ps", "mesh", 3]), "pin_spine": st.one_of(st.integers(-1, 5), JUNK),

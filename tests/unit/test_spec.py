@@ -70,6 +70,16 @@ def test_fabric_queue_depth_is_optional_and_checked():
                                                                         "fabric_link_mbps: 50, queue_ms: 20000}"))
 
 
+def test_hosts_minimum_rto_is_optional_and_checked():
+    assert spec.parse(GOOD, "s.yaml").fabric.tcp_rto_min_ms is None  # the kernel's own (200 ms)
+    datacentre = spec.parse(GOOD.replace("fabric_link_mbps: 50}", "fabric_link_mbps: 50, tcp_rto_min_ms: 10}"),
+                            "s.yaml")
+    assert datacentre.fabric.tcp_rto_min_ms == 10.0
+    for bad in ("0.5", "5000", "true"):
+        message = error_of(GOOD.replace("fabric_link_mbps: 50}", f"fabric_link_mbps: 50, tcp_rto_min_ms: {bad}}}"))
+        assert message.startswith("s.yaml: fabric.tcp_rto_min_ms: "), message
+
+
 @pytest.mark.parametrize("text, field, words", [
     ("name: x\njobs: [\n", "line", "YAML syntax error"),
     ("", "(top level)", "empty file"),
@@ -130,18 +140,21 @@ def test_the_rest_api_applies_the_same_name_rule():
     ({"spines": 256}, "spines"),
     ({"hosts_per_leaf": 3000}, "hosts_per_leaf"),
     ({"queue_ms": 10_001}, "queue_ms"),
+    ({"tcp_rto_min_ms": 1001}, "tcp_rto_min_ms"),
 ])
 def test_fabric_bounds_are_the_fabric_builders(change, field):
     """The schema refuses exactly what FabricParams / the topology refuse, with their words."""
-    from topo.wiring import FabricParamError, FabricParams, check_queue_ms
+    from topo.wiring import FabricParamError, FabricParams, check_queue_ms, check_tcp_rto_min_ms
 
     fabric = {"spines": 1, "leaves": 2, "hosts_per_leaf": 2, "host_link_mbps": 50, "fabric_link_mbps": 50, **change}
     text = GOOD.replace(GOOD.splitlines()[2], "fabric: " + json.dumps(fabric))
     message = error_of(text)
     with pytest.raises(FabricParamError) as info:
-        queue_ms = fabric.pop("queue_ms", None)
+        queue_ms = fabric.pop("queue_ms", 20)
+        rto_min_ms = fabric.pop("tcp_rto_min_ms", 200)
         FabricParams(**fabric)
         check_queue_ms(float(queue_ms))
+        check_tcp_rto_min_ms(float(rto_min_ms))
     assert message == f"s.yaml: fabric.{info.value}", (message, str(info.value))
 
 

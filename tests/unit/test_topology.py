@@ -14,7 +14,13 @@ from topo.leafspine import (
     source_port_filter,
     topos,
 )
-from topo.wiring import FabricParams, fabric_wiring, switch_name_for_dpid
+from topo.wiring import (
+    FabricParamError,
+    FabricParams,
+    fabric_wiring,
+    rto_min_route_cmd,
+    switch_name_for_dpid,
+)
 
 
 def build(**kwargs):
@@ -202,3 +208,11 @@ def test_a_source_port_filter_joins_the_dscp_filters_precedence():
     dscp_filters = [c for c in port_queue_commands()[0] if "match ip tos" in c]
     assert " prio 2 u32 " in cmd and all(" prio 2 u32 " in c for c in dscp_filters)
     assert cmd.endswith(f"match ip sport 5201 0xffff flowid {fair_classid(3)}")
+
+
+def test_the_minimum_rto_restates_the_hosts_fabric_route():
+    assert rto_min_route_cmd("h3-eth0", "10.0.0.3", 10) == (
+        "ip route change 10.0.0.0/8 dev h3-eth0 proto kernel scope link src 10.0.0.3 rto_min 10ms")
+    for bad in (0, 0.5, 1001, float("nan"), True):
+        with pytest.raises(FabricParamError, match="tcp_rto_min_ms"):
+            rto_min_route_cmd("h3-eth0", "10.0.0.3", bad)
