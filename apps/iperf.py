@@ -98,18 +98,10 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
 # write to the end of the test it spins (one select() per ~30 µs). With the
 # kernel's default (no limit) it writes the whole autotuned send buffer early
 # and spins for the rest: measured on a 50 Mbit/s veth, a 3 MiB burst's last
-# write came at 351 of 503 ms and 1 668 selects followed; with a 16-KiB limit the last
+# write came at 351 of 503 ms and 1 668 selects followed; at 16 KiB the last
 # write came at 476 of 506 ms and 582 followed, at the same rate (docs/accuracy.md).
 # The spin takes a core from the single-threaded userspace switch.
-# Two blocks, not one. At 16 KiB a host sending two flows at once now and then
-# stalled for 200 ms: its sender waited in select() for the socket to become
-# writable while everything it had sent was acknowledged and a segment sat
-# unsent, until the kernel's 200-ms probe timer sent it. Measured (one host, two
-# 97-KB flows at 25 Mbit/s; bench/sender_stall.py): 18 of 4 240 bursts at 16 KiB, 0 of 1 500 at 32 KiB,
-# for 17 % more iperf3 CPU time. Likely why: select() calls the socket writable
-# once less than half the limit is unsent, and half of 16 KiB is less than one
-# jumbo segment (8 948 bytes) (docs/accuracy.md, "A sender that waits 200 ms").
-NOTSENT_LOWAT_BYTES = 2 * BLOCK_BYTES
+NOTSENT_LOWAT_BYTES = 16384
 
 
 def tune_host_tcp(host_pid: int | None) -> None:

@@ -20,6 +20,7 @@ import os
 import sys
 
 from mininet.link import TCIntf, TCLink
+from mininet.node import Switch
 from mininet.topo import Topo
 
 try:
@@ -36,6 +37,13 @@ JUMBO_MTU = numbering.MAX_MTU  # the default: the largest MTU the fabric support
 # overflowed leaf uplinks and solo bursts lost packets: 44-46 of 50 Mbit/s in
 # some runs, under the 90 % fidelity line. 20 ms removed those drops (docs/accuracy.md).
 DEFAULT_QUEUE_MS = 20
+# A host's own interface queues what its sockets hand it, as a Linux interface's
+# transmit queue does (txqueuelen 1000): it never drops its own packets. With the
+# switch ports' 20 ms a host sending two 97-KB flows at 25 Mbit/s dropped ~7 of
+# its own packets a burst, and when such a drop left a flow nothing in flight,
+# the kernel resent it on its 200-ms probe timer: 18 of 4 740 bursts stalled
+# 200 ms, none of 500 with this queue (bench/sender_stall.py, docs/accuracy.md).
+HOST_QUEUE_FRAMES = 1000
 FAIR_CLASSES = 7  # DSCP 1..7: one fair-share data class each (see FabricIntf.bwCmds)
 
 
@@ -50,6 +58,15 @@ def fair_classid(dscp: int) -> str:
 # next ones what it leaves. The floor is what makes it "strict" only nearly:
 # a lower-ranked burst never stops dead (its connection stays alive).
 PRIORITY_FLOOR_SHARE = 0.01
+
+
+def data_queue_bytes(bw_mbps: float, queue_ms: float, mtu: int, on_host: bool) -> int:
+    """Bytes each data FIFO of a port holds: ``queue_ms`` at the link rate (at least 8 frames) on a
+    switch port, :data:`HOST_QUEUE_FRAMES` frames on a host's own interface."""
+    frame = mtu + 14
+    if on_host:
+        return HOST_QUEUE_FRAMES * frame
+    return max(int(bw_mbps * 1e6 / 8 * queue_ms / 1000), 8 * frame)
 
 
 def data_class_cmd(dev: str, bw_mbps: float, dscp: int, rank: int | None, mtu: int = JUMBO_MTU) -> str:
@@ -131,8 +148,8 @@ class FabricIntf(TCIntf):
         """Mininet's HTB class, split in two: small packets (ACKs) first, data behind.
 
         - Data waits in a byte-limited FIFO holding ``queue_ms`` at the link
-          rate (at least 8 frames). Mininet's default is 1000 packets: 3.6 s at
-          20 Mbit/s with 9000-byte frames.
+          rate (at least 8 frames) on a switch port, :data:`HOST_QUEUE_FRAMES`
+          frames on a host's own interface (:func:`data_queue_bytes`).
         - Pure TCP ACKs, SYNs and iperf3's control messages
           (:data:`PRIORITY_MATCHES`) get their own class with priority. A
           link carries one direction's data and the other direction's ACKs;
@@ -157,7 +174,8 @@ class FabricIntf(TCIntf):
         cmds = [cmd + quantum if " htb rate " in cmd else cmd for cmd in cmds]
         queue_ms = getattr(self, "queue_ms", DEFAULT_QUEUE_MS)
         if bw is not None and queue_ms and parent.strip() == "parent 5:1":
-            limit_bytes = max(int(bw * 1e6 / 8 * queue_ms / 1000), 8 * (mtu + 14))
+            node = getattr(self, "node", None)
+            limit_bytes = data_queue_bytes(bw, queue_ms, mtu, on_host=node is not None and not isinstance(node, Switch))
             share = bw * 0.9 / (FAIR_CLASSES + 1)
             cmds += [
                 f"%s class add dev %s parent 5:1 classid 5:10 htb rate {bw * 0.1}Mbit ceil {bw}Mbit prio 0{quantum}",

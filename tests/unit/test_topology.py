@@ -203,6 +203,14 @@ def test_port_queue_holds_queue_ms_at_the_link_rate_and_at_least_8_frames():
     assert all(f"limit {8 * 9014}" in c for c in shallow if "bfifo" in c)
 
 
+def test_a_hosts_own_interface_queues_a_thousand_frames_and_never_the_switch_ports_depth():
+    from topo.leafspine import HOST_QUEUE_FRAMES, data_queue_bytes
+
+    assert data_queue_bytes(25, 20, 9000, on_host=True) == HOST_QUEUE_FRAMES * 9014 == 9_014_000
+    assert data_queue_bytes(25, 20, 9000, on_host=False) == 8 * 9014  # 62.5 kB at 25 Mbit/s: 8 frames
+    assert data_queue_bytes(50, 40, 9000, on_host=False) == 250_000
+
+
 def test_a_source_port_filter_joins_the_dscp_filters_precedence():
     cmd = source_port_filter("h1-eth0", 5201, 3)
     dscp_filters = [c for c in port_queue_commands()[0] if "match ip tos" in c]
