@@ -41,8 +41,8 @@ DEFAULT_QUEUE_MS = 20
 # transmit queue does (txqueuelen 1000): it never drops its own packets. With the
 # switch ports' 20 ms a host sending two 97-KB flows at 25 Mbit/s dropped ~7 of
 # its own packets a burst, and when such a drop left a flow nothing in flight,
-# the kernel resent it on its 200-ms probe timer: 18 of 4 740 bursts stalled
-# 200 ms, none of 500 with this queue (bench/sender_stall.py, docs/accuracy.md).
+# the kernel resent it on its 200-ms probe timer: 19 of 5 240 bursts stalled
+# 200 ms, none of 1 250 with this queue (bench/sender_stall.py, docs/accuracy.md).
 HOST_QUEUE_FRAMES = 1000
 FAIR_CLASSES = 7  # DSCP 1..7: one fair-share data class each (see FabricIntf.bwCmds)
 

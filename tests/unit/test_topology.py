@@ -123,10 +123,10 @@ def test_loads_the_way_mn_custom_does(tmp_path):
     assert result.stdout.split() == ["5", "6"]
 
 
-def port_queue_commands(bw=50, queue_ms=20, mtu=9000):
+def port_queue_commands(bw=50, queue_ms=20, mtu=9000, node=None):
     """The tc commands one fabric port gets (no interface is touched)."""
     intf = FabricIntf.__new__(FabricIntf)
-    intf.mtu, intf.queue_ms = mtu, queue_ms
+    intf.mtu, intf.queue_ms, intf.node = mtu, queue_ms, node
     cmds, parent = intf.bwCmds(bw=bw)
     return [c % ("tc", "eth0") for c in cmds], parent
 
@@ -209,6 +209,12 @@ def test_a_hosts_own_interface_queues_a_thousand_frames_and_never_the_switch_por
     assert data_queue_bytes(25, 20, 9000, on_host=True) == HOST_QUEUE_FRAMES * 9014 == 9_014_000
     assert data_queue_bytes(25, 20, 9000, on_host=False) == 8 * 9014  # 62.5 kB at 25 Mbit/s: 8 frames
     assert data_queue_bytes(50, 40, 9000, on_host=False) == 250_000
+    from mininet.node import Host, OVSSwitch
+
+    on_host, _ = port_queue_commands(bw=25, node=Host.__new__(Host))
+    on_switch, _ = port_queue_commands(bw=25, node=OVSSwitch.__new__(OVSSwitch))
+    assert all("limit 9014000" in c for c in on_host if "bfifo" in c)
+    assert all(f"limit {8 * 9014}" in c for c in on_switch if "bfifo" in c)
 
 
 def test_a_source_port_filter_joins_the_dscp_filters_precedence():
