@@ -46,7 +46,7 @@ from topo.wiring import FabricParams  # noqa: E402
 
 LINK_MBPS = 25
 FLOW_BYTES = 96_988  # a parameter-server flow of scenarios/param-server.yaml, as calibrated
-BLOCK = 50  # bursts in a row with one value
+BLOCK = 50  # bursts in a row with one variant
 STALL_MS = 100  # over the median
 PARAMS = FabricParams(spines=1, leaves=2, hosts_per_leaf=2, host_link_mbps=LINK_MBPS, fabric_link_mbps=LINK_MBPS)
 SENDER, RECEIVERS, PORTS = "h1", ("h3", "h4"), (5201, 5202)
