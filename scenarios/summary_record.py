@@ -74,6 +74,12 @@ class JobSummary:
     burst_lead_ms: float | None = field(default=None, metadata=OPTIONAL)  # median launch -> first data packet
     burst_all_flows_ms: float | None = field(default=None, metadata=OPTIONAL)  # ... of its last flow to start
     burst_data_ms: float | None = field(default=None, metadata=OPTIONAL)  # median first -> last data packet
+    # the last third of the iterations, nearest the steady state (analysis.job_means)
+    mean_iteration_last_third_ms: float | None = field(default=None, metadata=OPTIONAL)
+    # the mean share of a burst's data beside a job it shares a link with, first and last third of the
+    # bursts (analysis.meeting_shares): jobs sorting themselves apart, or falling into step
+    met_share_first: float | None = field(default=None, metadata=OPTIONAL)
+    met_share_last: float | None = field(default=None, metadata=OPTIONAL)
     predicted_iteration_ms: float | None = None
     predicted_range_ms: tuple[float, float] | None = None  # busy starts costing 0 to twice their cost
     busy_start_ms: float | None = None  # what the model took a busy start to cost
@@ -96,12 +102,13 @@ class JobSummary:
         return cls(iterations=_count(data.get("iterations")), mean_iteration_ms=measured_ms,
                    predicted_iteration_ms=predicted_ms, predicted_range_ms=_range(data.get("predicted_range_ms")),
                    knife_edge=_flag(data.get("knife_edge")), model_quiet_bursts=_count(data.get("model_quiet_bursts")),
-                   error_pct=error_pct, **{name: _number(data.get(name)) for name in _JOB_FIGURES_MS})
+                   error_pct=error_pct, **{name: _number(data.get(name)) for name in _JOB_FIGURES})
 
 
 # JobSummary's other numbers, read as they are
-_JOB_FIGURES_MS = ("median_iteration_ms", "iteration_se_ms", "mean_comm_ms", "burst_lead_ms", "burst_all_flows_ms",
-                   "burst_data_ms", "busy_start_ms", "solo_iteration_ms", "model_solo_iteration_ms")
+_JOB_FIGURES = ("median_iteration_ms", "iteration_se_ms", "mean_comm_ms", "burst_lead_ms", "burst_all_flows_ms",
+                   "burst_data_ms", "mean_iteration_last_third_ms", "busy_start_ms", "solo_iteration_ms",
+                   "model_solo_iteration_ms", "met_share_first", "met_share_last")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,10 @@ def job_means(it: pd.DataFrame, warmup: int = 1) -> dict[str, dict]:
     the windows it missed when a burst ran long.
 
     The first iteration is skipped by default: it starts at the policy's epoch
-    minus a compute phase, before any contention pattern has formed.
+    minus a compute phase, before any contention pattern has formed. With
+    ``2 × MEETING_PARTS`` iterations or more, ``mean_iteration_last_third_ms`` is
+    the mean of the last third: free-running jobs may still be sorting
+    themselves out early in a run, so the last third is nearest its steady state.
     """
     out = {}
     for job, rows in it.groupby("job", sort=True):
@@ -35,6 +38,9 @@ def job_means(it: pd.DataFrame, warmup: int = 1) -> dict[str, dict]:
                          "median_iteration_ms": float(steady["iteration_ms"].median()),
                          "iteration_se_ms": batch_means_se(steady["iteration_ms"].to_numpy()),
                          "mean_comm_ms": float(steady["comm_ms"].mean())}
+        if len(steady) >= 2 * MEETING_PARTS:
+            last = steady["iteration_ms"].to_numpy()[-(len(steady) // MEETING_PARTS):]
+            out[str(job)]["mean_iteration_last_third_ms"] = float(last.mean())
     return out
 
 
@@ -357,6 +363,49 @@ def quiet_bursts(spans: pd.DataFrame, job: str) -> pd.DataFrame:
     if "quiet" not in spans or spans.empty:
         return spans.iloc[:0]
     return spans[spans["quiet"] & (spans["job"] == job)]
+
+
+MEETING_PARTS = 3  # a job's bursts in thirds: did its meetings fade, or begin, during the run?
+
+
+def _covered_s(start: float, end: float, others: list[tuple[float, float]]) -> float:
+    """How much of ``[start, end]`` the intervals ``others`` cover together (s)."""
+    covered, reach = 0.0, start
+    for a, b in sorted((max(a, start), min(b, end)) for a, b in others if a < end and b > start):
+        if b > reach:
+            covered += b - max(a, reach)
+            reach = b
+    return covered
+
+
+def meeting_shares(spans: pd.DataFrame, meets: set[frozenset] | None = None,
+                   parts: int = MEETING_PARTS) -> dict[str, dict[str, float]]:
+    """Per job in ``spans`` (:func:`burst_spans`): the mean share of its bursts' data phases spent
+    beside the data of a job it shares a link with (``meets``; None: every other job), over the first
+    and over the last ``parts``-th of its bursts, as ``met_share_first`` and ``met_share_last``. A
+    job with fewer than ``2 × parts`` bursts has no figure.
+
+    The model keeps a meeting neutral (both bursts end later by the same amount), so jobs that start
+    together keep meeting in it; on the wire free-running jobs can sort themselves apart, or fall into
+    step, within a run (docs/accuracy.md, "Free-running jobs lock in or drift apart")."""
+    if spans.empty or "first_s" not in spans:
+        return {}
+    job = spans["job"].to_numpy()
+    first, last = spans["first_s"].to_numpy(dtype=float), spans["last_s"].to_numpy(dtype=float)
+    out = {}
+    for name in sorted(set(job)):
+        mine = np.flatnonzero(job == name)
+        mine = mine[np.argsort(first[mine])]
+        if len(mine) < 2 * parts:
+            continue
+        partner = [other != name and (meets is None or frozenset((name, other)) in meets) for other in job]
+        others = [(first[k], last[k]) for k in np.flatnonzero(partner)]
+        shares = np.array([_covered_s(first[i], last[i], others) / (last[i] - first[i]) if last[i] > first[i]
+                           else 0.0 for i in mine])
+        size = len(shares) // parts
+        out[str(name)] = {"met_share_first": float(shares[:size].mean()),
+                          "met_share_last": float(shares[-size:].mean())}
+    return out
 
 
 DRIFT_MIN_BURSTS = 5  # fewer quiet bursts than this give no drift figure

@@ -56,6 +56,9 @@ class PolicyRecord:
         for job, medians in analysis.burst_medians_ms(self.bursts[policy]).items():
             if job in self.measured[policy]:
                 self.measured[policy][job].update(medians)
+        for job, shares in analysis.meeting_shares(self.bursts[policy], links.meeting_pairs()).items():
+            if job in self.measured[policy]:
+                self.measured[policy][job].update(shares)
         writer.append_rows("iterations.csv", rows[ITERATION_COLUMNS].to_dict("records"))
         t_end = max(measured.window[1], epoch_s + self.duration_s)
         self.links = links

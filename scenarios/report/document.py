@@ -26,6 +26,9 @@ from scenarios.results import (
 
 ACCURACY_GOAL_PCT = 10.0  # the model's goal: the measured mean within 10 % of the prediction
 LATE_START_NOTE_MS = 5.0  # a miss whose bursts start this much later than alone gets a sentence saying so
+# A job whose bursts spent this much more (or less) of their data beside a job it meets in the first third
+# of its bursts than in the last is named: the jobs sorted themselves apart (or fell into step) during the run.
+MEETING_CHANGE = 0.25
 SOLO_RATE_MIN = 0.90  # realised / configured rate of a solo burst below this = fidelity lost
 CROSSCHECK_BOUNDS_PCT = {
     "capture_vs_iperf_bytes_err_pct": 2.0,
@@ -332,6 +335,44 @@ def _burst_section(results: Results) -> list[str]:
     return lines
 
 
+def _meeting_section(results: Results) -> list[str]:
+    """Whether the jobs kept meeting through each policy's run, and what the run's last third measured.
+
+    The model keeps a meeting neutral, so jobs that meet at the start keep
+    meeting in it; on the wire free-running jobs may sort themselves apart
+    (or fall into step) within a run, and the last third is then nearer the
+    steady state than the whole run's mean."""
+    rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
+            for j, r in results.summary.policies[p].jobs.items()
+            if r.met_share_first is not None and r.met_share_last is not None]
+    if not any(max(r.met_share_first, r.met_share_last) > 0 for _, _, r in rows):
+        return []
+    lines = ["Did the jobs keep meeting? The share of each burst's data phase spent beside the data of a job "
+             "it shares a link with, over the first and the last third of its bursts, and the mean iteration "
+             "over the run and over its last third:", "",
+             "| policy | job | data beside another job: first third | last third | mean iteration (ms) "
+             "| last third (ms) | predicted (ms) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {p} | {j} | {r.met_share_first:.0%} | {r.met_share_last:.0%} | {_ms(r.mean_iteration_ms)} "
+              f"| {_ms(r.mean_iteration_last_third_ms)} | {_ms(r.predicted_iteration_ms)} |" for p, j, r in rows]
+    lines.append("")
+    for policy in dict.fromkeys(p for p, _, _ in rows):
+        mine = [(j, r) for p, j, r in rows if p == policy]
+        apart = [j for j, r in mine if r.met_share_first - r.met_share_last >= MEETING_CHANGE]
+        together = [j for j, r in mine if r.met_share_last - r.met_share_first >= MEETING_CHANGE]
+        if apart:
+            lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in apart)} met less as the run went on: the "
+                      "free-running jobs were sorting themselves apart. The model keeps a meeting neutral (both "
+                      "bursts end later by the same amount), so it keeps them meeting and predicts them slower "
+                      "than they end up; the last third is nearer where they settle, and a longer `--duration` "
+                      "shows it (docs/accuracy.md, \"Free-running jobs lock in or drift apart\").", ""]
+        if together:
+            lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in together)} met more as the run went on: "
+                      "the jobs fell into step, which the model does not have (docs/accuracy.md, "
+                      "\"Free-running jobs lock in or drift apart\").", ""]
+    return lines
+
+
 def _fidelity_section(results: Results) -> tuple[str, list[str]]:
     summary = results.summary
     fidelity, checks = summary.fidelity, summary.crosschecks
@@ -409,7 +450,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
               f"- Fidelity: {fidelity}.", "",
               "## The schedule: can the bursts be kept apart?", "", *schedule_lines, *_links_lines(results),
               "## Which policy won", "", *policy_lines,
-              "## Theory vs measurement", "", *accuracy_lines, *_burst_section(results),
+              "## Theory vs measurement", "", *accuracy_lines, *_burst_section(results), *_meeting_section(results),
               "## Fidelity and cross-checks", "", *fidelity_lines,
               "## Plots", ""]
     for name in plot_names:

@@ -298,3 +298,53 @@ def test_a_burst_150_ms_or_more_over_its_runs_median_stalled():
     assert analysis.stalled_bursts(comm) == 2
     assert analysis.stalled_bursts(pd.Series([130.0, 279.0, 140.0])) == 0  # 139 over the median
     assert analysis.stalled_bursts(pd.Series(dtype=float)) == 0
+
+
+def test_the_last_third_of_the_iterations_is_measured_apart_from_the_whole_run():
+    # by hand: 10 iterations after the warm-up, the first four 400 ms, the rest 300 ms; a third is
+    # 10 // 3 = 3 iterations, the last three 300 ms, the whole run (4 x 400 + 6 x 300) / 10 = 340 ms
+    lengths = [0.4] * 5 + [0.3] * 6  # the warm-up iteration (400 ms) is skipped
+    ends = list(np.cumsum(lengths))
+    starts = [0.0] + ends[:-1]
+    rows = pd.DataFrame({"policy": "none", "job": "j", "worker": "h1", "iteration": range(11), "start": starts,
+                         "comm_start": starts, "comm_end": ends, "end": ends, "bytes": 1})
+    means = analysis.job_means(iteration_table(rows))["j"]
+    assert means["mean_iteration_ms"] == pytest.approx(340.0)
+    assert means["mean_iteration_last_third_ms"] == pytest.approx(300.0)
+    short = analysis.job_means(iteration_table(rows[rows["iteration"] < 6]))["j"]  # 5 after the warm-up
+    assert "mean_iteration_last_third_ms" not in short
+
+
+def spans_of(bursts):
+    """A spans table (analysis.burst_spans' columns that meeting_shares reads) from (job, first, last) in s."""
+    return pd.DataFrame({"job": [b[0] for b in bursts], "first_s": [b[1] for b in bursts],
+                         "last_s": [b[2] for b in bursts]})
+
+
+def test_meeting_shares_follow_jobs_that_sort_themselves_apart():
+    # a and b burst every second, 100 ms of data each; for three bursts b starts with a (full overlap),
+    # for three it starts 50 ms after a's start (half of each data phase beside the other's), then
+    # never meets it; c shares no link with a and always bursts with it
+    bursts = []
+    for k in range(9):
+        b_at = [0.0, 0.0, 0.0, 0.05, 0.05, 0.05, 0.5, 0.5, 0.5][k]
+        bursts += [("a", k, k + 0.1), ("b", k + b_at, k + b_at + 0.1), ("c", k, k + 0.1)]
+    meets = {frozenset(("a", "b"))}
+    shares = analysis.meeting_shares(spans_of(bursts), meets)
+    assert shares["a"] == pytest.approx({"met_share_first": 1.0, "met_share_last": 0.0})
+    assert shares["b"] == pytest.approx({"met_share_first": 1.0, "met_share_last": 0.0})
+    assert shares["c"] == pytest.approx({"met_share_first": 0.0, "met_share_last": 0.0})  # meets no one
+    middle = analysis.meeting_shares(spans_of(bursts), meets, parts=9)  # one burst a part: each alone
+    assert middle == {}  # 9 bursts are fewer than 2 x 9
+    # without the link's pairs every other job counts: a always bursts beside c
+    assert analysis.meeting_shares(spans_of(bursts))["a"] == pytest.approx(
+        {"met_share_first": 1.0, "met_share_last": 1.0})
+
+
+def test_a_meeting_counts_the_time_two_others_cover_together_once():
+    # a's data 0-100 ms; b beside it 0-60 ms and c 40-80 ms: together 0-80 ms, 0.8 of a's data phase
+    bursts = [("a", k, k + 0.1) for k in range(6)] + [("b", k, k + 0.06) for k in range(6)] \
+        + [("c", k + 0.04, k + 0.08) for k in range(6)]
+    shares = analysis.meeting_shares(spans_of(bursts))
+    assert shares["a"] == pytest.approx({"met_share_first": 0.8, "met_share_last": 0.8})
+    assert analysis.meeting_shares(pd.DataFrame()) == {}

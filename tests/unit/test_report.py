@@ -243,3 +243,31 @@ def test_solo_bursts_that_stalled_as_on_a_retransmission_timeout_are_named(tmp_p
     summary["fidelity"]["solo"]["a"]["stalled_bursts"] = 0
     (folder / "summary.json").write_text(json.dumps(summary))
     assert "retransmission timeout" not in Path(draw_report(folder)[-1]).read_text()
+
+
+def test_jobs_that_sorted_themselves_apart_are_tabled_and_named(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "apart")
+    summary = json.loads((folder / "summary.json").read_text())
+    for job, first, last, last_third_ms in (("a", 0.9, 0.05, 101.0), ("b", 0.6, 0.5, 210.0)):
+        summary["policies"]["none"]["jobs"][job].update(met_share_first=first, met_share_last=last,
+                                                         mean_iteration_last_third_ms=last_third_ms)
+    for job in ("a", "b"):
+        summary["policies"]["gate"]["jobs"][job].update(met_share_first=0.0, met_share_last=0.0)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "| none | a | 90% | 5% | 118.0 | 101.0 | 115.0 |" in report
+    assert "| gate | b | 0% | 0% | 202.0 | n/a | 200.0 |" in report
+    # a's share fell by 0.85, b's by only 0.1 (under MEETING_CHANGE): only a is named
+    assert "Under `none` `a` met less as the run went on" in report
+    assert "`b` met less" not in report and "met more" not in report
+
+
+def test_no_meeting_table_without_shares_or_where_no_job_ever_met(drawn, tmp_path):
+    assert "Did the jobs keep meeting?" not in drawn[-1].read_text()  # the example records no shares
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "apart")
+    summary = json.loads((folder / "summary.json").read_text())
+    for entry in summary["policies"].values():
+        for job in entry["jobs"].values():
+            job.update(met_share_first=0.0, met_share_last=0.0)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    assert "Did the jobs keep meeting?" not in Path(draw_report(folder)[-1]).read_text()

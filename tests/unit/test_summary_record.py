@@ -69,6 +69,10 @@ def test_what_the_runner_writes_reads_back_as_the_same_record(tmp_path):
 def test_keys_without_a_figure_are_left_out_as_format_1_did_and_the_others_are_null():
     job = JobSummary(iterations=12, mean_iteration_ms=300.0).to_dict()
     assert "burst_lead_ms" not in job and "burst_data_ms" not in job  # no bursts on the link
+    assert "met_share_first" not in job and "mean_iteration_last_third_ms" not in job  # too few of them
+    shares = {"met_share_first": 0.75, "met_share_last": 0.0, "mean_iteration_last_third_ms": 290.0}
+    assert JobSummary.from_dict({"iterations": 12, "mean_iteration_ms": 300.0, **shares}).to_dict() == {
+        **JobSummary(iterations=12, mean_iteration_ms=300.0).to_dict(), **shares}
     assert job["iteration_se_ms"] is None and job["knife_edge"] is None  # always there, null when unknown
     assert list(PolicySummary(jobs={}).to_dict()) == ["jobs", "epoch_s", "offsets_ms"]  # no `none` to compare with
     assert Crosschecks(capture_vs_portstats_util_err_pct=None).to_dict() == {"capture_vs_portstats_util_err_pct": None}
