@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 
-from controller.theory.policies import MLTCP_GAIN
+from controller.theory.policies import progress_weights
 
 _FULL_MBPS = 1e-9  # a link with less spare than this is full
 
@@ -128,14 +128,13 @@ class JobLinks:
     def shares(self, jobs: Sequence, sending: list[int], sharing: str, rank: list[int],
                sent: list[float], remaining: list[float]) -> dict[int, float]:
         """Each sending burst's speed relative to alone, as ``policies.link_shares`` gives it on one
-        link (same arguments; ``jobs`` need only a ``name``): ``mltcp`` weights each job by
-        ``1 + MLTCP_GAIN x the share of its burst already sent``."""
+        link (same arguments; ``jobs`` need only a ``name``): ``mltcp`` and ``leader`` weight each job by
+        ``1 + gain x the share of its burst already sent`` (``policies.progress_weights``)."""
         names = {i: jobs[i].name for i in sending}
         if sharing == "priority":
             rates = self.rates_mbps([], "priority", [names[i] for i in sorted(sending, key=lambda i: rank[i])])
-        elif sharing == "mltcp" and len(sending) >= 2:
-            weights = {names[i]: 1.0 + MLTCP_GAIN * sent[i] / max(sent[i] + remaining[i], 1e-9) for i in sending}
-            rates = self.rates_mbps(list(names.values()), weights=weights)
+        elif (weights := progress_weights(sending, sharing, sent, remaining)) is not None:
+            rates = self.rates_mbps(list(names.values()), weights={names[i]: w for i, w in weights.items()})
         else:
             rates = self.rates_mbps(list(names.values()))
         out = {}

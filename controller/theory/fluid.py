@@ -10,7 +10,8 @@ Assumptions (the emulator's measurements are compared against these):
   fabric, ``fabricshare``). A burst alone may not fill the link (a measured solo rate includes TCP's ramp-up):
   ``link_headroom`` (link rate / solo rate) says so, and each of ``n`` bursts runs at
   ``min(1, link_headroom / n)`` of its solo speed. A policy's ``sharing`` may say otherwise (strict priority,
-  MLTCP weights: ``policies.link_shares``).
+  MLTCP weights: ``policies.link_shares``), and a run's model shares as TCP does on the emulated fabric
+  (``"leader"``: the burst further along keeps more; ``scenarios.experiment.prediction.FAIR_ON_THE_WIRE``).
 - ``none`` starts every job's first burst at t = 0, ``shift`` and ``gate`` at the schedule's shift, ``random``
   at a random on-grid offset; after that ``none``/``shift``/``random`` run free.
 - ``gate``: a burst may only be on the link inside the job's windows ``[shift + k*T, shift + k*T + comm)``
@@ -39,7 +40,7 @@ Assumptions (the emulator's measurements are compared against these):
   after a warm-up, or over a fixed count.
 
 It is event-driven: time jumps from one burst start, burst end or window edge to the next, with constant rates
-in between (in steps while MLTCP weights move).
+in between (in steps while weights that grow with the bytes sent move).
 """
 
 from __future__ import annotations
@@ -53,7 +54,14 @@ from fractions import Fraction
 from controller.theory.fabricshare import JobLinks
 from controller.theory.fluidjob import EPS_MS as _EPS
 from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow
-from controller.theory.policies import SHARING, Policy, PolicyKnobs, get_policy, link_shares
+from controller.theory.policies import (
+    PROGRESS_GAIN,
+    SHARING,
+    Policy,
+    PolicyKnobs,
+    get_policy,
+    link_shares,
+)
 from controller.theory.schedule import JobTiming, Schedule, compute_schedule
 
 WARMUP_ITERATIONS = 2  # of the longest job, before the horizon starts
@@ -142,7 +150,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     twice that time is reported at an infinite iteration time.
 
     ``sharing``: how bursts that meet share the link (see :func:`link_shares`); ``priority``: job names,
-    highest first, for ``"priority"``. With ``"mltcp"`` rates change as bursts progress: the model steps at
+    highest first, for ``"priority"``. With ``"mltcp"`` or ``"leader"`` rates change as bursts progress: the model steps at
     most ``mltcp_step_ms`` while two or more bursts share the link.
 
     ``realign_ms``: the first burst ready after every ``realign_ms`` of time waits for its job's next window
@@ -199,7 +207,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         span = (warmup_ms, warmup_ms + horizon_ms)
         give_up_ms = span[1] + horizon_ms + 2 * max(j.period_ms for j in jobs)
         max_events = 1000 * n * (math.ceil(give_up_ms / min(j.period_ms for j in jobs)) + 3)
-        if sharing == "mltcp":
+        if sharing in PROGRESS_GAIN:
             max_events += 2 * math.ceil(give_up_ms / mltcp_step_ms)
     else:
         span, give_up_ms = (0.0, math.inf), math.inf
@@ -282,7 +290,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 t_next = min(t_next, t + remaining[i] / share[i])
                 if state[i] == "drain":
                     t_next = min(t_next, t + queued[i] / share[i])
-        if sharing == "mltcp" and len(sending) >= 2:
+        if sharing in PROGRESS_GAIN and len(sending) >= 2:
             t_next = min(t_next, t + mltcp_step_ms)  # the weights move as the bursts progress
         dt = t_next - t
         if track_met and len(sending) >= 2:

@@ -18,6 +18,9 @@ A policy decides these things, and nothing else:
 - ``sharing`` and ``priority_order(schedule)``: how bursts that meet share
   the link: ``"fair"`` (max-min, the default), ``"priority"`` (strict, in
   ``priority_order``) or ``"mltcp"`` (weights growing with the bytes sent).
+  ``"leader"`` is the same rule at a smaller gain: not a policy's choice but
+  how TCP shares the emulated fabric, which a run's model uses where a policy
+  says ``"fair"``.
 
 ``none``, ``shift``, ``random``, ``priority`` and ``mltcp`` never wait and are
 not enforced; ``gate`` and ``guard`` wait every iteration and are enforced.
@@ -51,9 +54,14 @@ from controller.theory.schedule import JobTiming, Schedule, compute_schedule
 # The guard policy's band: the gate's edges land 5.7-7.3 ms late at p95 with traffic on the
 # fabric (docs/gate.md), and a burst's launch jitters by a few ms more; 10 ms covers both.
 DEFAULT_GUARD_MS = 10.0
-SHARING = ("fair", "priority", "mltcp")
+SHARING = ("fair", "priority", "mltcp", "leader")
 # mltcp's weight: 1 + MLTCP_GAIN x the share of its burst already sent (the published rule's slope)
 MLTCP_GAIN = 1.0
+# leader: the same rule at LEADER_GAIN, what TCP does on the emulated fabric, where every burst opens
+# fresh connections and the burst further along keeps more of the link (docs/accuracy.md, "Free-running
+# jobs lock in or drift apart")
+LEADER_GAIN = 0.25
+PROGRESS_GAIN = {"mltcp": MLTCP_GAIN, "leader": LEADER_GAIN}  # sharings whose weights grow with the bytes sent
 
 POLICY_FILES_ENV = "SHIFTBED_POLICY_FILES"  # os.pathsep-separated absolute paths
 
@@ -124,6 +132,16 @@ def policy_schedule(pol: Policy, timings: Sequence[JobTiming], quantum_ms: float
     return compute_schedule(pol.scheduled_timings(timings, quantum_ms, knobs), quantum_ms, **kwargs)
 
 
+def progress_weights(sending: list[int], sharing: str, sent: list[float],
+                     remaining: list[float]) -> dict[int, float] | None:
+    """Each sending burst's weight, ``1 + gain × the share of its burst already sent``, for a sharing in
+    :data:`PROGRESS_GAIN` with two or more bursts sending; else None (no weights)."""
+    gain = PROGRESS_GAIN.get(sharing)
+    if gain is None or len(sending) < 2:
+        return None
+    return {i: 1.0 + gain * sent[i] / max(sent[i] + remaining[i], 1e-9) for i in sending}
+
+
 def link_shares(jobs: Sequence, sending: list[int], sharing: str, rank: list[int],
                 sent: list[float], remaining: list[float]) -> dict[int, float]:
     """Each burst on the link's speed relative to alone (1 = its solo rate).
@@ -140,8 +158,8 @@ def link_shares(jobs: Sequence, sending: list[int], sharing: str, rank: list[int
             take = min(1.0 / jobs[i].link_headroom, left) if left > 1e-12 else 0.0
             out[i], left = take * jobs[i].link_headroom, left - take
         return out
-    if sharing == "mltcp" and len(sending) >= 2:
-        weight = {i: 1.0 + MLTCP_GAIN * sent[i] / max(sent[i] + remaining[i], 1e-9) for i in sending}
+    weight = progress_weights(sending, sharing, sent, remaining)
+    if weight is not None:
         out, left, total = {}, 1.0, sum(weight.values())
         for i in sorted(sending, key=lambda i: 1.0 / (jobs[i].link_headroom * weight[i])):  # smallest cap first
             cap = 1.0 / jobs[i].link_headroom

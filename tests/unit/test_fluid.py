@@ -350,6 +350,10 @@ def test_link_shares_by_hand():
     wide = [FluidJob("a", 300, 100, 2.0), FluidJob("b", 300, 100, 2.0)]
     assert policies.link_shares(wide, [0, 1], "mltcp", [0, 1], [50, 0], [50, 100]) == pytest.approx({0: 1.0, 1: 1.0})
     assert policies.link_shares(jobs, [0, 1], "fair", [0, 1], [50, 0], [50, 100]) == {0: 0.5, 1: 0.5}
+    # leader: the same rule at LEADER_GAIN (0.25): weights 1.125 and 1, 1.125 / 2.125 and 1 / 2.125
+    assert policies.LEADER_GAIN == 0.25
+    assert policies.link_shares(jobs, [0, 1], "leader", [0, 1], [50, 0], [50, 100]) == pytest.approx(
+        {0: 1.125 / 2.125, 1: 1 / 2.125})
 
 
 def test_mltcp_lets_the_burst_nearer_its_end_finish_first():
@@ -364,6 +368,28 @@ def test_mltcp_lets_the_burst_nearer_its_end_finish_first():
     assert ends == {("a", 150), ("b", 200)}
     end = {name: e for name, _, _, e in mltcp if e < 1000}
     assert 100 < end["a"] < 145 and end["b"] == pytest.approx(200, abs=1e-6)
+
+
+def test_leader_sharing_pushes_two_jobs_that_start_together_apart_and_fair_sharing_keeps_them():
+    """a and b (400 ms, 100-ms bursts that fill the link) start 5 ms apart. Fair: both bursts end later
+    by the same amount, so b starts 5 ms after a for ever, every burst 195 ms long (a 495-ms period).
+    Leader (weights 1 + LEADER_GAIN x the share sent): a, ahead, ends first and b's lag grows every
+    iteration until they no longer meet, each at its 400-ms period."""
+    jobs = [FluidJob("a", 400, 100), FluidJob("b", 400, 100)]
+    lags = {}
+    for sharing in ("fair", "leader"):
+        trace = []
+        simulate(jobs, {"a": 0.0, "b": 5.0}, iterations=8, warmup=0, sharing=sharing, trace=trace)
+        starts = {name: [s for n, _, s, _ in trace if n == name] for name in ("a", "b")}
+        lags[sharing] = [b - a for a, b in zip(starts["a"], starts["b"], strict=False)]
+    assert lags["fair"] == pytest.approx([5.0] * len(lags["fair"]))
+    assert all(later > earlier for earlier, later in zip(lags["leader"], lags["leader"][1:], strict=False))
+    fair_stats, leader_stats = {}, {}
+    fair = simulate(jobs, {"a": 0.0, "b": 5.0}, horizon_ms=400_000, sharing="fair", stats=fair_stats)
+    leader = simulate(jobs, {"a": 0.0, "b": 5.0}, horizon_ms=400_000, sharing="leader", stats=leader_stats)
+    assert fair["a"].mean_iteration_ms == pytest.approx(495.0)
+    assert leader["a"].mean_iteration_ms == pytest.approx(400.0, rel=0.01)
+    assert leader_stats["overlap_share"] < 0.01 < fair_stats["overlap_share"]
 
 
 def test_halving_the_mltcp_step_moves_predictions_by_less_than_half_a_percent():
