@@ -385,9 +385,9 @@ def meeting_shares(spans: pd.DataFrame, meets: set[frozenset] | None = None,
     and over the last ``parts``-th of its bursts, as ``met_share_first`` and ``met_share_last``. A
     job with fewer than ``2 × parts`` bursts has no figure.
 
-    The model keeps a meeting neutral (both bursts end later by the same amount), so jobs that start
-    together keep meeting in it; on the wire free-running jobs can sort themselves apart, or fall into
-    step, within a run (docs/accuracy.md, "Free-running jobs lock in or drift apart")."""
+    Under max-min fair sharing a meeting is neutral (both bursts end later by the same amount), so jobs
+    that start together keep meeting; on the wire free-running jobs can sort themselves apart, or fall
+    into step, within a run (docs/accuracy.md, "Free-running jobs lock in or drift apart")."""
     if spans.empty or "first_s" not in spans:
         return {}
     job = spans["job"].to_numpy()

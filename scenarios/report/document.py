@@ -338,10 +338,10 @@ def _burst_section(results: Results) -> list[str]:
 def _meeting_section(results: Results) -> list[str]:
     """Whether the jobs kept meeting through each policy's run, and what the run's last third measured.
 
-    The model keeps a meeting neutral, so jobs that meet at the start keep
-    meeting in it; on the wire free-running jobs may sort themselves apart
-    (or fall into step) within a run, and the last third is then nearer the
-    steady state than the whole run's mean."""
+    On the wire free-running jobs may sort themselves apart (or fall into
+    step) within a run; the last third is then nearer the steady state than
+    the whole run's mean. The run's model has them sort themselves apart at
+    the pace of its leader weights, and has no falling into step."""
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items()
             if r.met_share_first is not None and r.met_share_last is not None]
@@ -362,14 +362,14 @@ def _meeting_section(results: Results) -> list[str]:
         together = [j for j, r in mine if r.met_share_last - r.met_share_first >= MEETING_CHANGE]
         if apart:
             lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in apart)} met less as the run went on: the "
-                      "free-running jobs were sorting themselves apart. The model keeps a meeting neutral (both "
-                      "bursts end later by the same amount), so it keeps them meeting and predicts them slower "
-                      "than they end up; the last third is nearer where they settle, and a longer `--duration` "
-                      "shows it (docs/accuracy.md, \"Free-running jobs lock in or drift apart\").", ""]
+                      "free-running jobs were sorting themselves apart (on this fabric the burst further along "
+                      "keeps more of the link). The model has them separate at the pace of its weights, not "
+                      "necessarily the run's; the last third is nearer where they settle, and a longer "
+                      "`--duration` shows it (docs/accuracy.md, \"Free-running jobs lock in or drift apart\").", ""]
         if together:
             lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in together)} met more as the run went on: "
-                      "the jobs fell into step, which the model does not have (docs/accuracy.md, "
-                      "\"Free-running jobs lock in or drift apart\").", ""]
+                      "the jobs fell into step, which the model does not have: it has them sort themselves "
+                      "apart (docs/accuracy.md, \"Free-running jobs lock in or drift apart\").", ""]
     return lines
 
 
