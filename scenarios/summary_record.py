@@ -107,8 +107,8 @@ class JobSummary:
 
 # JobSummary's other numbers, read as they are
 _JOB_FIGURES = ("median_iteration_ms", "iteration_se_ms", "mean_comm_ms", "burst_lead_ms", "burst_all_flows_ms",
-                   "burst_data_ms", "mean_iteration_last_third_ms", "busy_start_ms", "solo_iteration_ms",
-                   "model_solo_iteration_ms", "met_share_first", "met_share_last")
+                "burst_data_ms", "mean_iteration_last_third_ms", "busy_start_ms", "solo_iteration_ms",
+                "model_solo_iteration_ms", "met_share_first", "met_share_last")
 
 
 @dataclass(frozen=True)

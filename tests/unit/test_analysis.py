@@ -334,8 +334,7 @@ def test_meeting_shares_follow_jobs_that_sort_themselves_apart():
     assert shares["a"] == pytest.approx({"met_share_first": 1.0, "met_share_last": 0.0})
     assert shares["b"] == pytest.approx({"met_share_first": 1.0, "met_share_last": 0.0})
     assert shares["c"] == pytest.approx({"met_share_first": 0.0, "met_share_last": 0.0})  # meets no one
-    middle = analysis.meeting_shares(spans_of(bursts), meets, parts=9)  # one burst a part: each alone
-    assert middle == {}  # 9 bursts are fewer than 2 x 9
+    assert analysis.meeting_shares(spans_of(bursts), meets, parts=9) == {}  # 9 bursts, fewer than 2 x 9
     # without the link's pairs every other job counts: a always bursts beside c
     assert analysis.meeting_shares(spans_of(bursts))["a"] == pytest.approx(
         {"met_share_first": 1.0, "met_share_last": 1.0})
