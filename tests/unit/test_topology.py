@@ -1,15 +1,18 @@
 """Topology structure without root: counts, names, DPIDs, ports, links and rates."""
 
 import pytest
+from mininet.node import Host, OVSSwitch
 from mininet.topo import Topo  # noqa: F401  (the Debian module must be importable)
 
 from topo.leafspine import (
     FAIR_CLASSES,
+    HOST_QUEUE_FRAMES,
     PRIORITY_MATCHES,
     PURE_ACK_MATCH,
     FabricIntf,
     FabricLink,
     LeafSpineTopo,
+    data_queue_bytes,
     fair_classid,
     source_port_filter,
     topos,
@@ -204,13 +207,9 @@ def test_port_queue_holds_queue_ms_at_the_link_rate_and_at_least_8_frames():
 
 
 def test_a_hosts_own_interface_queues_a_thousand_frames_and_never_the_switch_ports_depth():
-    from topo.leafspine import HOST_QUEUE_FRAMES, data_queue_bytes
-
     assert data_queue_bytes(25, 20, 9000, on_host=True) == HOST_QUEUE_FRAMES * 9014 == 9_014_000
     assert data_queue_bytes(25, 20, 9000, on_host=False) == 8 * 9014  # 62.5 kB at 25 Mbit/s: 8 frames
     assert data_queue_bytes(50, 40, 9000, on_host=False) == 250_000
-    from mininet.node import Host, OVSSwitch
-
     on_host, _ = port_queue_commands(bw=25, node=Host.__new__(Host))
     on_switch, _ = port_queue_commands(bw=25, node=OVSSwitch.__new__(OVSSwitch))
     assert all("limit 9014000" in c for c in on_host if "bfifo" in c)
