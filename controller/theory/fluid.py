@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -125,7 +125,7 @@ def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> 
 
 
 def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
-             windows: dict[str, FluidWindow] | None = None, iterations: int = 40,
+             windows: dict[str, FluidWindow] | None = None, iterations: int | Mapping[str, int] = 40,
              warmup: int = 2, waits: Callable[[int], bool] | None = None,
              enforce: bool = True, queue_ms: float = 0.0,
              rng: random.Random | None = None, trace: list | None = None, *,
@@ -135,6 +135,12 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              links: JobLinks | None = None) -> dict[str, FluidJobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts (or, with ``horizon_ms``, until
     every job has run past ``warmup_ms + horizon_ms``); per-job results.
+
+    ``iterations``: one count for every job (a job's mean is then over all its bursts after
+    ``warmup``, as many as it finished while the slowest caught up), or one count per job (its mean
+    over exactly that many: as many as a run measured, so that model and wire cover the same span
+    of time; where relative phases move slowly, as under ``gate`` on coprime periods, a longer
+    span sees other meetings).
 
     ``offsets_ms``: first burst start of each job (its computation starts
     ``period - comm`` earlier). ``windows``: the named jobs' windows; by
@@ -201,7 +207,10 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     aligned = [False] * n  # the current burst has waited for (or met) its window start
     ends: list[list[float]] = [[] for _ in jobs]
     next_realign = [realign_ms or math.inf] * n
-    target = warmup + iterations + 1
+    counts = iterations if isinstance(iterations, Mapping) else None
+    if counts is not None and any(counts.get(j.name, 0) < 1 for j in jobs):
+        raise ValueError(f"iterations: need a count >= 1 for every job, got {dict(counts)}")
+    target = [warmup + (counts[j.name] if counts is not None else iterations) + 1 for j in jobs]
     if horizon_ms is not None:
         warmup_ms = WARMUP_ITERATIONS * max(j.period_ms for j in jobs) if warmup_ms is None else warmup_ms
         span = (warmup_ms, warmup_ms + horizon_ms)
@@ -211,7 +220,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             max_events += 2 * math.ceil(give_up_ms / mltcp_step_ms)
     else:
         span, give_up_ms = (0.0, math.inf), math.inf
-        max_events = 1000 * n * target  # a bound far above any real run: a guard, not a limit
+        max_events = 1000 * n * max(target)  # a bound far above any real run: a guard, not a limit
     overlap_ms = 0.0
     by_link = dict.fromkeys(links.shared_links() if links is not None else (), 0.0)
     t = min(next_t)
@@ -271,7 +280,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
 
     def running() -> bool:
         if horizon_ms is None:
-            return min(len(e) for e in ends) < target
+            return any(len(e) < k for e, k in zip(ends, target, strict=True))
         return t < give_up_ms and any(not e or e[-1] < span[1] for e in ends)
 
     while running():
@@ -346,7 +355,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
             stats.update(links.overlap_stats(by_link, measured_ms))
     out = {}
     for i, job in enumerate(jobs):
-        count, mean = _mean_iteration(ends[i], warmup, span if horizon_ms is not None else None)
+        mine = ends[i][:target[i]] if counts is not None else ends[i]
+        count, mean = _mean_iteration(mine, warmup, span if horizon_ms is not None else None)
         k = len(starts[i]) - 1
         burst_start = _burst_start(starts[i][k], gate[i] if waits(k) else None)
         period = gate[i].period_ms if gate[i] else job.period_ms  # gated: against its window grid

@@ -64,6 +64,7 @@ edge, and the report says so beside its error.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -108,10 +109,13 @@ class RunModel:
     padding_ms: dict[str, float] = field(default_factory=dict)  # per job, what the policy adds to its period
     links: JobLinks | None = None  # the fabric the bursts share (``runlinks.RunLinks.model_links``); None: one link
 
-    def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int,
+    def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int | Mapping[str, int],
                 busy_start_ms: float | dict[str, float] = BUSY_START_MS,
                 busy_start_samples_ms: dict[str, tuple[float, ...]] | None = None) -> dict[str, float]:
         """Each job's mean iteration time (ms) under ``policy``, its bursts starting at ``offsets_ms``.
+
+        ``iterations``: per job, how many the run measured (each mean is over exactly that many,
+        the span the wire's covers); one count: at least that many each.
 
         ``busy_start_ms``: what a burst that starts while another job's burst
         is on the link costs beyond its solo length (``FluidJob.busy_start_ms``),
@@ -123,7 +127,7 @@ class RunModel:
                                                 busy_start_samples_ms)
         return mean_iterations(jobs, offsets, draws=MODEL_DRAWS, **kwargs)
 
-    def simulation(self, policy: str, offsets_ms: dict[str, float], iterations: int,
+    def simulation(self, policy: str, offsets_ms: dict[str, float], iterations: int | Mapping[str, int],
                    busy_start_ms: float | dict[str, float] = BUSY_START_MS,
                    busy_start_samples_ms: dict[str, tuple[float, ...]] | None = None,
                    ) -> tuple[list[FluidJob], dict[str, float], dict]:
@@ -152,14 +156,15 @@ class RunModel:
             first_lead = late[job.name] if pol.waits_for_window(0) else solo["lead_ms"]
             offsets[job.name] = offsets_ms[job.name] + first_lead
         windows = policy_windows(pol, self.schedule, offsets_ms, late_ms=late, grace_ms=grace)
-        return jobs, offsets, {"windows": windows, "iterations": max(iterations, 5), "warmup": 0,
+        return jobs, offsets, {"windows": windows, "iterations": iterations if isinstance(iterations, Mapping) else max(iterations, 5),
+                               "warmup": 0,
                                "waits": pol.waits_for_window, "enforce": pol.enforces_windows,
                                "queue_ms": self.queue_ms,  # a held burst's queue drains past its gate
                                "sharing": FAIR_ON_THE_WIRE if pol.sharing == "fair" else pol.sharing,
                                "priority": pol.priority_order(self.schedule),
                                "links": self.links}
 
-    def predict_with_range(self, policy: str, offsets_ms: dict[str, float], iterations: int,
+    def predict_with_range(self, policy: str, offsets_ms: dict[str, float], iterations: int | Mapping[str, int],
                            busy_start_ms: dict[str, float] | None = None,
                            busy_start_samples_ms: dict[str, tuple[float, ...]] | None = None,
                            ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:

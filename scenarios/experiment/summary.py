@@ -26,14 +26,17 @@ def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[s
     """Each job's predicted mean iteration time under ``policy`` and its range (``prediction.RunModel``).
 
     The fluid model is fed with ``figures`` (:meth:`MeasuredRun.model_solo`) and the
-    offsets the scheduler used. It counts as many iterations as the measurement:
-    that skips only the first (launch to first burst's end, analysis.job_means)
-    and counts from the first burst's end on. With ``links`` of more than one port, the bursts share
+    offsets the scheduler used. Each job's mean is over as many iterations as the
+    measurement counted for it: that skips only the first (launch to first burst's
+    end, analysis.job_means) and counts from the first burst's end on, so model and
+    wire cover the same span of time. With ``links`` of more than one port, the bursts share
     the fabric's links (:meth:`RunLinks.model_links`).
     """
     model = RunModel(run.schedule_of(policy), figures, run.launch_lead_ms, link_mbps, queue_ms,
                      run.padding_ms(policy), links.model_links(figures) if links is not None else None)
-    iterations = max(m["iterations"] for m in record.measured[policy].values()) + 1
+    measured = record.measured[policy]
+    most = max(m["iterations"] for m in measured.values())
+    iterations = {j.name: max(1, measured.get(j.name, {}).get("iterations", most)) for j in run.schedule.jobs}
     return model.predict_with_range(policy, record.offsets[policy], iterations, busy_start_ms,
                                     busy_start_samples_ms)
 

@@ -429,3 +429,39 @@ def test_a_job_that_keeps_its_clock_is_moved_by_its_data_phase_only():
     busy = {"busy_start_ms": 30.0}
     assert gap_after_first_ms(FluidJob("a", 300, 100, **busy)) == pytest.approx(200.0)
     assert gap_after_first_ms(FluidJob("a", 300, 100, keeps_clock=True, **busy)) == pytest.approx(170.0)
+
+
+def test_one_count_per_job_averages_each_over_exactly_its_own_iterations():
+    # a (100 ms) and b (1000 ms) never meet: a's bursts 0-10, 100-110, ...; b's 50-60, 1050-1060
+    jobs = [FluidJob("a", 100, 10), FluidJob("b", 1000, 10)]
+    offsets = {"a": 0.0, "b": 50.0}
+    one = simulate(jobs, offsets, iterations=1, warmup=0)
+    # one count for all: the simulation runs until b has two bursts (1060 ms), and a's mean takes all
+    # of its 11 bursts by then
+    assert one["a"].iterations == 10 and one["b"].iterations == 1
+    per_job = simulate(jobs, offsets, iterations={"a": 3, "b": 1}, warmup=0)
+    assert per_job["a"].iterations == 3 and per_job["b"].iterations == 1
+    assert per_job["a"].mean_iteration_ms == pytest.approx(100)
+    assert per_job["b"].mean_iteration_ms == pytest.approx(1000)
+    with pytest.raises(ValueError, match="count >= 1 for every job"):
+        simulate(jobs, offsets, iterations={"a": 3})
+
+
+def test_a_per_job_count_covers_the_span_a_run_of_that_many_iterations_covers():
+    # gated coprime periods: which windows meet moves slowly (alpha's 401-ms windows slip 3 ms a
+    # 1 200 ms against beta's), so beta's mean depends on the span it is taken over. Each job's
+    # mean is over its first `count` iterations, from its first burst's end, as a run measures it.
+    jobs = [FluidJob("alpha", 385, 105), FluidJob("beta", 576, 142)]
+    windows = {"alpha": FluidWindow(0.0, 401.0, 150.0), "beta": FluidWindow(0.0, 600.0, 200.0)}
+    counts = {"alpha": 50, "beta": 25}
+    trace = []
+    out = simulate(jobs, {"alpha": 0.0, "beta": 0.0}, windows, iterations=counts, warmup=0, queue_ms=20.0,
+                   trace=trace)
+    for name, count in counts.items():
+        ends = [end for job, _ready, _first, end in trace if job == name]
+        assert out[name].iterations == count
+        assert out[name].mean_iteration_ms == pytest.approx((ends[count] - ends[0]) / count)
+    # one count for both (alpha's 50): beta's mean over twice the span sees other meetings
+    longer = simulate(jobs, {"alpha": 0.0, "beta": 0.0}, windows, iterations=50, warmup=0, queue_ms=20.0)
+    assert longer["beta"].iterations == 50
+    assert abs(longer["beta"].mean_iteration_ms / out["beta"].mean_iteration_ms - 1) > 0.03
