@@ -416,13 +416,15 @@ def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZ
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
                     seed: int = 0, iterations: int | None = None, *, horizon_ms: float | None = None,
                     knobs: PolicyKnobs | None = None, solo_periods_ms: dict[str, float] | None = None,
-                    links: JobLinks | None = None) -> FluidPolicyResult:
+                    links: JobLinks | None = None, tcp_sharing: str = "fair") -> FluidPolicyResult:
     """One policy on ``jobs`` (the true jobs; default the schedule's own), against windows on the
     schedule's grid. ``iterations``: simulate that many per job (a fixed count); else over
     ``horizon_ms`` (default :func:`default_horizon_ms`). ``knobs.realign_s``: re-alignment for a
     policy that uses the schedule but enforces no windows. ``solo_periods_ms``: what each job's
     throughput is normalised to, where its simulated period is not its own (align's padding).
-    ``links``: the jobs share a fabric (see :func:`simulate`)."""
+    ``links``: the jobs share a fabric (see :func:`simulate`). ``tcp_sharing``: how bursts share a link
+    where the policy leaves it to TCP (its sharing is ``"fair"``): ``"fair"``, the ideal model, or
+    ``"leader"``, as on the emulated fabric (:data:`~controller.theory.policies.SHARING`)."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
@@ -433,7 +435,8 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
         "horizon_ms": horizon_ms or default_horizon_ms(fluid_jobs)}
     stats: dict = {}
     out = simulate(fluid_jobs, offsets, windows, waits=pol.waits_for_window, enforce=pol.enforces_windows,
-                   sharing=pol.sharing, priority=pol.priority_order(schedule), realign_ms=realign_ms,
+                   sharing=tcp_sharing if pol.sharing == "fair" else pol.sharing,
+                   priority=pol.priority_order(schedule), realign_ms=realign_ms,
                    stats=stats, links=links, **length)
     for name, solo in (solo_periods_ms or {}).items():
         out[name] = replace(out[name], solo_period_ms=solo)

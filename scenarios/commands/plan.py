@@ -38,6 +38,10 @@ from scenarios import policyfiles, spec
 from scenarios.errors import InputError
 
 DEFAULT_RANDOM_DRAWS = 20
+# How bursts may share a link where a policy leaves it to TCP: max-min fair (the ideal model), or as
+# TCP does on the emulated fabric, where every burst opens fresh connections and the one further
+# along keeps more of the link (what `run` predicts with; docs/theory.md).
+TCP_SHARING = ("fair", "leader")
 
 
 def add_arguments(parser) -> None:
@@ -58,17 +62,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--random-draws", type=int, default=DEFAULT_RANDOM_DRAWS,
                         help="draws of random start offsets for the random-offsets baseline")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random policy and the random offsets")
+    parser.add_argument("--sharing", default="fair",
+                        help="how bursts share a link where a policy leaves it to TCP: fair (max-min, the ideal "
+                             "model; default) or leader (as on the emulated fabric: fresh connections per burst, "
+                             "the burst further along keeps more of the link; what run predicts with)")
     policyfiles.add_argument(parser)
 
 
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,
                policies: tuple[str, ...] | None = None, iterations: int | None = None, seed: int = 0,
                horizon_ms: float | None = None, realign_s: float | None = None,
-               random_draws: int = DEFAULT_RANDOM_DRAWS) -> dict:
+               random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair") -> dict:
     """The plan as a JSON-ready dict (also used by ``run`` to record the prediction).
 
     The schedules see the jobs on the grid; the fluid model runs the jobs as
     they are (their true periods and bursts) against those schedules' windows.
+    ``sharing``: one of :data:`TCP_SHARING`, for the policies (and baselines) that leave sharing to TCP.
     """
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
@@ -93,12 +102,13 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     for p in dict.fromkeys(("none", *policies)):
         try:
             _, results[p], padding[p] = fluid.predict_policy(p, timings, jobs, q, knobs, cache, method,
-                                                             seed=seed, links=fabric and fabric.links, **length)
+                                                             seed=seed, links=fabric and fabric.links,
+                                                             tcp_sharing=sharing, **length)
         except BeyondExactMethod as exc:
             raise InputError(f"{scenario.path}: jobs: {p}: {exc}") from None
         except ValueError as exc:
             errors[p] = str(exc).splitlines()[0]
-    rand = random_offsets_baseline(jobs, random_draws, seed, fabric and fabric.links, **length)
+    rand = random_offsets_baseline(jobs, random_draws, seed, fabric and fabric.links, sharing=sharing, **length)
     return {
         "scenario": scenario.name,
         "quantum_ms": q,
@@ -110,6 +120,7 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         "gap": schedule.gap,
         "horizon_ms": None if horizon is None else _num(horizon),
         "iterations": iterations,
+        "tcp_sharing": sharing,
         "jobs": [{"name": t.name, "period_ms": _num(j.period_ms), "comm_ms": _num(j.comm_ms),
                   "grid_period_ms": _num(t.period_ms), "grid_comm_ms": _num(t.comm_ms),
                   "shift_ms": _num(schedule.shifts_ms[t.name]), "solo_period_ms": j.period_ms,
@@ -173,10 +184,11 @@ def _by_link(fabric: FabricModel | None, result: fluid.FluidPolicyResult) -> dic
 
 
 def random_offsets_baseline(jobs: list[fluid.FluidJob], draws: int, seed: int, links: JobLinks | None,
-                            iterations: int | None = None, horizon_ms: float | None = None) -> dict:
+                            iterations: int | None = None, horizon_ms: float | None = None,
+                            sharing: str = "fair") -> dict:
     """``sweep.random_offsets_baseline``, the jobs sharing ``links`` where there are any."""
     return sweep.random_offsets_baseline(jobs, draws, seed, iterations=iterations, horizon_ms=horizon_ms,
-                                         links=links)
+                                         links=links, sharing=sharing)
 
 
 def _pairs(timings, q: float) -> list[dict]:
@@ -281,13 +293,15 @@ def run(args) -> int:
             raise InputError(f"{name}: must be a positive number, got {value}")
     if args.random_draws < 1:
         raise InputError(f"--random-draws: must be at least 1, got {args.random_draws}")
+    if args.sharing not in TCP_SHARING:
+        raise InputError(f"--sharing: must be one of {', '.join(TCP_SHARING)}, got {args.sharing!r}")
     policyfiles.load(args.policy_file)
     scenario = spec.load(args.scenario)
     if args.quantum_ms is not None:
         check_quantum(scenario, args.quantum_ms)
     plan = build_plan(scenario, args.quantum_ms, args.heuristic, _policies_arg(args.policies),
                       args.iterations, args.seed, args.horizon_s and 1000.0 * args.horizon_s, args.realign_s,
-                      args.random_draws)
+                      args.random_draws, args.sharing)
     if args.json:
         print(json.dumps(plan))
     else:
@@ -321,6 +335,9 @@ def render(plan: dict) -> str:
         lines.append("the shared link is faster than these jobs' bursts alone (link rate / burst rate): "
                      f"{', '.join(roomy)}; bursts that meet share its spare rate before they stretch")
     rand = plan["baselines"]["random_offsets"]
+    if plan.get("tcp_sharing", "fair") != "fair":
+        lines += ["", f"bursts left to TCP share a link as {plan['tcp_sharing']!r} (--sharing): as on the emulated "
+                  "fabric, not the ideal max-min fair model"]
     lines += ["", f"baselines ({simulated}): none (all first bursts at 0) normalised throughput "
               f"{plan['baselines']['none']['normalised_throughput']:.3f}; random start offsets "
               f"{rand['normalised_throughput']:.3f} [{rand['ci95'][0]:.3f}, {rand['ci95'][1]:.3f}] "

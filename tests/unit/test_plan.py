@@ -137,6 +137,22 @@ def test_on_the_grid_the_shift_keeps_its_full_gain():
     assert doc["horizon_ms"] == 40 * 600  # lcm(300, 600) = 600 is below 40 periods of b: 40 of them
 
 
+def test_with_the_emulated_fabrics_sharing_the_twin_sorts_itself_apart_and_keeps_little_gain():
+    """The same 300/600 pair with "leader" sharing (each burst's weight 1 + 0.25 x its share sent, as
+    TCP shares the emulated fabric): started together, the burst further along keeps more of the link,
+    so the jobs slide apart and `none` runs near its solo periods. The shift's gain falls from 1/6 to a
+    few per cent, as on the wire; the schedule-using policies are unchanged (they never meet)."""
+    fair = plan.build_plan(drift_scenario(300, 600), policies=("none", "shift"), random_draws=4)
+    leader = plan.build_plan(drift_scenario(300, 600), policies=("none", "shift"), random_draws=4, sharing="leader")
+    assert fair["tcp_sharing"] == "fair" and leader["tcp_sharing"] == "leader"
+    for job, solo in (("a", 300), ("b", 600)):
+        none_ms = leader["policies"]["none"][job]["predicted_iteration_ms"]
+        assert solo < none_ms < fair["policies"]["none"][job]["predicted_iteration_ms"]
+        assert leader["policies"]["shift"][job]["predicted_iteration_ms"] == solo
+        assert 0 < leader["policies"]["shift"][job]["change_vs_none"] < 0.05 < 1 / 6
+    assert leader["overlap"]["none"] < fair["overlap"]["none"] / 2
+
+
 def test_both_baselines_are_reported_and_the_random_one_carries_an_interval():
     doc = plan.build_plan(drift_scenario(300, 600), policies=("none", "shift"), random_draws=12)
     assert doc["baselines"]["none"]["jobs"]["a"]["predicted_iteration_ms"] == 350
@@ -172,6 +188,8 @@ def test_plan_cli_horizon_and_iterations_exclude_each_other(tmp_path, capsys):
     assert main(["plan", str(path), "--iterations", "10", "--horizon-s", "5"]) == 2
     assert "--horizon-s" in capsys.readouterr().err
     assert main(["plan", str(path), "--realign-s", "0"]) == 2
+    assert main(["plan", str(path), "--sharing", "tcp"]) == 2
+    assert "--sharing: must be one of fair, leader" in capsys.readouterr().err
     assert main(["plan", str(path), "--json", "--horizon-s", "6", "--random-draws", "3", "--realign-s", "2"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["horizon_ms"] == 6000 and doc["baselines"]["random_offsets"]["draws"] == 3
