@@ -335,7 +335,7 @@ def render(plan: dict) -> str:
         lines.append("the shared link is faster than these jobs' bursts alone (link rate / burst rate): "
                      f"{', '.join(roomy)}; bursts that meet share its spare rate before they stretch")
     rand = plan["baselines"]["random_offsets"]
-    if plan.get("tcp_sharing", "fair") != "fair":
+    if plan["tcp_sharing"] != "fair":
         lines += ["", f"bursts left to TCP share a link as {plan['tcp_sharing']!r} (--sharing): as on the emulated "
                   "fabric, not the ideal max-min fair model"]
     lines += ["", f"baselines ({simulated}): none (all first bursts at 0) normalised throughput "

@@ -190,6 +190,8 @@ def test_plan_cli_horizon_and_iterations_exclude_each_other(tmp_path, capsys):
     assert main(["plan", str(path), "--realign-s", "0"]) == 2
     assert main(["plan", str(path), "--sharing", "tcp"]) == 2
     assert "--sharing: must be one of fair, leader" in capsys.readouterr().err
+    assert main(["plan", str(path), "--sharing", "leader", "--horizon-s", "6", "--random-draws", "2"]) == 0
+    assert "bursts left to TCP share a link as 'leader'" in capsys.readouterr().out
     assert main(["plan", str(path), "--json", "--horizon-s", "6", "--random-draws", "3", "--realign-s", "2"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["horizon_ms"] == 6000 and doc["baselines"]["random_offsets"]["draws"] == 3
