@@ -136,11 +136,8 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     """Run until every job has finished ``warmup + iterations`` bursts (or, with ``horizon_ms``, until
     every job has run past ``warmup_ms + horizon_ms``); per-job results.
 
-    ``iterations``: one count for every job (a job's mean is then over all its bursts after
-    ``warmup``, as many as it finished while the slowest caught up), or one count per job (its mean
-    over exactly that many: as many as a run measured, so that model and wire cover the same span
-    of time; where relative phases move slowly, as under ``gate`` on coprime periods, a longer
-    span sees other meetings).
+    ``iterations``: one count for all (each mean over every burst after ``warmup``), or one per job
+    (each mean over exactly that many: a run's, so that model and wire cover the same span of time).
 
     ``offsets_ms``: first burst start of each job (its computation starts
     ``period - comm`` earlier). ``windows``: the named jobs' windows; by
@@ -422,9 +419,8 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     ``horizon_ms`` (default :func:`default_horizon_ms`). ``knobs.realign_s``: re-alignment for a
     policy that uses the schedule but enforces no windows. ``solo_periods_ms``: what each job's
     throughput is normalised to, where its simulated period is not its own (align's padding).
-    ``links``: the jobs share a fabric (see :func:`simulate`). ``tcp_sharing``: how bursts share a link
-    where the policy leaves it to TCP (its sharing is ``"fair"``): ``"fair"``, the ideal model, or
-    ``"leader"``, as on the emulated fabric (:data:`~controller.theory.policies.SHARING`)."""
+    ``links``: the jobs share a fabric (see :func:`simulate`). ``tcp_sharing``: the sharing (``"fair"``
+    or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
