@@ -431,8 +431,8 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
         "horizon_ms": horizon_ms or default_horizon_ms(fluid_jobs)}
     stats: dict = {}
     out = simulate(fluid_jobs, offsets, windows, waits=pol.waits_for_window, enforce=pol.enforces_windows,
-                   sharing=tcp_sharing if pol.sharing == "fair" else pol.sharing,
-                   priority=pol.priority_order(schedule), realign_ms=realign_ms,
+                   sharing=pol.link_sharing(tcp_sharing), priority=pol.priority_order(schedule),
+                   realign_ms=realign_ms,
                    stats=stats, links=links, **length)
     for name, solo in (solo_periods_ms or {}).items():
         out[name] = replace(out[name], solo_period_ms=solo)

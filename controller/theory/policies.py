@@ -62,6 +62,8 @@ MLTCP_GAIN = 1.0
 # jobs lock in or drift apart")
 LEADER_GAIN = 0.25
 PROGRESS_GAIN = {"mltcp": MLTCP_GAIN, "leader": LEADER_GAIN}  # sharings whose weights grow with the bytes sent
+# where a policy leaves sharing to TCP ("fair"): the ideal max-min fair model, or the emulated fabric's
+TCP_SHARING = ("fair", "leader")
 
 POLICY_FILES_ENV = "SHIFTBED_POLICY_FILES"  # os.pathsep-separated absolute paths
 
@@ -118,6 +120,11 @@ class Policy:
         otherwise be held in the switch).
         """
         return self.enforces_windows
+
+    def link_sharing(self, tcp_sharing: str = "fair") -> str:
+        """How its bursts share a link in the model: ``tcp_sharing`` (one of :data:`TCP_SHARING`)
+        where the policy leaves it to TCP (its ``sharing`` is ``"fair"``), else its own."""
+        return tcp_sharing if self.sharing == "fair" else self.sharing
 
     def realigns(self, iterations: int = 64) -> bool:
         """Does the policy wait for a window at least once in the first ``iterations`` iterations?"""

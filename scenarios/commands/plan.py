@@ -26,7 +26,7 @@ from controller import limits
 from controller.theory import fluid, sweep
 from controller.theory.conflicts import ConflictGraph
 from controller.theory.fabricshare import JobLinks
-from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
+from controller.theory.policies import POLICIES, TCP_SHARING, UnknownPolicy, get_policy
 from controller.theory.schedule import (
     BeyondExactMethod,
     compute_schedule,
@@ -38,10 +38,6 @@ from scenarios import policyfiles, spec
 from scenarios.errors import InputError
 
 DEFAULT_RANDOM_DRAWS = 20
-# How bursts may share a link where a policy leaves it to TCP: max-min fair (the ideal model), or as
-# TCP does on the emulated fabric, where every burst opens fresh connections and the one further
-# along keeps more of the link (what `run` predicts with; docs/theory.md).
-TCP_SHARING = ("fair", "leader")
 
 
 def add_arguments(parser) -> None:

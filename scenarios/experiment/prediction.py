@@ -156,11 +156,11 @@ class RunModel:
             first_lead = late[job.name] if pol.waits_for_window(0) else solo["lead_ms"]
             offsets[job.name] = offsets_ms[job.name] + first_lead
         windows = policy_windows(pol, self.schedule, offsets_ms, late_ms=late, grace_ms=grace)
-        return jobs, offsets, {"windows": windows, "iterations": iterations if isinstance(iterations, Mapping) else max(iterations, 5),
-                               "warmup": 0,
+        counts = iterations if isinstance(iterations, Mapping) else max(iterations, 5)
+        return jobs, offsets, {"windows": windows, "iterations": counts, "warmup": 0,
                                "waits": pol.waits_for_window, "enforce": pol.enforces_windows,
                                "queue_ms": self.queue_ms,  # a held burst's queue drains past its gate
-                               "sharing": FAIR_ON_THE_WIRE if pol.sharing == "fair" else pol.sharing,
+                               "sharing": pol.link_sharing(FAIR_ON_THE_WIRE),
                                "priority": pol.priority_order(self.schedule),
                                "links": self.links}
 

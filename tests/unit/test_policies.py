@@ -76,3 +76,12 @@ def test_priority_puts_the_shortest_grid_burst_first_ties_in_scenario_order():
     assert mltcp.sharing == "mltcp" and not mltcp.realigns()
     assert policies.get_policy("shift").sharing == "fair"
     assert policies.DEFAULT_POLICIES == ("none", "shift", "gate", "random")
+
+
+def test_a_policy_that_leaves_sharing_to_tcp_takes_the_sharing_asked_for_and_the_others_keep_theirs():
+    for name in ("none", "shift", "gate", "align"):
+        assert policies.get_policy(name).link_sharing() == "fair"
+        assert policies.get_policy(name).link_sharing("leader") == "leader"
+    assert policies.get_policy("priority").link_sharing("leader") == "priority"
+    assert policies.get_policy("mltcp").link_sharing("leader") == "mltcp"
+    assert set(policies.TCP_SHARING) <= set(policies.SHARING)
