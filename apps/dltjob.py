@@ -5,7 +5,10 @@ one iperf3 server per flow in the receivers' namespaces, then each iteration
 launches the senders' clients in their hosts' namespaces (``mnexec -a PID``)
 all at once and waits for every one of them: that wait is the collective's
 barrier. One process per job keeps the barrier a plain ``wait()`` and keeps
-jobs from sharing a GIL or a scheduler.
+jobs from sharing a GIL or a scheduler. With ``transport: persistent`` the
+flows run instead over standing connections opened once per job
+(``apps.transports.StreamTransport``, ``apps/stream.py``), as collective libraries keep
+theirs; the barrier is then the last receiver's report of its last byte.
 
 Timeline (the model's occupancy ``[s + k·T, s + k·T + c)``): iteration ``k``
 is a compute phase of ``period_ms − comm_ms`` (± uniform jitter of
@@ -51,6 +54,9 @@ from controller.theory.windows import next_window_index, window_start_ms
 from topo.tcp_ports import FIRST_SERVER_PORT, receiver_port
 
 PATTERNS = ("ring", "ps")
+# How a job's flows travel: a fresh iperf3 test per burst, or standing connections
+# opened once (apps/stream.py), as collective libraries keep them.
+TRANSPORTS = ("iperf3", "persistent")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
               "policy", "retransmits", "error", "launch_overhead_ms")
 
@@ -78,6 +84,7 @@ class JobSpec:
     base_port: int = FIRST_SERVER_PORT  # its flows' server ports count up from here (topo/tcp_ports.py)
     jitter_ms: float = 0.0
     seed: int = 0
+    transport: str = "iperf3"  # one of TRANSPORTS
 
     def __post_init__(self):
         if not 0 < self.comm_ms < self.period_ms:
@@ -88,6 +95,8 @@ class JobSpec:
             raise ValueError(f"job {self.name}: needs at least two workers")
         if not 0 < self.fill <= 1:
             raise ValueError(f"job {self.name}: fill must be in (0, 1]")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"job {self.name}: transport must be one of {TRANSPORTS}")
 
     @property
     def compute_ms(self) -> float:
@@ -381,43 +390,6 @@ def launch_overhead_ms(phase: list[TransferResult]) -> float:
     return (max(r.end_s for r in phase) - min(r.start_s for r in phase) - max(r.data_s for r in phase)) * 1000
 
 
-class IperfTransport:
-    """Runs a phase's flows as real iperf3 clients; owns one server per flow (ended by PID)."""
-
-    def __init__(self, spec: JobSpec, run_dir: str):
-        from apps import iperf
-
-        self._iperf = iperf
-        self.servers = []
-        self.clients: list = []
-        os.makedirs(run_dir, exist_ok=True)
-        for worker in spec.workers:
-            if worker.host_pid is not None:
-                iperf.tune_host_tcp(worker.host_pid)
-        for phase in collective(spec):
-            for t in phase:
-                pidfile = os.path.join(run_dir, f"iperf3-{spec.name}-{t.port}.pid")
-                self.servers.append(iperf.start_server(t.port, pidfile, t.src.host_pid))
-
-    def __call__(self, phase: list[Transfer]) -> list[TransferResult]:
-        self.clients = [self._iperf.Client(t.src.ip, t.port, t.cport, t.nbytes, t.dst.host_pid)
-                        for t in phase]
-        out = []
-        for t, c in zip(phase, self.clients, strict=True):
-            r = c.wait(timeout_s=60)
-            error = (f"flow {t.src.name}->{t.dst.name} (iperf3 client on {t.dst.name}): {r.error.rstrip(': ')}"
-                     if r.error else "")
-            out.append(TransferResult(t, r.launch_s, r.exit_s, r.bytes_sent, r.retransmits, error, r.seconds))
-        self.clients = []
-        return out
-
-    def close(self) -> None:
-        """End clients in flight and every server, by PID."""
-        for c in self.clients:
-            c.kill()
-        self._iperf.stop_servers(self.servers)
-
-
 def fetch_plan(controller_url: str, job: str, timeout_s: float = 5.0) -> JobPlan:
     """Ask the scheduler's REST API for this job's plan."""
     from controller.scheduler_client import SchedulerClient
@@ -445,7 +417,9 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
     log = IterationLog(cfg["csv"])
-    transport = IperfTransport(spec, cfg["run_dir"])
+    from apps.transports import open_transport
+
+    transport = open_transport(spec, cfg["run_dir"])
     try:
         driver = JobDriver(spec, plan, transport, log.write, launch_lead_ms=cfg.get("launch_lead_ms", 0.0),
                            burst_ms=cfg.get("burst_ms"), launch_overhead_ms=cfg.get("launch_overhead_ms"),

@@ -104,8 +104,8 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
 NOTSENT_LOWAT_BYTES = 16384
 
 
-def tune_host_tcp(host_pid: int | None) -> None:
-    """Per-namespace TCP settings for an emulated host; refused for the root namespace.
+def host_tcp_settings(persistent: bool = False) -> list[str]:
+    """The ``sysctl`` settings :func:`tune_host_tcp` writes in an emulated host.
 
     - ``tcp_max_tw_buckets = 0`` (no TIME_WAIT), so a pinned ``--cport`` can be
       bound every iteration. Measured: the receiving client closes first, its
@@ -113,13 +113,23 @@ def tune_host_tcp(host_pid: int | None) -> None:
       fails with "unable to connect stream: Address already in use" (iperf3
       binds without SO_REUSEADDR).
     - ``tcp_notsent_lowat``: :data:`NOTSENT_LOWAT_BYTES`.
-
-    Both are per network namespace, so this touches only the emulated host,
-    never the machine.
+    - with ``persistent`` (standing connections, ``apps/stream.py``):
+      ``tcp_slow_start_after_idle = 0``, so a connection starts each burst
+      with the window its last one left rather than back in slow start after
+      the compute phase, as clusters that train over TCP are tuned.
     """
+    settings = ["net.ipv4.tcp_max_tw_buckets=0", f"net.ipv4.tcp_notsent_lowat={NOTSENT_LOWAT_BYTES}"]
+    if persistent:
+        settings.append("net.ipv4.tcp_slow_start_after_idle=0")
+    return settings
+
+
+def tune_host_tcp(host_pid: int | None, persistent: bool = False) -> None:
+    """Write :func:`host_tcp_settings` in host ``host_pid``'s network namespace; refused for the
+    root namespace. The settings are per namespace, so this never touches the machine's own."""
     if host_pid is None:
         raise ValueError("refusing to change TCP settings in the root namespace")
-    for setting in ("net.ipv4.tcp_max_tw_buckets=0", f"net.ipv4.tcp_notsent_lowat={NOTSENT_LOWAT_BYTES}"):
+    for setting in host_tcp_settings(persistent):
         subprocess.run(in_host(host_pid, ["sysctl", "-q", "-w", setting]),
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=5)
 

@@ -34,12 +34,13 @@ from topo.tcp_ports import FIRST_SERVER_PORT
 
 def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: list[str], *,
                   pattern: str = "ring", link_mbps: float | None = None, fill: float = 0.8,
-                  base_port: int = FIRST_SERVER_PORT, jitter_ms: float = 0.0, seed: int = 0) -> dltjob.JobSpec:
+                  base_port: int = FIRST_SERVER_PORT, jitter_ms: float = 0.0, seed: int = 0,
+                  transport: str = "iperf3") -> dltjob.JobSpec:
     """A :class:`~apps.dltjob.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs)."""
     workers = tuple(dltjob.Worker(h, fabric.ip(h), fabric.host(h).pid) for h in hosts)
     rate = link_mbps or min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps)
     return dltjob.JobSpec(name, float(period_ms), float(comm_ms), workers, pattern, rate, fill,
-                          base_port, jitter_ms, seed)
+                          base_port, jitter_ms, seed, transport)
 
 
 def job_request(wiring, spec: dltjob.JobSpec, grid: tuple[float, float] | None = None,

@@ -8,6 +8,7 @@ Keys (``*`` = required)::
 
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
     guard_ms (the guard policy's band, default 10)  realign_s (re-align shift every this many s)
+    transport (iperf3: a fresh iperf3 test per burst, the default | persistent: standing connections)
     policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
     fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms  tcp_rto_min_ms
     jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
@@ -37,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from apps.dltjob import phase_pairs
+from apps.dltjob import TRANSPORTS, phase_pairs
 from controller import limits
 from controller.theory import zoo
 from controller.theory.policies import (
@@ -56,7 +57,7 @@ from topo.wiring import FabricParamError, FabricParams, check_queue_ms, check_tc
 
 PATTERNS = ("ring", "ps")
 TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "guard_ms", "realign_s",
-            "fabric", "jobs")
+            "transport", "fabric", "jobs")
 FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps", "queue_ms",
                "tcp_rto_min_ms")
 FABRIC_REQUIRED = FABRIC_KEYS[:5]
@@ -112,6 +113,7 @@ class Scenario:
     duration_s: float | None = None
     policy_files: tuple[str, ...] = ()  # resolved paths, already loaded
     knobs: PolicyKnobs = PolicyKnobs()  # guard_ms, realign_s
+    transport: str = TRANSPORTS[0]  # how the jobs' flows travel (apps.dltjob.TRANSPORTS)
 
     def timings(self, quantum_ms: float | None = None) -> list[JobTiming]:
         """The jobs on the quantum grid (period to nearest, comm rounded up)."""
@@ -239,8 +241,11 @@ class _Checker:
         problem = limits.schedule_size_problem([period_quanta(j.period_ms, quantum_ms) for j in jobs], quantum_ms)
         if problem:
             self.fail("jobs", problem)
+        transport = doc.get("transport", TRANSPORTS[0])
+        if transport not in TRANSPORTS:
+            self.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, got {_short(transport)}")
         return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
-                        policy_files, self.knobs(doc, jobs))
+                        policy_files, self.knobs(doc, jobs), transport)
 
     def knobs(self, doc: dict, jobs: list[ScenarioJob]) -> PolicyKnobs:
         """``guard_ms`` (>= 0, leaving every job some computation) and ``realign_s`` (> 0)."""

@@ -83,6 +83,9 @@ from scenarios.analysis import tables as analysis
 # 7.7 % with it and within 16.9 % with max-min fair sharing (docs/accuracy.md, "Free-running
 # jobs lock in or drift apart").
 FAIR_ON_THE_WIRE = "leader"
+# Over standing connections (``transport: persistent``, apps/stream.py) a burst starts with the
+# window its last one left, so no burst keeps more of the link for being further along.
+WIRE_SHARING = {"iperf3": FAIR_ON_THE_WIRE, "persistent": "fair"}
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its
 # solo length when the run has no figure of its own (a single policy, or fewer than
@@ -108,6 +111,7 @@ class RunModel:
     queue_ms: float
     padding_ms: dict[str, float] = field(default_factory=dict)  # per job, what the policy adds to its period
     links: JobLinks | None = None  # the fabric the bursts share (``runlinks.RunLinks.model_links``); None: one link
+    tcp_sharing: str = FAIR_ON_THE_WIRE  # how TCP shares a link among bursts on this wire (:data:`WIRE_SHARING`)
 
     def predict(self, policy: str, offsets_ms: dict[str, float], iterations: int | Mapping[str, int],
                 busy_start_ms: float | dict[str, float] = BUSY_START_MS,
@@ -160,7 +164,7 @@ class RunModel:
         return jobs, offsets, {"windows": windows, "iterations": counts, "warmup": 0,
                                "waits": pol.waits_for_window, "enforce": pol.enforces_windows,
                                "queue_ms": self.queue_ms,  # a held burst's queue drains past its gate
-                               "sharing": pol.link_sharing(FAIR_ON_THE_WIRE),
+                               "sharing": pol.link_sharing(self.tcp_sharing),
                                "priority": pol.priority_order(self.schedule),
                                "links": self.links}
 
@@ -280,6 +284,7 @@ class MeasuredRun:
     launch_lead_ms: dict[str, float]
     schedules: dict[str, Schedule] = field(default_factory=dict)  # policy -> its own, where it differs
     meets: set[frozenset] | None = None  # the pairs of jobs that share a link (None: every pair)
+    tcp_sharing: str = FAIR_ON_THE_WIRE  # how TCP shared the links (:data:`WIRE_SHARING` of the transport)
 
     def schedule_of(self, policy: str) -> Schedule:
         """The schedule ``policy`` ran with (``policies.policy_schedule``; default: the run's)."""

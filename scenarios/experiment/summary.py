@@ -33,7 +33,8 @@ def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[s
     the fabric's links (:meth:`RunLinks.model_links`).
     """
     model = RunModel(run.schedule_of(policy), figures, run.launch_lead_ms, link_mbps, queue_ms,
-                     run.padding_ms(policy), links.model_links(figures) if links is not None else None)
+                     run.padding_ms(policy), links.model_links(figures) if links is not None else None,
+                     run.tcp_sharing)
     measured = record.measured[policy]
     most = max(m["iterations"] for m in measured.values())
     iterations = {j.name: max(1, measured.get(j.name, {}).get("iterations", most)) for j in run.schedule.jobs}

@@ -18,7 +18,7 @@ whose verdict rests on it inconclusive (``apps.hoststeal.HostBusy``).
 import os
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ import pytest
 
 from apps import hoststeal, iperf, jobrun
 from apps.capture import Capture
-from apps.dltjob import JobPlan, data_flows
+from apps.dltjob import JobPlan, collective, data_flows
 from apps.iterations import iteration_table
 from controller.scheduler_client import SchedulerClient
 from scenarios.analysis import gatecheck
@@ -387,3 +387,47 @@ def test_live_rest_refuses_bad_requests_and_keeps_serving(fabric):
         assert 400 <= answer.status_code < 500, (path, answer.status_code, answer.text)
         assert "error" in answer.json()
     assert client.status()["openflow_errors"] == 0
+
+
+def stream_processes(ports) -> list[str]:
+    """Command lines of running apps/stream.py processes for any of ``ports`` (a check, never a kill)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(a.endswith("apps/stream.py") for a in argv) and any(str(p) in argv for p in ports):
+            found.append(" ".join(argv))
+    return found
+
+
+def test_persistent_transport_carries_every_burst_over_one_connection(fabric, specs, registered, tmp_path):
+    """``transport: persistent``: on the wire each flow's bursts are one TCP byte stream (the sequence
+    numbers run on from burst to burst, so one connection carried them all), every burst arrives
+    whole, the workers keep their window across idle, and nothing the jobs started outlives them."""
+    persistent = [replace(s, transport="persistent") for s in specs]
+    rows, schedule, run_dir = run_jobs(fabric, persistent, str(tmp_path), policy="shift", capture=True)
+    assert schedule["policy"] == "shift"
+    packets = read_pcap(os.path.join(run_dir, "shared.pcap"))
+    it = iteration_table(rows)
+    ports = []
+    for spec in persistent:
+        bursts = len(it[it.job == spec.name])
+        assert bursts >= 3
+        for phase in collective(spec):
+            for t in phase:
+                ports += [t.port, t.cport]
+                data = packets[(packets["sport"] == t.port) & (packets["dport"] == t.cport)
+                               & (packets["payload_bytes"] > 0)]
+                stream_bytes = (data["seq"] - data["seq"].iloc[0]) % 2**32 + data["payload_bytes"]
+                assert int(stream_bytes.max()) == bursts * t.nbytes, (spec.name, t.port)
+        sent = rows[rows.job == spec.name].groupby("iteration")["bytes"].sum()
+        assert (sent == sum(t.nbytes for phase in collective(spec) for t in phase)).all()
+    for host in sorted({w.name for s in persistent for w in s.workers}):
+        argv = iperf.in_host(fabric.host(host).pid, ["sysctl", "-n", "net.ipv4.tcp_slow_start_after_idle"])
+        assert subprocess.run(argv, capture_output=True, text=True, check=True, timeout=5).stdout.strip() == "0"
+    assert stream_processes(ports) == []

@@ -9,6 +9,7 @@ from controller.theory.schedule import JobTiming, compute_schedule
 from scenarios.experiment.prediction import (
     BUSY_START_MS,
     KNIFE_EDGE_SHARE,
+    WIRE_SHARING,
     RunModel,
     busy_start_costs_ms,
     knife_edge,
@@ -239,3 +240,21 @@ def test_under_strict_priority_the_first_ranked_job_is_never_slowed():
     strict = model.predict("priority", {"a": 0.0, "b": 0.0}, 20, busy_start_ms=0.0)
     assert strict["a"] == pytest.approx(300.0, abs=0.5) and fair["a"] > 300.0 + 10
     assert strict["b"] == pytest.approx(300.0, abs=0.5) and fair["b"] > 300.0 + 10
+
+
+def test_the_wire_shares_a_link_as_its_transport_does():
+    """Fresh iperf3 connections per burst: the burst further along keeps more of the link ("leader");
+    standing connections: fair. Two equal jobs a few ms apart meet under fair sharing every period
+    and run slower than under the leader's weights, which sort them apart."""
+    assert WIRE_SHARING == {"iperf3": "leader", "persistent": "fair"}
+    schedule = compute_schedule([JobTiming("a", 300, 100), JobTiming("b", 300, 100)])
+    solo = {"a": _solo(288, 70), "b": _solo(288, 70)}
+    offsets = {"a": 0.0, "b": 5.0}
+    predicted = {}
+    for transport, sharing in WIRE_SHARING.items():
+        model = RunModel(schedule, solo, {"a": 2.0, "b": 2.0}, link_mbps=50.0, queue_ms=0.0, tcp_sharing=sharing)
+        assert model.simulation("none", offsets, 20)[2]["sharing"] == sharing
+        assert model.simulation("priority", offsets, 20)[2]["sharing"] == "priority"  # its own, not TCP's
+        predicted[transport] = model.predict("none", offsets, 20)
+    for job in ("a", "b"):
+        assert predicted["persistent"][job] > predicted["iperf3"][job] + 10

@@ -80,6 +80,14 @@ def test_hosts_minimum_rto_is_optional_and_checked():
         assert message.startswith("s.yaml: fabric.tcp_rto_min_ms: "), message
 
 
+def test_transport_is_optional_and_checked():
+    assert spec.parse(GOOD, "s.yaml").transport == "iperf3"  # a fresh iperf3 test per burst
+    assert spec.parse("transport: persistent\n" + GOOD, "s.yaml").transport == "persistent"
+    for bad in ("udp", "1", "[persistent]"):
+        message = error_of(f"transport: {bad}\n" + GOOD)
+        assert message.startswith("s.yaml: transport: must be one of iperf3, persistent, got "), message
+
+
 @pytest.mark.parametrize("text, field, words", [
     ("name: x\njobs: [\n", "line", "YAML syntax error"),
     ("", "(top level)", "empty file"),

@@ -1,0 +1,147 @@
+"""Standing connections (apps/stream.py, apps.dltjob.StreamTransport) on the loopback: no root needed."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from apps import iperf, stream
+from apps.dltjob import TRANSPORTS, JobSpec, Worker, collective
+from apps.transports import StreamTransport
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` server ports (below the receivers' range) that nothing here listens on."""
+    found = []
+    for port in range(7201, 16000):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 16384))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise RuntimeError("no free ports")
+
+
+def loopback_spec(pattern: str = "ring", workers: int = 2) -> JobSpec:
+    base = free_ports(1)[0]
+    hosts = tuple(Worker(f"h{i}", "127.0.0.1") for i in range(workers))
+    return JobSpec("a", 300.0, 100.0, hosts, pattern, link_mbps=100.0, base_port=base, transport="persistent")
+
+
+def alive(proc) -> bool:
+    return proc.poll() is None
+
+
+def test_every_burst_arrives_whole_over_one_connection_per_flow():
+    spec = loopback_spec()
+    transport = StreamTransport(spec)
+    try:
+        pids = [p.pid for p in transport.procs]
+        for _ in range(3):
+            for phase in collective(spec):
+                results = transport(phase)
+                assert len(results) == len(phase)
+                for r in results:
+                    assert r.error == ""
+                    assert r.bytes_sent == r.transfer.nbytes
+                    assert r.end_s >= r.start_s
+                    assert 0 < r.data_s <= r.end_s - r.start_s + 1e-6
+        # the same processes (and so the same connections) carried every burst
+        assert [p.pid for p in transport.procs] == pids
+        assert all(alive(p) for p in transport.procs)
+    finally:
+        transport.close()
+    assert not any(alive(p) for p in transport.procs)
+
+
+def test_parameter_server_runs_its_two_phases_one_after_the_other():
+    spec = loopback_spec("ps", workers=3)
+    transport = StreamTransport(spec)
+    try:
+        push, pull = collective(spec)
+        pushed = transport(push)
+        pulled = transport(pull)
+        assert [r.bytes_sent for r in pushed + pulled] == [t.nbytes for t in push + pull]
+        assert min(r.start_s for r in pulled) >= max(r.end_s for r in pushed)
+    finally:
+        transport.close()
+
+
+def test_a_flow_whose_receiver_is_gone_reports_an_error_instead_of_hanging():
+    spec = loopback_spec()
+    transport = StreamTransport(spec)
+    try:
+        phase = collective(spec)[0]
+        receiver = transport.procs[0]  # the first flow's receiver is started first
+        iperf.kill_pid(receiver.pid, 1.0)
+        receiver.wait()
+        results = transport(phase)
+        assert "receiver" in results[0].error and "exited" in results[0].error
+        assert results[0].bytes_sent == 0
+    finally:
+        transport.close()
+    assert not any(alive(p) for p in transport.procs)
+
+
+def test_the_receiver_splits_the_byte_stream_into_bursts_by_count():
+    """Bytes arriving in any chunking make one line per whole burst, and only then; the receiver
+    ends when its standard input does (its driver gone), though the connection stays open."""
+    port = free_ports(1)[0] + 16384
+    recv = subprocess.Popen([sys.executable, stream.__file__, "recv", "--port", str(port), "--burst-bytes", "3"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert recv.stdout.readline() == b"listening\n"
+        with socket.create_connection(("127.0.0.1", port)) as conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            bursts = []
+            for chunk in (b"x" * 2, b"x" * 2, b"x" * 5, b"x" * 3):  # 12 bytes: four bursts of 3
+                conn.sendall(chunk)
+                time.sleep(0.05)
+            for _ in range(4):
+                bursts.append(recv.stdout.readline().split())
+            assert [b[0] for b in bursts] == [b"0", b"1", b"2", b"3"]
+            assert all(float(b[1]) <= float(b[2]) for b in bursts)
+            recv.stdin.close()
+            assert recv.wait(timeout=5) == 0
+    finally:
+        if recv.poll() is None:
+            iperf.kill_pid(recv.pid, 1.0)
+        recv.wait()
+
+
+def test_bad_burst_size_is_refused():
+    with pytest.raises(SystemExit) as exc:
+        stream.main(["recv", "--port", "1", "--burst-bytes", "0"])
+    assert exc.value.code == 2
+
+
+def test_persistent_hosts_keep_their_window_after_idle():
+    assert "net.ipv4.tcp_slow_start_after_idle=0" in iperf.host_tcp_settings(persistent=True)
+    assert not any("slow_start" in s for s in iperf.host_tcp_settings())
+    with pytest.raises(ValueError, match="root namespace"):
+        iperf.tune_host_tcp(None, persistent=True)
+
+
+def test_a_job_spec_names_a_known_transport():
+    assert TRANSPORTS == ("iperf3", "persistent")
+    with pytest.raises(ValueError, match="transport"):
+        JobSpec("a", 300.0, 100.0, (Worker("h1", "1.1.1.1"), Worker("h2", "1.1.1.2")), transport="udp")
+
+
+def test_the_stream_script_needs_nothing_but_the_standard_library():
+    with open(stream.__file__) as f:
+        imports = [line for line in f if line.startswith(("import ", "from "))]
+    assert all(line.split()[1].split(".")[0] in {"__future__", "argparse", "select", "socket", "struct", "sys", "time"}
+               for line in imports), imports
+    assert os.path.basename(stream.__file__) == "stream.py"
