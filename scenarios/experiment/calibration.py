@@ -70,8 +70,10 @@ LAUNCH_GUARD_MS = 3.0
 
 def launch_leads_ms(solo: dict[str, dict]) -> dict[str, float]:
     """Per job, how early it launches a burst before its window or offset: its solo lead less
-    :data:`LAUNCH_GUARD_MS` (``solo``: each job's solo figures)."""
-    return {name: max(0.0, typical_lead_ms(figures) - LAUNCH_GUARD_MS) for name, figures in solo.items()}
+    :data:`LAUNCH_GUARD_MS` (``solo``: each job's solo figures). Negative for a job whose data
+    follows its launch by less than the guard (standing connections: under a millisecond), which
+    then launches after its window opens, so its data still meets an open gate."""
+    return {name: typical_lead_ms(figures) - LAUNCH_GUARD_MS for name, figures in solo.items()}
 
 
 def with_phase(spec, phase_ms: float):

@@ -5,8 +5,10 @@ import pytest
 
 from apps.dltjob import JobSpec, Worker, burst_bytes
 from scenarios.experiment.calibration import (
+    LAUNCH_GUARD_MS,
     PERIOD_MARGIN,
     PERIOD_TOLERANCE,
+    launch_leads_ms,
     period_correction,
     trimmed_to_target,
     with_phase,
@@ -63,3 +65,13 @@ def test_commensurate_jobs_end_up_commensurate():
 def test_a_job_whose_compute_cannot_move_is_left_as_it_is():
     solo = {"iteration_ms": 600.0}
     assert trimmed_to_target(ALPHA, solo) == (ALPHA, solo)
+
+
+def test_a_job_launches_so_its_data_meets_an_open_gate_even_when_it_follows_at_once():
+    """The launch lead is the solo lead less the guard: iperf3's ~19 ms start-up launches 16 ms early;
+    a standing connection's data follows within a millisecond, so its job launches after the window
+    opens and its data still comes LAUNCH_GUARD_MS in."""
+    leads = launch_leads_ms({"iperf": {"lead_ms": 19.0, "burst_lead_ms": 19.0},
+                             "stream": {"lead_ms": 0.4, "burst_lead_ms": 0.4}})
+    assert leads == {"iperf": pytest.approx(19.0 - LAUNCH_GUARD_MS), "stream": pytest.approx(0.4 - LAUNCH_GUARD_MS)}
+    assert leads["stream"] < 0
