@@ -104,7 +104,7 @@ def probe_argv(server_ip: str, port: int, cport: int, rate_mbps: float, seconds:
 NOTSENT_LOWAT_BYTES = 16384
 
 
-def host_tcp_settings(persistent: bool = False) -> list[str]:
+def host_tcp_settings() -> list[str]:
     """The ``sysctl`` settings :func:`tune_host_tcp` writes in an emulated host.
 
     - ``tcp_max_tw_buckets = 0`` (no TIME_WAIT), so a pinned ``--cport`` can be
@@ -113,23 +113,20 @@ def host_tcp_settings(persistent: bool = False) -> list[str]:
       fails with "unable to connect stream: Address already in use" (iperf3
       binds without SO_REUSEADDR).
     - ``tcp_notsent_lowat``: :data:`NOTSENT_LOWAT_BYTES`.
-    - with ``persistent`` (standing connections, ``apps/stream.py``):
-      ``tcp_slow_start_after_idle = 0``, so a connection starts each burst
-      with the window its last one left rather than back in slow start after
-      the compute phase, as clusters that train over TCP are tuned.
+
+    Standing connections (``apps/stream.py``) keep the kernel's
+    ``tcp_slow_start_after_idle`` (1): with 0 the twin's jobs ran the same
+    (docs/accuracy.md, "Standing connections").
     """
-    settings = ["net.ipv4.tcp_max_tw_buckets=0", f"net.ipv4.tcp_notsent_lowat={NOTSENT_LOWAT_BYTES}"]
-    if persistent:
-        settings.append("net.ipv4.tcp_slow_start_after_idle=0")
-    return settings
+    return ["net.ipv4.tcp_max_tw_buckets=0", f"net.ipv4.tcp_notsent_lowat={NOTSENT_LOWAT_BYTES}"]
 
 
-def tune_host_tcp(host_pid: int | None, persistent: bool = False) -> None:
+def tune_host_tcp(host_pid: int | None) -> None:
     """Write :func:`host_tcp_settings` in host ``host_pid``'s network namespace; refused for the
     root namespace. The settings are per namespace, so this never touches the machine's own."""
     if host_pid is None:
         raise ValueError("refusing to change TCP settings in the root namespace")
-    for setting in host_tcp_settings(persistent):
+    for setting in host_tcp_settings():
         subprocess.run(in_host(host_pid, ["sysctl", "-q", "-w", setting]),
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=5)
 

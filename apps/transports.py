@@ -105,7 +105,7 @@ class StreamTransport:
         self._flows: dict[int, tuple] = {}  # server port -> (sender, its reader, receiver's reader, retransmits)
         for worker in spec.workers:
             if worker.host_pid is not None:
-                iperf.tune_host_tcp(worker.host_pid, persistent=True)
+                iperf.tune_host_tcp(worker.host_pid)
         try:
             for phase in collective(spec):
                 for t in phase:

@@ -60,8 +60,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for the random policy and the random offsets")
     parser.add_argument("--sharing", default="fair",
                         help="how bursts share a link where a policy leaves it to TCP: fair (max-min, the ideal "
-                             "model; default) or leader (as on the emulated fabric: fresh connections per burst, "
-                             "the burst further along keeps more of the link; what run predicts with)")
+                             "model; default; what run predicts with for transport: persistent) or leader (fresh "
+                             "connections per burst, as iperf3 jobs open: the burst further along keeps more of "
+                             "the link; what run predicts with for them)")
     policyfiles.add_argument(parser)
 
 

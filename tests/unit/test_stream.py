@@ -126,11 +126,11 @@ def test_bad_burst_size_is_refused():
     assert exc.value.code == 2
 
 
-def test_persistent_hosts_keep_their_window_after_idle():
-    assert "net.ipv4.tcp_slow_start_after_idle=0" in iperf.host_tcp_settings(persistent=True)
-    assert not any("slow_start" in s for s in iperf.host_tcp_settings())
+def test_hosts_get_no_time_wait_and_a_small_unsent_limit_and_nothing_else():
+    assert iperf.host_tcp_settings() == ["net.ipv4.tcp_max_tw_buckets=0",
+                                         f"net.ipv4.tcp_notsent_lowat={iperf.NOTSENT_LOWAT_BYTES}"]
     with pytest.raises(ValueError, match="root namespace"):
-        iperf.tune_host_tcp(None, persistent=True)
+        iperf.tune_host_tcp(None)
 
 
 def test_a_job_spec_names_a_known_transport():
