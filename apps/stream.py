@@ -2,9 +2,9 @@
 
 Collective libraries (NCCL's socket transport, Gloo) open their connections
 once and keep them for the whole of training, so every burst after the first
-starts with the congestion window the last one left, not in slow start behind
-a fresh handshake. iperf3 cannot do that: each test is a new connection and a
-new process. This module is the other way to run a job's flows
+goes out on an established connection: no process to start, no handshake,
+and two bursts that meet start alike. iperf3 cannot do that: each test is a
+new connection and a new process. This module is the other way to run a job's flows
 (``transport: persistent`` in a scenario; ``apps.transports.StreamTransport``):
 
 - ``recv --port CPORT --burst-bytes N``, in the receiving host: listens on

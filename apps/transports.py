@@ -9,9 +9,13 @@ whatever it started, by PID. :func:`open_transport` picks one by the job's
 from __future__ import annotations
 
 import os
+import select
+import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
+from apps import iperf
 from apps.dltjob import JobSpec, Transfer, TransferResult, collective
 
 
@@ -26,9 +30,6 @@ class IperfTransport:
     """Runs a phase's flows as real iperf3 clients; owns one server per flow (ended by PID)."""
 
     def __init__(self, spec: JobSpec, run_dir: str):
-        from apps import iperf
-
-        self._iperf = iperf
         self.servers = []
         self.clients: list = []
         os.makedirs(run_dir, exist_ok=True)
@@ -41,7 +42,7 @@ class IperfTransport:
                 self.servers.append(iperf.start_server(t.port, pidfile, t.src.host_pid))
 
     def __call__(self, phase: list[Transfer]) -> list[TransferResult]:
-        self.clients = [self._iperf.Client(t.src.ip, t.port, t.cport, t.nbytes, t.dst.host_pid)
+        self.clients = [iperf.Client(t.src.ip, t.port, t.cport, t.nbytes, t.dst.host_pid)
                         for t in phase]
         out = []
         for t, c in zip(phase, self.clients, strict=True):
@@ -56,7 +57,7 @@ class IperfTransport:
         """End clients in flight and every server, by PID."""
         for c in self.clients:
             c.kill()
-        self._iperf.stop_servers(self.servers)
+        iperf.stop_servers(self.servers)
 
 
 class LineReader:
@@ -66,8 +67,6 @@ class LineReader:
         self.proc, self.what, self._buffer = proc, what, b""
 
     def line(self, timeout_s: float) -> str:
-        import select
-
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
@@ -83,7 +82,18 @@ class LineReader:
 
 
 STREAM_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stream.py")
-FLOW_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 10.0  # a receiver listening, a sender connected
+FLOW_TIMEOUT_S = 60.0  # one burst
+
+
+@dataclass
+class StreamFlow:
+    """One flow's two processes, what they say, and the sender's retransmits counted so far."""
+
+    sender: subprocess.Popen
+    sent: LineReader
+    received: LineReader
+    retransmits: int = 0
 
 
 class StreamTransport:
@@ -96,71 +106,73 @@ class StreamTransport:
     """
 
     def __init__(self, spec: JobSpec, python: str = sys.executable):
-        import subprocess
-
-        from apps import iperf
-
-        self._iperf = iperf
-        self.procs: list = []
-        self._flows: dict[int, tuple] = {}  # server port -> (sender, its reader, receiver's reader, retransmits)
+        self.procs: list[subprocess.Popen] = []
+        self._flows: dict[int, StreamFlow] = {}  # by server port
         for worker in spec.workers:
             if worker.host_pid is not None:
                 iperf.tune_host_tcp(worker.host_pid)
         try:
             for phase in collective(spec):
                 for t in phase:
-                    what = f"flow {t.src.name}->{t.dst.name}"
-                    recv = subprocess.Popen(
-                        iperf.in_host(t.dst.host_pid, [python, STREAM_SCRIPT, "recv", "--port", str(t.cport),
-                                                       "--burst-bytes", str(t.nbytes)]),
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE)
-                    self.procs.append(recv)
-                    recv_reader = LineReader(recv, f"{what} (receiver on {t.dst.name})")
-                    recv_reader.line(10.0)  # listening
-                    sender = subprocess.Popen(
-                        iperf.in_host(t.src.host_pid, [python, STREAM_SCRIPT, "send", "--port", str(t.port),
-                                                       "--to", t.dst.ip, "--to-port", str(t.cport),
-                                                       "--burst-bytes", str(t.nbytes)]),
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE)
-                    self.procs.append(sender)
-                    send_reader = LineReader(sender, f"{what} (sender on {t.src.name})")
-                    send_reader.line(10.0)  # connected
-                    self._flows[t.port] = [sender, send_reader, recv_reader, 0]
+                    self._flows[t.port] = self._open(t, python)
         except BaseException:
             self.close()
             raise
 
+    def _start(self, host_pid: int | None, python: str, argv: list[str]) -> subprocess.Popen:
+        proc = subprocess.Popen(iperf.in_host(host_pid, [python, STREAM_SCRIPT, *argv]),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(proc)
+        return proc
+
+    def _open(self, t: Transfer, python: str) -> StreamFlow:
+        """Start ``t``'s receiver, then its sender, and wait until it has connected."""
+        what = f"flow {t.src.name}->{t.dst.name}"
+        nbytes = ["--burst-bytes", str(t.nbytes)]
+        receiver = self._start(t.dst.host_pid, python, ["recv", "--port", str(t.cport), *nbytes])
+        received = LineReader(receiver, f"{what} (receiver on {t.dst.name})")
+        received.line(START_TIMEOUT_S)  # listening
+        sender = self._start(t.src.host_pid, python,
+                             ["send", "--port", str(t.port), "--to", t.dst.ip, "--to-port", str(t.cport), *nbytes])
+        sent = LineReader(sender, f"{what} (sender on {t.src.name})")
+        sent.line(START_TIMEOUT_S)  # connected
+        return StreamFlow(sender, sent, received)
+
     def __call__(self, phase: list[Transfer]) -> list[TransferResult]:
         start_s = time.time()
+        failed = {}
         for t in phase:
-            sender = self._flows[t.port][0]
-            sender.stdin.write(b"go\n")
-            sender.stdin.flush()
+            try:
+                self._flows[t.port].sender.stdin.write(b"go\n")
+                self._flows[t.port].sender.stdin.flush()
+            except OSError as exc:  # the sender is gone
+                failed[t.port] = f"{self._flows[t.port].sent.what}: {exc}"
         out = []
         for t in phase:
             flow = self._flows[t.port]
             try:
-                _, first_s, last_s = flow[2].line(FLOW_TIMEOUT_S).split()
-                retransmits = int(flow[1].line(FLOW_TIMEOUT_S).split()[1])
+                if t.port in failed:
+                    raise RuntimeError(failed[t.port])
+                _, first_s, last_s = flow.received.line(FLOW_TIMEOUT_S).split()
+                retransmits = int(flow.sent.line(FLOW_TIMEOUT_S).split()[1])
             except (TimeoutError, RuntimeError, ValueError, IndexError) as exc:
                 out.append(TransferResult(t, start_s, time.time(), 0, 0, str(exc)))
                 continue
-            out.append(TransferResult(t, start_s, float(last_s), t.nbytes, retransmits - flow[3], "",
+            out.append(TransferResult(t, start_s, float(last_s), t.nbytes, retransmits - flow.retransmits, "",
                                       float(last_s) - float(first_s)))
-            flow[3] = retransmits
+            flow.retransmits = retransmits
         return out
 
     def close(self) -> None:
-        """End every sender and receiver, by PID (closing a sender's input ends it first)."""
+        """End every sender and receiver, by PID (closing their input ends them first)."""
         for proc in self.procs:
-            if proc.stdin:
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
         for proc in self.procs:
             try:
                 proc.wait(timeout=1.0)
-            except Exception:
-                self._iperf.kill_pid(proc.pid, 1.0)
+            except subprocess.TimeoutExpired:
+                iperf.kill_pid(proc.pid, 1.0)
                 proc.wait()

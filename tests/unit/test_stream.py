@@ -94,6 +94,22 @@ def test_a_flow_whose_receiver_is_gone_reports_an_error_instead_of_hanging():
     assert not any(alive(p) for p in transport.procs)
 
 
+def test_a_flow_whose_sender_is_gone_reports_an_error_instead_of_raising():
+    spec = loopback_spec()
+    transport = StreamTransport(spec)
+    try:
+        phase = collective(spec)[0]
+        sender = transport.procs[1]  # the first flow's sender follows its receiver
+        iperf.kill_pid(sender.pid, 1.0)
+        sender.wait()
+        results = transport(phase)
+        assert "sender" in results[0].error and results[0].bytes_sent == 0
+        assert results[1].error == "" and results[1].bytes_sent == results[1].transfer.nbytes
+    finally:
+        transport.close()
+    assert not any(alive(p) for p in transport.procs)
+
+
 def test_the_receiver_splits_the_byte_stream_into_bursts_by_count():
     """Bytes arriving in any chunking make one line per whole burst, and only then; the receiver
     ends when its standard input does (its driver gone), though the connection stays open."""
