@@ -20,7 +20,8 @@ epoch, under ``shift``/``random`` at its offset, and after that each job runs
 free. Whenever the policy says so (``Policy.waits_for_window(k)``; ``gate``:
 every iteration) the communication phase waits for the start of the next
 window ``epoch + offset + m·T`` (launching ``launch_lead_ms`` early so the data,
-not the client's start-up, begins at the window edge); a burst ready after its
+not the client's start-up, begins just after the window edge; a negative lead
+launches after it); a burst ready after its
 window opened still launches into it while it would end inside it
 (:func:`late_launch_ms`). The driver loads the
 policy files named in ``SHIFTBED_POLICY_FILES``, so a user's policy works here

@@ -83,8 +83,9 @@ from scenarios.analysis import tables as analysis
 # 7.7 % with it and within 16.9 % with max-min fair sharing (docs/accuracy.md, "Free-running
 # jobs lock in or drift apart").
 FAIR_ON_THE_WIRE = "leader"
-# Over standing connections (``transport: persistent``, apps/stream.py) a burst starts with the
-# window its last one left, so no burst keeps more of the link for being further along.
+# Over standing connections (``transport: persistent``, apps/stream.py) no burst starts a process or
+# a handshake, two that meet start alike, and jobs that start together stay together: max-min fair
+# sharing agreed within 3 % on five of six scenarios (docs/accuracy.md, "Standing connections").
 WIRE_SHARING = {"iperf3": FAIR_ON_THE_WIRE, "persistent": "fair"}
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its
@@ -284,7 +285,12 @@ class MeasuredRun:
     launch_lead_ms: dict[str, float]
     schedules: dict[str, Schedule] = field(default_factory=dict)  # policy -> its own, where it differs
     meets: set[frozenset] | None = None  # the pairs of jobs that share a link (None: every pair)
-    tcp_sharing: str = FAIR_ON_THE_WIRE  # how TCP shared the links (:data:`WIRE_SHARING` of the transport)
+    transport: str = "iperf3"  # how the jobs' flows travelled (apps.dltjob.TRANSPORTS)
+
+    @property
+    def tcp_sharing(self) -> str:
+        """How TCP shared the links among the jobs' bursts (:data:`WIRE_SHARING` of the transport)."""
+        return WIRE_SHARING[self.transport]
 
     def schedule_of(self, policy: str) -> Schedule:
         """The schedule ``policy`` ran with (``policies.policy_schedule``; default: the run's)."""

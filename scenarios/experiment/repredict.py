@@ -32,7 +32,7 @@ from scenarios.analysis.pcap import label_flows, read_pcap
 from scenarios.errors import InputError
 from scenarios.experiment.calibration import launch_leads_ms
 from scenarios.experiment.drive import job_view
-from scenarios.experiment.prediction import WIRE_SHARING, MeasuredRun
+from scenarios.experiment.prediction import MeasuredRun
 from scenarios.experiment.record import PolicyRecord
 from scenarios.experiment.runner import policy_schedules, run_schedule
 from scenarios.experiment.summary import policy_summaries
@@ -172,7 +172,7 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
                                                 schedules[policy], notes)
         record.epochs[policy] = summary.policies[policy].epoch_s
     run = MeasuredRun(schedule, solo, solo_spans, record.bursts, launch_leads_ms(solo), schedules,
-                      links.meeting_pairs(), WIRE_SHARING[scenario.transport])
+                      links.meeting_pairs(), scenario.transport)
     now = policy_summaries(run, record, links.primary.mbps, float(queue_ms), links)
     rows = []
     for policy, entry in now.items():

@@ -47,7 +47,7 @@ from scenarios.experiment.drive import (
     WorkerFault,
 )
 from scenarios.experiment.environment import environment_record
-from scenarios.experiment.prediction import WIRE_SHARING, MeasuredRun, late_launch_bursts_ms
+from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
 from scenarios.experiment.summary import build_summary
@@ -323,7 +323,7 @@ class Experiment:
         cal = self.calibration
         run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms,
                           self.schedules, self.links.meeting_pairs() if self.links is not None else None,
-                          WIRE_SHARING[self.scenario.transport])
+                          self.scenario.transport)
         return build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run, record=self.record,
                              notes=self.notes, links=self.links, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
                              expected_solo_mbps=self.expected_solo_mbps,

@@ -1,6 +1,5 @@
-"""Standing connections (apps/stream.py, apps.dltjob.StreamTransport) on the loopback: no root needed."""
+"""Standing connections (apps/stream.py, apps.transports.StreamTransport) on the loopback: no root needed."""
 
-import os
 import socket
 import subprocess
 import sys
@@ -11,30 +10,29 @@ import pytest
 from apps import iperf, stream
 from apps.dltjob import TRANSPORTS, JobSpec, Worker, collective
 from apps.transports import StreamTransport
+from topo.tcp_ports import receiver_port
+
+
+def bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` server ports (below the receivers' range) that nothing here listens on."""
-    found = []
-    for port in range(7201, 16000):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 16384))
-            except OSError:
-                continue
-        found.append(port)
-        if len(found) == count:
-            return found
+    """A job's first server port such that its first ``count`` server ports and their receivers'
+    ports are free here."""
+    for base in range(7201, 16000 - count):
+        if all(bindable(p) and bindable(receiver_port(p)) for p in range(base, base + count)):
+            return list(range(base, base + count))
     raise RuntimeError("no free ports")
 
 
 def loopback_spec(pattern: str = "ring", workers: int = 2) -> JobSpec:
-    base = free_ports(1)[0]
+    base = free_ports(2 * (workers - 1) if pattern == "ps" else workers)[0]
     hosts = tuple(Worker(f"h{i}", "127.0.0.1") for i in range(workers))
     return JobSpec("a", 300.0, 100.0, hosts, pattern, link_mbps=100.0, base_port=base, transport="persistent")
 
@@ -98,7 +96,7 @@ def test_a_flow_whose_process_is_gone_reports_an_error_and_the_others_go_on(side
 def test_the_receiver_splits_the_byte_stream_into_bursts_by_count():
     """Bytes arriving in any chunking make one line per whole burst, and only then; the receiver
     ends when its standard input does (its driver gone), though the connection stays open."""
-    port = free_ports(1)[0] + 16384
+    port = receiver_port(free_ports(1)[0])
     recv = subprocess.Popen([sys.executable, stream.__file__, "recv", "--port", str(port), "--burst-bytes", "3"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -145,4 +143,3 @@ def test_the_stream_script_needs_nothing_but_the_standard_library():
         imports = [line for line in f if line.startswith(("import ", "from "))]
     assert all(line.split()[1].split(".")[0] in {"__future__", "argparse", "select", "socket", "struct", "sys", "time"}
                for line in imports), imports
-    assert os.path.basename(stream.__file__) == "stream.py"
