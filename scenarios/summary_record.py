@@ -81,6 +81,11 @@ class JobSummary:
     met_share_first: float | None = field(default=None, metadata=OPTIONAL)
     met_share_last: float | None = field(default=None, metadata=OPTIONAL)
     predicted_iteration_ms: float | None = None
+    # a free-running policy (prediction.has_two_states): where its jobs were at the run's end
+    # ("together" or "apart", prediction.wire_state), which predicted_iteration_ms is, and both states'
+    state: str | None = field(default=None, metadata=OPTIONAL)
+    predicted_together_ms: float | None = field(default=None, metadata=OPTIONAL)
+    predicted_apart_ms: float | None = field(default=None, metadata=OPTIONAL)
     predicted_range_ms: tuple[float, float] | None = None  # busy starts costing 0 to twice their cost
     busy_start_ms: float | None = None  # what the model took a busy start to cost
     knife_edge: bool | None = None  # that range is wider than a tenth of the prediction
@@ -101,14 +106,17 @@ class JobSummary:
             error_pct = (measured_ms - predicted_ms) / predicted_ms * 100
         return cls(iterations=_count(data.get("iterations")), mean_iteration_ms=measured_ms,
                    predicted_iteration_ms=predicted_ms, predicted_range_ms=_range(data.get("predicted_range_ms")),
-                   knife_edge=_flag(data.get("knife_edge")), model_quiet_bursts=_count(data.get("model_quiet_bursts")),
+                   knife_edge=_flag(data.get("knife_edge")),
+                   state=data["state"] if data.get("state") in ("together", "apart") else None,
+                   model_quiet_bursts=_count(data.get("model_quiet_bursts")),
                    error_pct=error_pct, **{name: _number(data.get(name)) for name in _JOB_FIGURES})
 
 
 # JobSummary's other numbers, read as they are
 _JOB_FIGURES = ("median_iteration_ms", "iteration_se_ms", "mean_comm_ms", "burst_lead_ms", "burst_all_flows_ms",
                 "burst_data_ms", "mean_iteration_last_third_ms", "busy_start_ms", "solo_iteration_ms",
-                "model_solo_iteration_ms", "met_share_first", "met_share_last")
+                "model_solo_iteration_ms", "met_share_first", "met_share_last", "predicted_together_ms",
+                "predicted_apart_ms")
 
 
 @dataclass(frozen=True)

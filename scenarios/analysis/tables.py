@@ -408,6 +408,18 @@ def meeting_shares(spans: pd.DataFrame, meets: set[frozenset] | None = None,
     return out
 
 
+def policy_figures(it: pd.DataFrame, spans: pd.DataFrame, meets: set[frozenset] | None = None) -> dict[str, dict]:
+    """Per job, what a policy's run measured: :func:`job_means` of its iterations ``it``, with the
+    medians (:func:`burst_medians_ms`) and meeting shares (:func:`meeting_shares`) of its bursts
+    ``spans``; ``meets``: the pairs of jobs that share a link (None: every pair)."""
+    out = job_means(it)
+    for extra in (burst_medians_ms(spans), meeting_shares(spans, meets)):
+        for job, figures in extra.items():
+            if job in out:
+                out[job].update(figures)
+    return out
+
+
 DRIFT_MIN_BURSTS = 5  # fewer quiet bursts than this give no drift figure
 
 

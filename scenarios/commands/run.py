@@ -20,7 +20,7 @@ from pathlib import Path
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
 from scenarios.spec import MAX_DURATION_S
-from scenarios.summary_record import SummaryRecord
+from scenarios.summary_record import JobSummary, SummaryRecord
 
 DEFAULT_DURATION_S = 20.0
 
@@ -255,6 +255,15 @@ def _json_view(summary: SummaryRecord, results_dir: Path) -> dict:
                                                 ("fidelity_ok", "complete", "crosschecks", "policies", "gaps")}}
 
 
+def _state_note(job: JobSummary) -> str:
+    """Where a free-running policy's jobs ended, and the model's figure for the other state."""
+    if job.state is None:
+        return ""
+    other, other_ms = (("together", job.predicted_together_ms) if job.state == "apart"
+                       else ("apart", job.predicted_apart_ms))
+    return f"  {job.state} (model {other}: {other_ms:.0f} ms)"
+
+
 def _print_table(summary: SummaryRecord, results_dir: Path) -> None:
     print(f"{'policy':<8} {'job':<10} {'iters':>5} {'measured ms ± se':>17} {'predicted ms':>13} {'error':>7} "
           f"{'vs none':>8}")
@@ -267,7 +276,7 @@ def _print_table(summary: SummaryRecord, results_dir: Path) -> None:
                   f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}% "
                   + (f"{change:>+7.1f}%" if change is not None else " " * 8)
                   + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
-                     if j.knife_edge else ""))
+                     if j.knife_edge else "") + _state_note(j))
     if not summary.fidelity_ok:
         print(f"FIDELITY LOST: {summary.fidelity.advice}")
     print(f"report: {results_dir / 'report.md'}")

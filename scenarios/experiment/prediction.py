@@ -53,6 +53,20 @@ run's *other* policies that met no other job's burst (:func:`pooled_solo`).
 Over 550 pairs of 59 kept runs this moved the mean |error| from 2.68 to
 2.36 % (measured 2026-12-01, docs/accuracy.md).
 
+**Together or apart.** Free-running jobs that start off the schedule's
+shifts (``none``, ``random``) end a run in one of two states: together, still
+meeting, or apart, bursting one after another where the links leave room.
+Which one is decided by what the model does not have: the burst further along
+keeping more of the link (iperf3's fresh connections), a retransmission
+timeout that stalls one job's burst ~240 ms where three jobs meet. So the
+model predicts both, with max-min fair sharing: together from the policy's
+own start (a meeting then neither pulls the jobs together nor pushes them
+apart), apart from the schedule's shifts; and each job's measurement is set
+beside the state the run's jobs were in over the last third of their bursts
+(:func:`wire_state`). The other policies keep the transport's sharing
+(:data:`WIRE_SHARING`). Measured on the kept runs in docs/accuracy.md
+("Together or apart").
+
 **Knife edges.** Most predictions hardly move with that figure; but where a
 gated job's burst ends within a few ms of the moment that decides whether it
 makes its next window, a few ms decide between one period and two, and one
@@ -87,6 +101,11 @@ FAIR_ON_THE_WIRE = "leader"
 # a handshake, two that meet start alike, and jobs that start together stay together: max-min fair
 # sharing agreed within 3 % on five of six scenarios (docs/accuracy.md, "Standing connections").
 WIRE_SHARING = {"iperf3": FAIR_ON_THE_WIRE, "persistent": "fair"}
+# A free-running policy's jobs ended apart when none of them spent more than this share of its data
+# beside a job it meets over the last third of its bursts (analysis.meeting_shares); on the kept runs
+# the jobs that had settled apart met on 0-8 % of their data, those still meeting on 10-98 %.
+APART_MET_SHARE = 0.10
+STATES = ("together", "apart")
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its
 # solo length when the run has no figure of its own (a single policy, or fewer than
@@ -186,6 +205,29 @@ class RunModel:
         runs = [predicted, scaled(0.0), scaled(2.0)]
         return predicted, {j.name: (min(r[j.name] for r in runs), max(r[j.name] for r in runs))
                            for j in self.schedule.jobs}
+
+
+def has_two_states(policy: str) -> bool:
+    """Does ``policy`` leave the jobs free-running from a start off the schedule's shifts, their bursts
+    shared by TCP (``none``, ``random``)? Its jobs then end together or apart (module docstring)."""
+    pol = get_policy(policy)
+    return pol.sharing == "fair" and not pol.uses_schedule and not pol.realigns()
+
+
+def wire_state(measured: Mapping[str, dict]) -> str:
+    """Where a free-running policy's jobs were at the end of the run: ``"apart"`` when every job with a
+    ``met_share_last`` (``analysis.meeting_shares``) spent at most :data:`APART_MET_SHARE` of its data
+    beside a job it meets, else (and without any such figure) ``"together"``."""
+    shares = [m["met_share_last"] for m in measured.values() if m.get("met_share_last") is not None]
+    return "apart" if shares and max(shares) <= APART_MET_SHARE else "together"
+
+
+def state_start(state: str, schedule: Schedule, offsets_ms: dict[str, float]) -> dict[str, float]:
+    """Where the model starts the jobs for ``state``: the policy's own offsets (together) or the
+    schedule's shifts (apart)."""
+    if state not in STATES:
+        raise ValueError(f"state {state!r}: expected one of {', '.join(STATES)}")
+    return dict(schedule.shifts_ms) if state == "apart" else dict(offsets_ms)
 
 
 def typical_lead_ms(solo: dict) -> float:

@@ -31,7 +31,7 @@ class PolicyRecord:
 
     def __init__(self, duration_s: float):
         self.duration_s = duration_s
-        self.measured: dict[str, dict[str, dict]] = {}  # policy -> job -> analysis.job_means + burst medians
+        self.measured: dict[str, dict[str, dict]] = {}  # policy -> job -> analysis.policy_figures
         self.bursts: dict[str, pd.DataFrame] = {}  # policy -> its bursts (analysis.burst_spans)
         self.offsets: dict[str, dict[str, float]] = {}  # policy -> job -> the offset the scheduler used (ms)
         self.epochs: dict[str, float] = {}  # policy -> its epoch (unix s)
@@ -50,15 +50,9 @@ class PolicyRecord:
         self.steal[policy] = measured.steal.as_dict()
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
         it = iteration_table(rows)
-        self.measured[policy] = analysis.job_means(it)
         steady = it[it["iteration"] >= 1]  # job_means' warm-up
         self.bursts[policy] = analysis.burst_spans(packets, labels, steady, it)
-        for job, medians in analysis.burst_medians_ms(self.bursts[policy]).items():
-            if job in self.measured[policy]:
-                self.measured[policy][job].update(medians)
-        for job, shares in analysis.meeting_shares(self.bursts[policy], links.meeting_pairs()).items():
-            if job in self.measured[policy]:
-                self.measured[policy][job].update(shares)
+        self.measured[policy] = analysis.policy_figures(it, self.bursts[policy], links.meeting_pairs())
         writer.append_rows("iterations.csv", rows[ITERATION_COLUMNS].to_dict("records"))
         t_end = max(measured.window[1], epoch_s + self.duration_s)
         self.links = links

@@ -163,11 +163,8 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
     record = PolicyRecord(duration_s=0.0)  # holds what the model reads: means, bursts, offsets
     for policy in policies:
         measured = read_raw_run(kept_policy_dir(raw, policy))
-        record.measured[policy] = analysis.job_means(measured.iterations)
+        record.measured[policy] = analysis.policy_figures(measured.iterations, measured.bursts, links.meeting_pairs())
         record.bursts[policy] = measured.bursts
-        for job, medians in analysis.burst_medians_ms(measured.bursts).items():
-            if job in record.measured[policy]:
-                record.measured[policy][job].update(medians)
         record.offsets[policy] = run_offsets_ms(policy, summary.policies[policy].offsets_ms, results.windows,
                                                 schedules[policy], notes)
         record.epochs[policy] = summary.policies[policy].epoch_s

@@ -12,7 +12,15 @@ from pathlib import Path
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import MeasureLog
 from scenarios.experiment.fidelity import judge_fidelity
-from scenarios.experiment.prediction import MeasuredRun, RunModel, knife_edge
+from scenarios.experiment.prediction import (
+    STATES,
+    MeasuredRun,
+    RunModel,
+    has_two_states,
+    knife_edge,
+    state_start,
+    wire_state,
+)
 from scenarios.experiment.record import PolicyRecord
 from scenarios.results import throughput_change_pct
 from scenarios.runlinks import RunLinks
@@ -21,7 +29,7 @@ from scenarios.summary_record import Gap, JobSummary, PolicySummary, SummaryReco
 
 def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[str, dict],
             busy_start_ms: dict[str, float], busy_start_samples_ms: dict[str, tuple[float, ...]],
-            link_mbps: float, queue_ms: float, links: RunLinks | None = None,
+            link_mbps: float, queue_ms: float, links: RunLinks | None = None, state: str | None = None,
             ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
     """Each job's predicted mean iteration time under ``policy`` and its range (``prediction.RunModel``).
 
@@ -30,37 +38,52 @@ def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[s
     measurement counted for it: that skips only the first (launch to first burst's
     end, analysis.job_means) and counts from the first burst's end on, so model and
     wire cover the same span of time. With ``links`` of more than one port, the bursts share
-    the fabric's links (:meth:`RunLinks.model_links`).
+    the fabric's links (:meth:`RunLinks.model_links`). ``state`` (``prediction.STATES``): the
+    jobs together or apart, with max-min fair sharing (``prediction.state_start``); None: the
+    policy's own start with the transport's sharing.
     """
-    model = RunModel(run.schedule_of(policy), figures, run.launch_lead_ms, link_mbps, queue_ms,
-                     run.padding_ms(policy), links.model_links(figures) if links is not None else None,
-                     run.tcp_sharing)
+    schedule = run.schedule_of(policy)
+    sharing = run.tcp_sharing if state is None else "fair"
+    offsets = record.offsets[policy] if state is None else state_start(state, schedule, record.offsets[policy])
+    model = RunModel(schedule, figures, run.launch_lead_ms, link_mbps, queue_ms,
+                     run.padding_ms(policy), links.model_links(figures) if links is not None else None, sharing)
     measured = record.measured[policy]
     most = max(m["iterations"] for m in measured.values())
     iterations = {j.name: max(1, measured.get(j.name, {}).get("iterations", most)) for j in run.schedule.jobs}
-    return model.predict_with_range(policy, record.offsets[policy], iterations, busy_start_ms,
-                                    busy_start_samples_ms)
+    return model.predict_with_range(policy, offsets, iterations, busy_start_ms, busy_start_samples_ms)
 
 
 def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
                      queue_ms: float, links: RunLinks | None = None) -> dict[str, PolicySummary]:
-    """Every measured policy: each job measured and predicted, and the throughput change against ``none``."""
+    """Every measured policy: each job measured and predicted, and the throughput change against ``none``.
+
+    A free-running policy's jobs (``prediction.has_two_states``) are predicted together and apart,
+    and set beside the state they were in at the end of the run (``prediction.wire_state``)."""
     jobs_of, predictions = {}, {}
     for policy, jobs in record.measured.items():
         figures = run.model_solo(policy)
         busy, busy_samples = run.busy_starts_ms(policy, figures)
-        predictions[policy], ranges = predict(run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms,
-                                              links)
+        args = (run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms, links)
+        state, by_state = None, {}
+        if has_two_states(policy):
+            state = wire_state(jobs)
+            by_state = {s: predict(*args, state=s) for s in STATES}
+            predictions[policy], ranges = by_state[state]
+        else:
+            predictions[policy], ranges = predict(*args)
         entry = {}
         for name, m in jobs.items():
             predicted = predictions[policy][name]
+            states = {} if state is None else {"state": state,
+                                               "predicted_together_ms": by_state["together"][0][name],
+                                               "predicted_apart_ms": by_state["apart"][0][name]}
             entry[name] = JobSummary(**m, predicted_iteration_ms=predicted,
                                      predicted_range_ms=tuple(ranges[name]), busy_start_ms=busy[name],
                                      knife_edge=knife_edge(predicted, ranges[name]),
                                      solo_iteration_ms=run.solo[name]["iteration_ms"],
                                      model_solo_iteration_ms=figures[name]["iteration_ms"],
                                      model_quiet_bursts=figures[name]["quiet_bursts"],
-                                     error_pct=analysis.percent_error(m["mean_iteration_ms"], predicted))
+                                     error_pct=analysis.percent_error(m["mean_iteration_ms"], predicted), **states)
         jobs_of[policy] = entry
     changes = {policy: (None, None) for policy in jobs_of}
     if "none" in jobs_of:

@@ -7,15 +7,19 @@ import pytest
 
 from controller.theory.schedule import JobTiming, compute_schedule
 from scenarios.experiment.prediction import (
+    APART_MET_SHARE,
     BUSY_START_MS,
     KNIFE_EDGE_SHARE,
     WIRE_SHARING,
     RunModel,
     busy_start_costs_ms,
+    has_two_states,
     knife_edge,
     late_launch_bursts_ms,
     pooled_solo,
+    state_start,
     typical_lead_ms,
+    wire_state,
 )
 
 
@@ -258,3 +262,28 @@ def test_the_wire_shares_a_link_as_its_transport_does():
         predicted[transport] = model.predict("none", offsets, 20)
     for job in ("a", "b"):
         assert predicted["persistent"][job] > predicted["iperf3"][job] + 10
+
+
+def test_only_jobs_left_free_running_from_a_start_off_the_shifts_have_two_states():
+    assert has_two_states("none") and has_two_states("random")
+    # started at the shifts, held to windows, realigned, or sharing by their own rule: one state
+    for policy in ("shift", "gate", "guard", "align", "priority", "mltcp"):
+        assert not has_two_states(policy), policy
+
+
+def test_the_jobs_ended_apart_only_when_none_of_them_still_met_in_the_last_third():
+    assert APART_MET_SHARE == 0.10
+    assert wire_state({"a": {"met_share_last": 0.0}, "b": {"met_share_last": 0.10}}) == "apart"
+    assert wire_state({"a": {"met_share_last": 0.0}, "b": {"met_share_last": 0.11}}) == "together"
+    # a job with too few bursts for the figure does not decide; with no figure at all: as they started
+    assert wire_state({"a": {"met_share_last": 0.02}, "b": {"met_share_last": None}, "c": {}}) == "apart"
+    assert wire_state({"a": {}, "b": {"mean_iteration_ms": 400.0}}) == "together"
+
+
+def test_together_starts_where_the_policy_did_and_apart_at_the_schedules_shifts():
+    schedule = compute_schedule([JobTiming("a", 400, 100), JobTiming("b", 800, 100)])
+    own = {"a": 0.0, "b": 0.0}
+    assert state_start("together", schedule, own) == own
+    assert state_start("apart", schedule, own) == dict(schedule.shifts_ms) != own
+    with pytest.raises(ValueError, match="state 'sorted': expected one of together, apart"):
+        state_start("sorted", schedule, own)
