@@ -80,10 +80,12 @@ class JobSummary:
     # bursts (analysis.meeting_shares): jobs sorting themselves apart, or falling into step
     met_share_first: float | None = field(default=None, metadata=OPTIONAL)
     met_share_last: float | None = field(default=None, metadata=OPTIONAL)
+    # how many of its bursts came after the jobs last met (analysis.bursts_after_parting)
+    bursts_after_parting: int | None = field(default=None, metadata=OPTIONAL)
     predicted_iteration_ms: float | None = None
-    # a free-running policy (prediction.has_two_states): where its jobs were at the run's end
-    # ("together" or "apart", prediction.wire_state), which predicted_iteration_ms is, and both states'
-    state: str | None = field(default=None, metadata=OPTIONAL)
+    # a free-running policy (prediction.has_two_states): both states' predictions, and the share of the
+    # job's iterations after the jobs parted (prediction.apart_share), which weighs them
+    apart_share: float | None = field(default=None, metadata=OPTIONAL)
     predicted_together_ms: float | None = field(default=None, metadata=OPTIONAL)
     predicted_apart_ms: float | None = field(default=None, metadata=OPTIONAL)
     predicted_range_ms: tuple[float, float] | None = None  # busy starts costing 0 to twice their cost
@@ -106,17 +108,16 @@ class JobSummary:
             error_pct = (measured_ms - predicted_ms) / predicted_ms * 100
         return cls(iterations=_count(data.get("iterations")), mean_iteration_ms=measured_ms,
                    predicted_iteration_ms=predicted_ms, predicted_range_ms=_range(data.get("predicted_range_ms")),
-                   knife_edge=_flag(data.get("knife_edge")),
-                   state=data["state"] if data.get("state") in ("together", "apart") else None,
-                   model_quiet_bursts=_count(data.get("model_quiet_bursts")),
+                   knife_edge=_flag(data.get("knife_edge")), model_quiet_bursts=_count(data.get("model_quiet_bursts")),
+                   bursts_after_parting=_count(data.get("bursts_after_parting")),
                    error_pct=error_pct, **{name: _number(data.get(name)) for name in _JOB_FIGURES})
 
 
 # JobSummary's other numbers, read as they are
 _JOB_FIGURES = ("median_iteration_ms", "iteration_se_ms", "mean_comm_ms", "burst_lead_ms", "burst_all_flows_ms",
                 "burst_data_ms", "mean_iteration_last_third_ms", "busy_start_ms", "solo_iteration_ms",
-                "model_solo_iteration_ms", "met_share_first", "met_share_last", "predicted_together_ms",
-                "predicted_apart_ms")
+                "model_solo_iteration_ms", "met_share_first", "met_share_last", "apart_share",
+                "predicted_together_ms", "predicted_apart_ms")
 
 
 @dataclass(frozen=True)

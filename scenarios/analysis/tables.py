@@ -378,45 +378,88 @@ def _covered_s(start: float, end: float, others: list[tuple[float, float]]) -> f
     return covered
 
 
+def burst_met_shares(spans: pd.DataFrame, meets: set[frozenset] | None = None) -> np.ndarray:
+    """Each burst in ``spans`` (:func:`burst_spans`): the share of its data phase (first to last data
+    packet) spent beside the data of a job it shares a link with (``meets``; None: every other job)."""
+    if spans.empty or "first_s" not in spans:
+        return np.zeros(0)
+    job = spans["job"].to_numpy()
+    first, last = spans["first_s"].to_numpy(dtype=float), spans["last_s"].to_numpy(dtype=float)
+    shares = np.zeros(len(spans))
+    for name in set(job):
+        partner = [other != name and (meets is None or frozenset((name, other)) in meets) for other in job]
+        others = [(first[k], last[k]) for k in np.flatnonzero(partner)]
+        for i in np.flatnonzero(job == name):
+            if last[i] > first[i]:
+                shares[i] = _covered_s(first[i], last[i], others) / (last[i] - first[i])
+    return shares
+
+
 def meeting_shares(spans: pd.DataFrame, meets: set[frozenset] | None = None,
                    parts: int = MEETING_PARTS) -> dict[str, dict[str, float]]:
     """Per job in ``spans`` (:func:`burst_spans`): the mean share of its bursts' data phases spent
-    beside the data of a job it shares a link with (``meets``; None: every other job), over the first
+    beside the data of a job it shares a link with (:func:`burst_met_shares`), over the first
     and over the last ``parts``-th of its bursts, as ``met_share_first`` and ``met_share_last``. A
     job with fewer than ``2 × parts`` bursts has no figure.
 
     Under max-min fair sharing a meeting is neutral (both bursts end later by the same amount), so jobs
     that start together keep meeting; on the wire free-running jobs can sort themselves apart, or fall
-    into step, within a run (docs/accuracy.md, "Free-running jobs lock in or drift apart")."""
-    if spans.empty or "first_s" not in spans:
+    into step, within a run (docs/accuracy.md, "Together or apart")."""
+    shares = burst_met_shares(spans, meets)
+    if not len(shares):
         return {}
-    job = spans["job"].to_numpy()
-    first, last = spans["first_s"].to_numpy(dtype=float), spans["last_s"].to_numpy(dtype=float)
+    job, first = spans["job"].to_numpy(), spans["first_s"].to_numpy(dtype=float)
     out = {}
     for name in sorted(set(job)):
         mine = np.flatnonzero(job == name)
-        mine = mine[np.argsort(first[mine])]
         if len(mine) < 2 * parts:
             continue
-        partner = [other != name and (meets is None or frozenset((name, other)) in meets) for other in job]
-        others = [(first[k], last[k]) for k in np.flatnonzero(partner)]
-        shares = np.array([_covered_s(first[i], last[i], others) / (last[i] - first[i]) if last[i] > first[i]
-                           else 0.0 for i in mine])
-        size = len(shares) // parts
-        out[str(name)] = {"met_share_first": float(shares[:size].mean()),
-                          "met_share_last": float(shares[-size:].mean())}
+        ordered = shares[mine[np.argsort(first[mine])]]
+        size = len(ordered) // parts
+        out[str(name)] = {"met_share_first": float(ordered[:size].mean()),
+                          "met_share_last": float(ordered[-size:].mean())}
     return out
+
+
+MET_BURST_SHARE = 0.10  # a burst with more of its data than this beside a job it meets met that job
+APART_MIN_BURSTS = 3  # fewer bursts of a job after the last meeting than this: the jobs had not parted
+
+
+def bursts_after_parting(spans: pd.DataFrame, meets: set[frozenset] | None = None) -> dict[str, int]:
+    """Per job in ``spans``: how many of its bursts started after the jobs last met, that is after the
+    end of the last burst (of any job) that spent more than :data:`MET_BURST_SHARE` of its data beside
+    a job it meets; all of them if none did. A job with fewer than :data:`APART_MIN_BURSTS` such bursts
+    means the jobs had not parted (a pair that meets every other iteration leaves a burst or two after
+    its last meeting), and then every job counts 0.
+
+    Free-running jobs that part stay apart on this fabric (docs/accuracy.md, "Together or apart"), so
+    the bursts after the last meeting are those of the apart state."""
+    shares = burst_met_shares(spans, meets)
+    if not len(shares):
+        return {}
+    job = spans["job"].to_numpy()
+    first, last = spans["first_s"].to_numpy(dtype=float), spans["last_s"].to_numpy(dtype=float)
+    met = shares > MET_BURST_SHARE
+    parted_s = float(last[met].max()) if met.any() else -np.inf
+    after = {str(name): int(((job == name) & (first > parted_s)).sum()) for name in sorted(set(job))}
+    if min(after.values()) < APART_MIN_BURSTS:
+        return {name: 0 for name in after}
+    return after
 
 
 def policy_figures(it: pd.DataFrame, spans: pd.DataFrame, meets: set[frozenset] | None = None) -> dict[str, dict]:
     """Per job, what a policy's run measured: :func:`job_means` of its iterations ``it``, with the
-    medians (:func:`burst_medians_ms`) and meeting shares (:func:`meeting_shares`) of its bursts
-    ``spans``; ``meets``: the pairs of jobs that share a link (None: every pair)."""
+    medians (:func:`burst_medians_ms`), meeting shares (:func:`meeting_shares`) and
+    ``bursts_after_parting`` (:func:`bursts_after_parting`) of its bursts ``spans``; ``meets``: the
+    pairs of jobs that share a link (None: every pair)."""
     out = job_means(it)
     for extra in (burst_medians_ms(spans), meeting_shares(spans, meets)):
         for job, figures in extra.items():
             if job in out:
                 out[job].update(figures)
+    for job, count in bursts_after_parting(spans, meets).items():
+        if job in out:
+            out[job]["bursts_after_parting"] = count
     return out
 
 

@@ -256,12 +256,11 @@ def _json_view(summary: SummaryRecord, results_dir: Path) -> dict:
 
 
 def _state_note(job: JobSummary) -> str:
-    """Where a free-running policy's jobs ended, and the model's figure for the other state."""
-    if job.state is None:
+    """A free-running job's two predicted states and how much of the run it spent apart."""
+    if job.apart_share is None:
         return ""
-    other, other_ms = (("together", job.predicted_together_ms) if job.state == "apart"
-                       else ("apart", job.predicted_apart_ms))
-    return f"  {job.state} (model {other}: {other_ms:.0f} ms)"
+    return (f"  together {job.predicted_together_ms:.0f} / apart {job.predicted_apart_ms:.0f} ms, "
+            f"{job.apart_share:.0%} apart")
 
 
 def _print_table(summary: SummaryRecord, results_dir: Path) -> None:

@@ -61,9 +61,10 @@ keeping more of the link (iperf3's fresh connections), a retransmission
 timeout that stalls one job's burst ~240 ms where three jobs meet. So the
 model predicts both, with max-min fair sharing: together from the policy's
 own start (a meeting then neither pulls the jobs together nor pushes them
-apart), apart from the schedule's shifts; and each job's measurement is set
-beside the state the run's jobs were in over the last third of their bursts
-(:func:`wire_state`). The other policies keep the transport's sharing
+apart), apart from the schedule's shifts. Jobs that part stay apart, so each
+job's prediction is the two states' weighted by how many of its measured
+iterations came before and after the jobs last met (:func:`apart_share`).
+When they part, and whether, the model does not say. The other policies keep the transport's sharing
 (:data:`WIRE_SHARING`). Measured on the kept runs in docs/accuracy.md
 ("Together or apart").
 
@@ -101,10 +102,6 @@ FAIR_ON_THE_WIRE = "leader"
 # a handshake, two that meet start alike, and jobs that start together stay together: max-min fair
 # sharing agreed within 3 % on five of six scenarios (docs/accuracy.md, "Standing connections").
 WIRE_SHARING = {"iperf3": FAIR_ON_THE_WIRE, "persistent": "fair"}
-# A free-running policy's jobs ended apart when none of them spent more than this share of its data
-# beside a job it meets over the last third of its bursts (analysis.meeting_shares); on the kept runs
-# the jobs that had settled apart met on 0-8 % of their data, those still meeting on 10-98 %.
-APART_MET_SHARE = 0.10
 STATES = ("together", "apart")
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
 # What a burst that starts while another job's is on the link costs beyond its
@@ -214,12 +211,18 @@ def has_two_states(policy: str) -> bool:
     return pol.sharing == "fair" and not pol.uses_schedule and not pol.realigns()
 
 
-def wire_state(measured: Mapping[str, dict]) -> str:
-    """Where a free-running policy's jobs were at the end of the run: ``"apart"`` when every job with a
-    ``met_share_last`` (``analysis.meeting_shares``) spent at most :data:`APART_MET_SHARE` of its data
-    beside a job it meets, else (and without any such figure) ``"together"``."""
-    shares = [m["met_share_last"] for m in measured.values() if m.get("met_share_last") is not None]
-    return "apart" if shares and max(shares) <= APART_MET_SHARE else "together"
+def apart_share(measured: dict) -> float:
+    """The share of a job's measured iterations that came after its run's jobs had parted
+    (``bursts_after_parting``, ``analysis.bursts_after_parting``); 0 without the figure."""
+    iterations, after = measured.get("iterations"), measured.get("bursts_after_parting")
+    if not iterations or not after:
+        return 0.0
+    return min(1.0, after / iterations)
+
+
+def between_states(share: float, together: float, apart: float) -> float:
+    """A job's prediction ``share`` of whose iterations ran apart and the rest together."""
+    return (1.0 - share) * together + share * apart
 
 
 def state_start(state: str, schedule: Schedule, offsets_ms: dict[str, float]) -> dict[str, float]:

@@ -16,10 +16,11 @@ from scenarios.experiment.prediction import (
     STATES,
     MeasuredRun,
     RunModel,
+    apart_share,
+    between_states,
     has_two_states,
     knife_edge,
     state_start,
-    wire_state,
 )
 from scenarios.experiment.record import PolicyRecord
 from scenarios.results import throughput_change_pct
@@ -58,32 +59,35 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
     """Every measured policy: each job measured and predicted, and the throughput change against ``none``.
 
     A free-running policy's jobs (``prediction.has_two_states``) are predicted together and apart,
-    and set beside the state they were in at the end of the run (``prediction.wire_state``)."""
+    and each job's prediction weighs the two by its iterations before and after the jobs parted
+    (``prediction.apart_share``)."""
     jobs_of, predictions = {}, {}
     for policy, jobs in record.measured.items():
         figures = run.model_solo(policy)
         busy, busy_samples = run.busy_starts_ms(policy, figures)
         args = (run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms, links)
-        state, by_state = None, {}
+        states = {}
         if has_two_states(policy):
-            state = wire_state(jobs)
-            by_state = {s: predict(*args, state=s) for s in STATES}
-            predictions[policy], ranges = by_state[state]
+            (together, t_range), (apart, a_range) = (predict(*args, state=s) for s in STATES)
+            shares = {name: apart_share(m) for name, m in jobs.items()}
+            predictions[policy] = {j: between_states(shares.get(j, 0.0), together[j], apart[j]) for j in together}
+            ranges = {j: tuple(between_states(shares.get(j, 0.0), t, a) for t, a in zip(t_range[j], a_range[j], strict=True))
+                      for j in together}
+            states = {name: {"apart_share": shares[name], "predicted_together_ms": together[name],
+                             "predicted_apart_ms": apart[name]} for name in jobs}
         else:
             predictions[policy], ranges = predict(*args)
         entry = {}
         for name, m in jobs.items():
             predicted = predictions[policy][name]
-            states = {} if state is None else {"state": state,
-                                               "predicted_together_ms": by_state["together"][0][name],
-                                               "predicted_apart_ms": by_state["apart"][0][name]}
             entry[name] = JobSummary(**m, predicted_iteration_ms=predicted,
                                      predicted_range_ms=tuple(ranges[name]), busy_start_ms=busy[name],
                                      knife_edge=knife_edge(predicted, ranges[name]),
                                      solo_iteration_ms=run.solo[name]["iteration_ms"],
                                      model_solo_iteration_ms=figures[name]["iteration_ms"],
                                      model_quiet_bursts=figures[name]["quiet_bursts"],
-                                     error_pct=analysis.percent_error(m["mean_iteration_ms"], predicted), **states)
+                                     error_pct=analysis.percent_error(m["mean_iteration_ms"], predicted),
+                                     **states.get(name, {}))
         jobs_of[policy] = entry
     changes = {policy: (None, None) for policy in jobs_of}
     if "none" in jobs_of:

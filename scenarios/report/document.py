@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scenarios.analysis.tables import STALL_MS
+from scenarios.analysis.tables import MET_BURST_SHARE, STALL_MS
 from scenarios.errors import InputError
-from scenarios.experiment.prediction import APART_MET_SHARE, BUSY_START_MS
+from scenarios.experiment.prediction import BUSY_START_MS
 from scenarios.report import plots
 from scenarios.results import (
     PLOTS_DIR,
@@ -245,17 +245,19 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
              "model range: the prediction with those costs 0 to twice them. "
              "± is the measured mean's standard error (batch means over consecutive parts of the run): "
              "an error within about twice it is within the run's own noise, and a longer `--duration` narrows it. "
-             "Jobs left free-running from a start off the schedule's shifts (`none`, `random`) end a run "
-             "together (still meeting) or apart (bursting one after another); the model predicts both, with "
-             "max-min fair sharing, and each job is set beside the state the jobs were in over the last third "
-             f"of their bursts (apart: none spent more than {APART_MET_SHARE:.0%} of its data beside a job it "
-             "meets), named beside its prediction.",
+             "Jobs left free-running from a start off the schedule's shifts (`none`, `random`) run together "
+             "(still meeting) or apart (bursting one after another), and once apart they stay apart; the "
+             "model predicts both states, with max-min fair sharing, and weighs them by the job's iterations "
+             "before and after the jobs last met (a burst with more than "
+             f"{MET_BURST_SHARE:.0%} of its data beside a job it meets): the share apart is given beside "
+             "the prediction.",
              "",
              "| policy | job | iterations | measured mean (ms) | predicted (ms) | model range (ms) | solo (ms) "
              "| error |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {p} | {j} | {r.iterations if r.iterations is not None else 'n/a'} | "
-              f"{_measured_cell(r)} | {_ms(r.predicted_iteration_ms)}{f' ({r.state})' if r.state else ''} | "
+              f"{_measured_cell(r)} | {_ms(r.predicted_iteration_ms)}"
+              f"{f' ({r.apart_share:.0%} apart)' if r.apart_share is not None else ''} | "
               f"{_range_cell(r)} | "
               f"{_ms(r.solo_iteration_ms)} | {_pct(r.error_pct)} |" for p, j, r in rows]
     lines.append("")
@@ -347,8 +349,8 @@ def _meeting_section(results: Results) -> list[str]:
     On the wire free-running jobs may sort themselves apart (or fall into
     step) within a run; the last third is then nearer the steady state than
     the whole run's mean. The model predicts `none` and `random` together and
-    apart and sets each job beside the state of the last third; how long the
-    jobs take to get there it does not have."""
+    apart, weighed by the iterations before and after the jobs last met; when
+    they part it does not say."""
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items()
             if r.met_share_first is not None and r.met_share_last is not None]
@@ -370,14 +372,14 @@ def _meeting_section(results: Results) -> list[str]:
         if apart:
             lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in apart)} met less as the run went on: the "
                       "free-running jobs were sorting themselves apart (a burst further along keeping more of "
-                      "the link, or one job's burst stalled by a retransmission timeout). The whole run's mean "
-                      "still holds the iterations before they parted, which neither state has; the last third "
+                      "the link, or one job's burst stalled by a retransmission timeout). The model weighs "
+                      "its two states by the iterations before and after they last met; the last third "
                       "is nearer where they settle, and a longer `--duration` shows it (docs/accuracy.md, "
                       "\"Together or apart\").", ""]
         if together:
             lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in together)} met more as the run went on: "
-                      "the jobs fell into step. The whole run's mean holds the iterations before, which "
-                      "neither state has (docs/accuracy.md, \"Together or apart\").", ""]
+                      "the jobs fell into step; the model counts every iteration before their last meeting "
+                      "as together (docs/accuracy.md, \"Together or apart\").", ""]
     return lines
 
 

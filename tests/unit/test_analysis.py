@@ -347,3 +347,33 @@ def test_a_meeting_counts_the_time_two_others_cover_together_once():
     shares = analysis.meeting_shares(spans_of(bursts))
     assert shares["a"] == pytest.approx({"met_share_first": 0.8, "met_share_last": 0.8})
     assert analysis.meeting_shares(pd.DataFrame()) == {}
+
+
+def test_each_bursts_met_share_counts_only_jobs_it_meets():
+    # a's data 0-100 ms, b's 50-150 ms (half of each beside the other), c's 0-100 ms shares no link
+    bursts = [("a", 0.0, 0.1), ("b", 0.05, 0.15), ("c", 0.0, 0.1)]
+    shares = analysis.burst_met_shares(spans_of(bursts), {frozenset(("a", "b"))})
+    assert shares == pytest.approx([0.5, 0.5, 0.0])
+    assert len(analysis.burst_met_shares(pd.DataFrame())) == 0
+
+
+def test_the_bursts_after_the_last_meeting_are_counted_per_job():
+    # a and b burst every second for 8 s, 100 ms of data each; b starts with a for its first three
+    # bursts (a full meeting), 5 ms after a's end in the fourth (a touch: no share), then 500 ms after.
+    # The last burst that met ends at 2.1 s: a's and b's bursts starting after it are the last five
+    # (b's touching one at 3.105 s among them).
+    lag = [0.0, 0.0, 0.0, 0.105, 0.5, 0.5, 0.5, 0.5]
+    bursts = [burst for k in range(8) for burst in (("a", k, k + 0.1), ("b", k + lag[k], k + lag[k] + 0.1))]
+    meets = {frozenset(("a", "b"))}
+    assert analysis.MET_BURST_SHARE == 0.10 and analysis.APART_MIN_BURSTS == 3
+    assert analysis.bursts_after_parting(spans_of(bursts), meets) == {"a": 5, "b": 5}
+    # a light touch (5 of 100 ms beside b) does not count as meeting: b 95 ms after a's start in the last
+    touched = bursts[:-1] + [("b", 7.095, 7.195)]
+    assert analysis.bursts_after_parting(spans_of(touched), meets) == {"a": 5, "b": 5}
+    # still meeting at the end: the last two bursts meet, fewer than three after: not parted
+    late = bursts[:-2] + [("a", 7.0, 7.1), ("b", 7.0, 7.1)]
+    assert analysis.bursts_after_parting(spans_of(late), meets) == {"a": 0, "b": 0}
+    # never met: every burst is apart
+    apart = [burst for k in range(8) for burst in (("a", k, k + 0.1), ("b", k + 0.5, k + 0.6))]
+    assert analysis.bursts_after_parting(spans_of(apart), meets) == {"a": 8, "b": 8}
+    assert analysis.bursts_after_parting(pd.DataFrame(), meets) == {}

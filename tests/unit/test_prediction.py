@@ -7,11 +7,12 @@ import pytest
 
 from controller.theory.schedule import JobTiming, compute_schedule
 from scenarios.experiment.prediction import (
-    APART_MET_SHARE,
     BUSY_START_MS,
     KNIFE_EDGE_SHARE,
     WIRE_SHARING,
     RunModel,
+    apart_share,
+    between_states,
     busy_start_costs_ms,
     has_two_states,
     knife_edge,
@@ -19,7 +20,6 @@ from scenarios.experiment.prediction import (
     pooled_solo,
     state_start,
     typical_lead_ms,
-    wire_state,
 )
 
 
@@ -271,13 +271,14 @@ def test_only_jobs_left_free_running_from_a_start_off_the_shifts_have_two_states
         assert not has_two_states(policy), policy
 
 
-def test_the_jobs_ended_apart_only_when_none_of_them_still_met_in_the_last_third():
-    assert APART_MET_SHARE == 0.10
-    assert wire_state({"a": {"met_share_last": 0.0}, "b": {"met_share_last": 0.10}}) == "apart"
-    assert wire_state({"a": {"met_share_last": 0.0}, "b": {"met_share_last": 0.11}}) == "together"
-    # a job with too few bursts for the figure does not decide; with no figure at all: as they started
-    assert wire_state({"a": {"met_share_last": 0.02}, "b": {"met_share_last": None}, "c": {}}) == "apart"
-    assert wire_state({"a": {}, "b": {"mean_iteration_ms": 400.0}}) == "together"
+def test_a_job_is_predicted_apart_for_its_iterations_after_the_jobs_parted():
+    assert apart_share({"iterations": 20, "bursts_after_parting": 5}) == 0.25
+    assert apart_share({"iterations": 20, "bursts_after_parting": 21}) == 1.0  # a burst past the last iteration
+    assert apart_share({"iterations": 20, "bursts_after_parting": 0}) == 0.0
+    assert apart_share({"iterations": 20}) == 0.0 and apart_share({}) == 0.0  # no figure: as they started
+    # a quarter of 384 ms apart and three quarters of 460 ms together: 96 + 345 = 441 ms
+    assert between_states(0.25, together=460.0, apart=384.0) == pytest.approx(441.0)
+    assert between_states(0.0, 460.0, 384.0) == 460.0 and between_states(1.0, 460.0, 384.0) == 384.0
 
 
 def test_together_starts_where_the_policy_did_and_apart_at_the_schedules_shifts():

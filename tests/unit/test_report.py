@@ -271,3 +271,15 @@ def test_no_meeting_table_without_shares_or_where_no_job_ever_met(drawn, tmp_pat
             job.update(met_share_first=0.0, met_share_last=0.0)
     (folder / "summary.json").write_text(json.dumps(summary))
     assert "Did the jobs keep meeting?" not in Path(draw_report(folder)[-1]).read_text()
+
+
+def test_a_free_running_jobs_share_apart_is_given_beside_its_prediction(tmp_path):
+    folder = _data_only_copy(write_example(tmp_path / "run"), tmp_path / "parted")
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["policies"]["none"]["jobs"]["a"].update(apart_share=0.25, predicted_together_ms=118.0,
+                                                     predicted_apart_ms=106.0)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    report = Path(draw_report(folder)[-1]).read_text()
+    assert "| none | a | " in report and " | 115.0 (25% apart) | " in report
+    assert "weighs them by the job's iterations before and after the jobs last met" in report
+    assert report.count("% apart)") == 1  # b and the other policies have one state

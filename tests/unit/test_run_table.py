@@ -66,3 +66,13 @@ def test_after_the_run_the_command_prints_its_table_or_one_json_object(as_json, 
         assert err.splitlines() == [f"report: {folder / 'report.md'}"]
     else:
         assert out.splitlines()[-1] == f"report: {folder / 'report.md'}" and err == ""
+
+
+def test_a_free_running_job_shows_both_states_and_its_share_apart(capsys):
+    data = summary_json()
+    data["policies"]["none"]["jobs"]["a"].update(apart_share=0.25, predicted_together_ms=460.0,
+                                                 predicted_apart_ms=384.0)
+    _print_table(SummaryRecord.from_dict(data), Path("/r"))
+    rows = {tuple(line.split()[:2]): line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows[("none", "a")].endswith("together 460 / apart 384 ms, 25% apart")
+    assert "apart" not in rows[("none", "b")]

@@ -135,12 +135,12 @@ def test_each_policy_is_measured_beside_its_prediction_under_format_1s_keys():
 
 
 
-@pytest.mark.parametrize("met_share_last, state", [(0.0, "apart"), (0.4, "together")])
-def test_a_free_running_policy_is_set_beside_the_state_its_jobs_ended_in(met_share_last, state):
+@pytest.mark.parametrize("after_parting", [0, 5, 20])
+def test_a_free_running_policy_is_predicted_together_and_apart_by_its_iterations_on_each_side(after_parting):
     """`none` starts a and b together (feasible: 100 + 100 <= gcd 400). Apart, from the schedule's
     shifts, their bursts never meet and each runs at its solo iteration; together, from 0 and 0, they
-    meet every other iteration of a and run slower. Each job is set beside the state in which the
-    run's jobs spent the last third of their bursts; `shift` has one state only."""
+    meet every other iteration of a and run slower. Each job's prediction weighs the two by its
+    iterations before and after the jobs parted; `shift` has one state only."""
     schedule = compute_schedule([JobTiming("a", 400, 100), JobTiming("b", 800, 100)])
     solo = {name: {"iteration_ms": 0.96 * period, "data_ms": 60.0, "lead_ms": 5.0, "burst_mbps": 50.0}
             for name, period in (("a", 400.0), ("b", 800.0))}
@@ -148,20 +148,23 @@ def test_a_free_running_policy_is_set_beside_the_state_its_jobs_ended_in(met_sha
     for policy in ("none", "shift"):
         record.measured[policy] = {name: {"iterations": 20, "mean_iteration_ms": s["iteration_ms"],
                                           "median_iteration_ms": s["iteration_ms"], "iteration_se_ms": None,
-                                          "mean_comm_ms": 70.0, "met_share_first": 0.5,
-                                          "met_share_last": met_share_last} for name, s in solo.items()}
+                                          "mean_comm_ms": 70.0, "bursts_after_parting": after_parting}
+                                   for name, s in solo.items()}
         record.offsets[policy] = {"a": 0.0, "b": 0.0} if policy == "none" else dict(schedule.shifts_ms)
         record.epochs[policy] = 1.79e9
         record.bursts[policy] = pd.DataFrame()
     run = MeasuredRun(schedule, solo, {}, record.bursts, {"a": 2.0, "b": 2.0})
     policies = policy_summaries(run, record, link_mbps=50.0, queue_ms=0.0)
     a, b = policies["none"].jobs["a"], policies["none"].jobs["b"]
-    assert a.state == b.state == state
+    assert a.apart_share == b.apart_share == after_parting / 20
     assert (a.predicted_apart_ms, b.predicted_apart_ms) == (pytest.approx(384.0), pytest.approx(768.0))
     assert a.predicted_together_ms > 384.0 + 10 and b.predicted_together_ms > 768.0 + 10
-    chosen = a.predicted_apart_ms if state == "apart" else a.predicted_together_ms
-    assert a.predicted_iteration_ms == chosen
-    assert a.error_pct == pytest.approx((384.0 - chosen) / chosen * 100)
-    assert "state" in a.to_dict() and JobSummary.from_dict(a.to_dict()) == a  # kept in summary.json
+    share = after_parting / 20
+    expected = (1 - share) * a.predicted_together_ms + share * a.predicted_apart_ms
+    assert a.predicted_iteration_ms == pytest.approx(expected)
+    assert a.error_pct == pytest.approx((384.0 - expected) / expected * 100)
+    low, high = a.predicted_range_ms
+    assert low <= a.predicted_iteration_ms <= high
+    assert JobSummary.from_dict(a.to_dict()) == a  # kept in summary.json
     shift = policies["shift"].jobs["a"]
-    assert shift.state is None and "predicted_apart_ms" not in shift.to_dict()
+    assert shift.apart_share is None and "predicted_apart_ms" not in shift.to_dict()
