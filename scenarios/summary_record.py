@@ -80,7 +80,7 @@ class JobSummary:
     # bursts (analysis.meeting_shares): jobs sorting themselves apart, or falling into step
     met_share_first: float | None = field(default=None, metadata=OPTIONAL)
     met_share_last: float | None = field(default=None, metadata=OPTIONAL)
-    # how many of its bursts came after the jobs last met (analysis.bursts_after_parting)
+    # how many of its bursts came after the jobs parted (analysis.bursts_after_parting)
     bursts_after_parting: int | None = field(default=None, metadata=OPTIONAL)
     predicted_iteration_ms: float | None = None
     # a free-running policy (prediction.has_two_states): both states' predictions, and the share of the

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scenarios.analysis.tables import MET_BURST_SHARE, STALL_MS
+from scenarios.analysis.tables import APART_MET_SHARE, STALL_MS
 from scenarios.errors import InputError
 from scenarios.experiment.prediction import BUSY_START_MS
 from scenarios.report import plots
@@ -248,8 +248,8 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
              "Jobs left free-running from a start off the schedule's shifts (`none`, `random`) run together "
              "(still meeting) or apart (bursting one after another), and once apart they stay apart; the "
              "model predicts both states, with max-min fair sharing, and weighs them by the job's iterations "
-             "before and after the jobs last met (a burst with more than "
-             f"{MET_BURST_SHARE:.0%} of its data beside a job it meets): the share apart is given beside "
+             "before and after the jobs parted (from there on their bursts spent at most "
+             f"{APART_MET_SHARE:.0%} of their data beside each other): the share apart is given beside "
              "the prediction.",
              "",
              "| policy | job | iterations | measured mean (ms) | predicted (ms) | model range (ms) | solo (ms) "
@@ -349,7 +349,7 @@ def _meeting_section(results: Results) -> list[str]:
     On the wire free-running jobs may sort themselves apart (or fall into
     step) within a run; the last third is then nearer the steady state than
     the whole run's mean. The model predicts `none` and `random` together and
-    apart, weighed by the iterations before and after the jobs last met; when
+    apart, weighed by the iterations before and after the jobs parted; when
     they part it does not say."""
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items()
@@ -373,13 +373,13 @@ def _meeting_section(results: Results) -> list[str]:
             lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in apart)} met less as the run went on: the "
                       "free-running jobs were sorting themselves apart (a burst further along keeping more of "
                       "the link, or one job's burst stalled by a retransmission timeout). The model weighs "
-                      "its two states by the iterations before and after they last met; the last third "
+                      "its two states by the iterations before and after they parted; the last third "
                       "is nearer where they settle, and a longer `--duration` shows it (docs/accuracy.md, "
                       "\"Together or apart\").", ""]
         if together:
             lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in together)} met more as the run went on: "
-                      "the jobs fell into step; the model counts every iteration before their last meeting "
-                      "as together (docs/accuracy.md, \"Together or apart\").", ""]
+                      "the jobs fell into step; the model counts the iterations before they settled apart, "
+                      "if they did, as together (docs/accuracy.md, \"Together or apart\").", ""]
     return lines
 
 

@@ -357,21 +357,25 @@ def test_each_bursts_met_share_counts_only_jobs_it_meets():
     assert len(analysis.burst_met_shares(pd.DataFrame())) == 0
 
 
-def test_the_bursts_after_the_last_meeting_are_counted_per_job():
-    # a and b burst every second for 8 s, 100 ms of data each; b starts with a for its first three
-    # bursts (a full meeting), 5 ms after a's end in the fourth (a touch: no share), then 500 ms after.
-    # The last burst that met ends at 2.1 s: a's and b's bursts starting after it are the last five
-    # (b's touching one at 3.105 s among them).
-    lag = [0.0, 0.0, 0.0, 0.105, 0.5, 0.5, 0.5, 0.5]
-    bursts = [burst for k in range(8) for burst in (("a", k, k + 0.1), ("b", k + lag[k], k + lag[k] + 0.1))]
+def test_the_jobs_parted_where_a_step_fits_their_meetings_best():
+    # a and b burst every second for 12 s, 100 ms of data each; b starts with a for its first four
+    # bursts (full meetings: share 1), then 500 ms after it, except one brush in the tenth: 30 ms
+    # beside a's (b 70 ms after a's start), share 0.3 for both. The step before the fifth
+    # bursts leaves 16 bursts after it with a mean share 0.6 / 16 = 0.04 (at most 0.10): each job has
+    # 8 after the parting; the brush does not move it.
+    lag = [0.0] * 4 + [0.5] * 5 + [0.07] + [0.5] * 2
+    bursts = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k + lag[k], k + lag[k] + 0.1))]
     meets = {frozenset(("a", "b"))}
-    assert analysis.MET_BURST_SHARE == 0.10 and analysis.APART_MIN_BURSTS == 3
-    assert analysis.bursts_after_parting(spans_of(bursts), meets) == {"a": 5, "b": 5}
-    # a light touch (5 of 100 ms beside b) does not count as meeting: b 95 ms after a's start in the last
-    touched = bursts[:-1] + [("b", 7.095, 7.195)]
-    assert analysis.bursts_after_parting(spans_of(touched), meets) == {"a": 5, "b": 5}
-    # still meeting at the end: the last two bursts meet, fewer than three after: not parted
-    late = bursts[:-2] + [("a", 7.0, 7.1), ("b", 7.0, 7.1)]
+    assert analysis.APART_MET_SHARE == 0.10 and analysis.APART_MIN_BURSTS == 3
+    assert analysis.bursts_after_parting(spans_of(bursts), meets) == {"a": 8, "b": 8}
+    # meeting all through: no step
+    together = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k, k + 0.1))]
+    assert analysis.bursts_after_parting(spans_of(together), meets) == {"a": 0, "b": 0}
+    # a pair that meets every other iteration has no step either: no stretch after one is quiet enough
+    alternate = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k + (k % 2) * 0.5, k + (k % 2) * 0.5 + 0.1))]
+    assert analysis.bursts_after_parting(spans_of(alternate), meets) == {"a": 0, "b": 0}
+    # parted only for the last two bursts each: fewer than three, not parted
+    late = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k + (0.5 if k >= 10 else 0.0), k + (0.6 if k >= 10 else 0.1)))]
     assert analysis.bursts_after_parting(spans_of(late), meets) == {"a": 0, "b": 0}
     # never met: every burst is apart
     apart = [burst for k in range(8) for burst in (("a", k, k + 0.1), ("b", k + 0.5, k + 0.6))]

@@ -281,5 +281,5 @@ def test_a_free_running_jobs_share_apart_is_given_beside_its_prediction(tmp_path
     (folder / "summary.json").write_text(json.dumps(summary))
     report = Path(draw_report(folder)[-1]).read_text()
     assert "| none | a | " in report and " | 115.0 (25% apart) | " in report
-    assert "weighs them by the job's iterations before and after the jobs last met" in report
+    assert "weighs them by the job's iterations before and after the jobs parted" in report
     assert report.count("% apart)") == 1  # b and the other policies have one state
