@@ -62,11 +62,11 @@ timeout that stalls one job's burst ~240 ms where three jobs meet. So the
 model predicts both, with max-min fair sharing: together from the policy's
 own start (a meeting then neither pulls the jobs together nor pushes them
 apart), apart from the schedule's shifts. Jobs that part stay apart, so each
-job's prediction is the two states' weighted by how many of its measured
-iterations came before and after the jobs parted (:func:`apart_share`).
-When they part, and whether, the model does not say. The other policies keep the transport's sharing
-(:data:`WIRE_SHARING`). Measured on the kept runs in docs/accuracy.md
-("Together or apart").
+job's prediction is the two weighed by how many of its measured iterations
+came before and after the jobs parted (:func:`apart_share`); when they part,
+and whether, the model does not say. The other policies keep the
+transport's sharing (:data:`WIRE_SHARING`). Measured on the kept runs in
+docs/accuracy.md ("Together or apart").
 
 **Knife edges.** Most predictions hardly move with that figure; but where a
 gated job's burst ends within a few ms of the moment that decides whether it

@@ -54,6 +54,19 @@ def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[s
     return model.predict_with_range(policy, offsets, iterations, busy_start_ms, busy_start_samples_ms)
 
 
+def _together_and_apart(args: tuple, jobs: dict[str, dict]):
+    """A free-running policy's predictions (:func:`predict`'s ``args``): each job's, and its range, the
+    together and apart states' weighed by its share of iterations apart; and per job those figures."""
+    (together, t_range), (apart, a_range) = (predict(*args, state=s) for s in STATES)
+    share = {name: apart_share(jobs.get(name, {})) for name in together}
+    predicted = {j: between_states(share[j], together[j], apart[j]) for j in together}
+    ranges = {j: (between_states(share[j], t_range[j][0], a_range[j][0]),
+                  between_states(share[j], t_range[j][1], a_range[j][1])) for j in together}
+    states = {j: {"apart_share": share[j], "predicted_together_ms": together[j], "predicted_apart_ms": apart[j]}
+              for j in together}
+    return predicted, ranges, states
+
+
 def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
                      queue_ms: float, links: RunLinks | None = None) -> dict[str, PolicySummary]:
     """Every measured policy: each job measured and predicted, and the throughput change against ``none``.
@@ -68,13 +81,7 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
         args = (run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms, links)
         states = {}
         if has_two_states(policy):
-            (together, t_range), (apart, a_range) = (predict(*args, state=s) for s in STATES)
-            shares = {name: apart_share(m) for name, m in jobs.items()}
-            predictions[policy] = {j: between_states(shares.get(j, 0.0), together[j], apart[j]) for j in together}
-            ranges = {j: tuple(between_states(shares.get(j, 0.0), t, a) for t, a in zip(t_range[j], a_range[j], strict=True))
-                      for j in together}
-            states = {name: {"apart_share": shares[name], "predicted_together_ms": together[name],
-                             "predicted_apart_ms": apart[name]} for name in jobs}
+            predictions[policy], ranges, states = _together_and_apart(args, jobs)
         else:
             predictions[policy], ranges = predict(*args)
         entry = {}
