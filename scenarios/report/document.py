@@ -378,8 +378,8 @@ def _meeting_section(results: Results) -> list[str]:
                       "\"Together or apart\").", ""]
         if together:
             lines += [f"Under `{policy}` {', '.join(f'`{j}`' for j in together)} met more as the run went on: "
-                      "the jobs fell into step; the model counts the iterations before they settled apart, "
-                      "if they did, as together (docs/accuracy.md, \"Together or apart\").", ""]
+                      "the jobs fell into step. The model has jobs part but never join again, so it counts "
+                      "the whole run together (docs/accuracy.md, \"Together or apart\").", ""]
     return lines
 
 
