@@ -77,10 +77,10 @@ class JobSummary:
     # the last third of the iterations, nearest the steady state (analysis.job_means)
     mean_iteration_last_third_ms: float | None = field(default=None, metadata=OPTIONAL)
     # the mean share of a burst's data beside a job it shares a link with, first and last third of the
-    # bursts (analysis.meeting_shares): jobs sorting themselves apart, or falling into step
+    # bursts (analysis.meetings.meeting_shares): jobs sorting themselves apart, or falling into step
     met_share_first: float | None = field(default=None, metadata=OPTIONAL)
     met_share_last: float | None = field(default=None, metadata=OPTIONAL)
-    # how many of its bursts came after the jobs parted (analysis.bursts_after_parting)
+    # how many of its bursts came after the jobs parted (analysis.meetings.bursts_after_parting)
     bursts_after_parting: int | None = field(default=None, metadata=OPTIONAL)
     predicted_iteration_ms: float | None = None
     # a free-running policy (prediction.has_two_states): both states' predictions, and the share of the

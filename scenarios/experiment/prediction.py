@@ -213,7 +213,7 @@ def has_two_states(policy: str) -> bool:
 
 def apart_share(measured: dict) -> float:
     """The share of a job's measured iterations that came after its run's jobs had parted
-    (``bursts_after_parting``, ``analysis.bursts_after_parting``); 0 without the figure."""
+    (``bursts_after_parting``, ``analysis.meetings.bursts_after_parting``); 0 without the figure."""
     iterations, after = measured.get("iterations"), measured.get("bursts_after_parting")
     if not iterations or not after:
         return 0.0

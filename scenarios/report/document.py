@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scenarios.analysis.tables import APART_MET_SHARE, STALL_MS
+from scenarios.analysis.meetings import APART_MET_SHARE
+from scenarios.analysis.tables import STALL_MS
 from scenarios.errors import InputError
 from scenarios.experiment.prediction import BUSY_START_MS
 from scenarios.report import plots

@@ -6,6 +6,7 @@ import pytest
 
 from apps.dltjob import IterationLog
 from apps.iterations import iteration_table
+from scenarios.analysis import meetings
 from scenarios.analysis import tables as analysis
 
 
@@ -330,13 +331,13 @@ def test_meeting_shares_follow_jobs_that_sort_themselves_apart():
         b_at = [0.0, 0.0, 0.0, 0.05, 0.05, 0.05, 0.5, 0.5, 0.5][k]
         bursts += [("a", k, k + 0.1), ("b", k + b_at, k + b_at + 0.1), ("c", k, k + 0.1)]
     meets = {frozenset(("a", "b"))}
-    shares = analysis.meeting_shares(spans_of(bursts), meets)
+    shares = meetings.meeting_shares(spans_of(bursts), meets)
     assert shares["a"] == pytest.approx({"met_share_first": 1.0, "met_share_last": 0.0})
     assert shares["b"] == pytest.approx({"met_share_first": 1.0, "met_share_last": 0.0})
     assert shares["c"] == pytest.approx({"met_share_first": 0.0, "met_share_last": 0.0})  # meets no one
-    assert analysis.meeting_shares(spans_of(bursts), meets, parts=9) == {}  # 9 bursts, fewer than 2 x 9
+    assert meetings.meeting_shares(spans_of(bursts), meets, parts=9) == {}  # 9 bursts, fewer than 2 x 9
     # without the link's pairs every other job counts: a always bursts beside c
-    assert analysis.meeting_shares(spans_of(bursts))["a"] == pytest.approx(
+    assert meetings.meeting_shares(spans_of(bursts))["a"] == pytest.approx(
         {"met_share_first": 1.0, "met_share_last": 1.0})
 
 
@@ -344,17 +345,17 @@ def test_a_meeting_counts_the_time_two_others_cover_together_once():
     # a's data 0-100 ms; b beside it 0-60 ms and c 40-80 ms: together 0-80 ms, 0.8 of a's data phase
     bursts = [("a", k, k + 0.1) for k in range(6)] + [("b", k, k + 0.06) for k in range(6)] \
         + [("c", k + 0.04, k + 0.08) for k in range(6)]
-    shares = analysis.meeting_shares(spans_of(bursts))
+    shares = meetings.meeting_shares(spans_of(bursts))
     assert shares["a"] == pytest.approx({"met_share_first": 0.8, "met_share_last": 0.8})
-    assert analysis.meeting_shares(pd.DataFrame()) == {}
+    assert meetings.meeting_shares(pd.DataFrame()) == {}
 
 
 def test_each_bursts_met_share_counts_only_jobs_it_meets():
     # a's data 0-100 ms, b's 50-150 ms (half of each beside the other), c's 0-100 ms shares no link
     bursts = [("a", 0.0, 0.1), ("b", 0.05, 0.15), ("c", 0.0, 0.1)]
-    shares = analysis.burst_met_shares(spans_of(bursts), {frozenset(("a", "b"))})
+    shares = meetings.burst_met_shares(spans_of(bursts), {frozenset(("a", "b"))})
     assert shares == pytest.approx([0.5, 0.5, 0.0])
-    assert len(analysis.burst_met_shares(pd.DataFrame())) == 0
+    assert len(meetings.burst_met_shares(pd.DataFrame())) == 0
 
 
 def test_the_jobs_parted_where_a_step_fits_their_meetings_best():
@@ -366,18 +367,18 @@ def test_the_jobs_parted_where_a_step_fits_their_meetings_best():
     lag = [0.0] * 4 + [0.5] * 5 + [0.07] + [0.5] * 2
     bursts = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k + lag[k], k + lag[k] + 0.1))]
     meets = {frozenset(("a", "b"))}
-    assert analysis.APART_MET_SHARE == 0.10 and analysis.APART_MIN_BURSTS == 3
-    assert analysis.bursts_after_parting(spans_of(bursts), meets) == {"a": 8, "b": 8}
+    assert meetings.APART_MET_SHARE == 0.10 and meetings.APART_MIN_BURSTS == 3
+    assert meetings.bursts_after_parting(spans_of(bursts), meets) == {"a": 8, "b": 8}
     # meeting all through: no step
     together = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k, k + 0.1))]
-    assert analysis.bursts_after_parting(spans_of(together), meets) == {"a": 0, "b": 0}
+    assert meetings.bursts_after_parting(spans_of(together), meets) == {"a": 0, "b": 0}
     # a pair that meets every other iteration has no step either: no stretch after one is quiet enough
     alternate = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k + (k % 2) * 0.5, k + (k % 2) * 0.5 + 0.1))]
-    assert analysis.bursts_after_parting(spans_of(alternate), meets) == {"a": 0, "b": 0}
+    assert meetings.bursts_after_parting(spans_of(alternate), meets) == {"a": 0, "b": 0}
     # parted only for the last two bursts each: fewer than three, not parted
     late = [burst for k in range(12) for burst in (("a", k, k + 0.1), ("b", k + (0.5 if k >= 10 else 0.0), k + (0.6 if k >= 10 else 0.1)))]
-    assert analysis.bursts_after_parting(spans_of(late), meets) == {"a": 0, "b": 0}
+    assert meetings.bursts_after_parting(spans_of(late), meets) == {"a": 0, "b": 0}
     # never met: every burst is apart
     apart = [burst for k in range(8) for burst in (("a", k, k + 0.1), ("b", k + 0.5, k + 0.6))]
-    assert analysis.bursts_after_parting(spans_of(apart), meets) == {"a": 8, "b": 8}
-    assert analysis.bursts_after_parting(pd.DataFrame(), meets) == {}
+    assert meetings.bursts_after_parting(spans_of(apart), meets) == {"a": 8, "b": 8}
+    assert meetings.bursts_after_parting(pd.DataFrame(), meets) == {}
