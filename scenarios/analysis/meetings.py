@@ -54,8 +54,10 @@ def meeting_shares(spans: pd.DataFrame, meets: set[frozenset] | None = None,
     that start together keep meeting; on the wire free-running jobs can sort themselves apart, or fall
     into step, within a run (docs/accuracy.md, "Together or apart")."""
     shares = burst_met_shares(spans, meets)
-    if not len(shares):
-        return {}
+    return _thirds(spans, shares, parts) if len(shares) else {}
+
+
+def _thirds(spans: pd.DataFrame, shares: np.ndarray, parts: int) -> dict[str, dict[str, float]]:
     job, first = spans["job"].to_numpy(), spans["first_s"].to_numpy(dtype=float)
     out = {}
     for name in sorted(set(job)):
@@ -86,22 +88,37 @@ def bursts_after_parting(spans: pd.DataFrame, meets: set[frozenset] | None = Non
     still brush each other now and then (a few ms of jitter, 30-45 % of a burst's data for a
     few iterations in one 40-s chain run; docs/accuracy.md, "Together or apart")."""
     shares = burst_met_shares(spans, meets)
-    if not len(shares):
-        return {}
+    return _after_parting(spans, shares) if len(shares) else {}
+
+
+def _after_parting(spans: pd.DataFrame, shares: np.ndarray) -> dict[str, int]:
     order = np.argsort(spans["first_s"].to_numpy(dtype=float), kind="stable")
     x, job = shares[order], spans["job"].to_numpy()[order]
-    names = sorted({str(j) for j in job})
+    # per job, how many of its bursts come at or after each position (one more slot: none after the last)
+    after = {str(name): np.append(np.cumsum((job == name)[::-1])[::-1], 0) for name in set(job)}
     n = len(x)
     total, squares = np.concatenate(([0.0], np.cumsum(x))), np.concatenate(([0.0], np.cumsum(x * x)))
     best_cost, best_k = squares[n] - total[n] ** 2 / n, n  # no step: every burst together
     for k in range(n):  # the step before burst k
-        after_mean = (total[n] - total[k]) / (n - k)
-        if after_mean > APART_MET_SHARE:
+        if (total[n] - total[k]) / (n - k) > APART_MET_SHARE:
             continue
-        if any(int((job[k:] == name).sum()) < APART_MIN_BURSTS for name in names):
+        if min(counts[k] for counts in after.values()) < APART_MIN_BURSTS:
             break  # later steps leave fewer bursts after them
         before = squares[k] - total[k] ** 2 / k if k else 0.0
         cost = before + squares[n] - squares[k]
         if cost < best_cost or (best_k == n and cost <= best_cost + 1e-12):  # a tie with no step: apart
             best_cost, best_k = cost, k
-    return {name: int((job[best_k:] == name).sum()) for name in names}
+    return {name: int(counts[best_k]) for name, counts in sorted(after.items())}
+
+
+def meeting_figures(spans: pd.DataFrame, meets: set[frozenset] | None = None) -> dict[str, dict]:
+    """Per job: :func:`meeting_shares` and ``bursts_after_parting`` (:func:`bursts_after_parting`),
+    each burst's share of data beside a job it meets computed once for both."""
+    shares = burst_met_shares(spans, meets)
+    if not len(shares):
+        return {}
+    out: dict[str, dict] = {name: {"bursts_after_parting": count}
+                            for name, count in _after_parting(spans, shares).items()}
+    for name, thirds in _thirds(spans, shares, MEETING_PARTS).items():
+        out[name].update(thirds)
+    return out

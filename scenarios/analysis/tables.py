@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scenarios.analysis.meetings import MEETING_PARTS, bursts_after_parting, meeting_shares
+from scenarios.analysis.meetings import MEETING_PARTS, meeting_figures
 
 BIN_MS = 10.0
 
@@ -369,17 +369,14 @@ def quiet_bursts(spans: pd.DataFrame, job: str) -> pd.DataFrame:
 
 def policy_figures(it: pd.DataFrame, spans: pd.DataFrame, meets: set[frozenset] | None = None) -> dict[str, dict]:
     """Per job, what a policy's run measured: :func:`job_means` of its iterations ``it``, with the
-    medians (:func:`burst_medians_ms`), meeting shares (:func:`meeting_shares`) and
-    ``bursts_after_parting`` (:func:`bursts_after_parting`) of its bursts ``spans``; ``meets``: the
-    pairs of jobs that share a link (None: every pair)."""
+    medians (:func:`burst_medians_ms`) and the meeting figures (``meetings.meeting_figures``: the
+    thirds' shares and ``bursts_after_parting``) of its bursts ``spans``; ``meets``: the pairs of jobs
+    that share a link (None: every pair)."""
     out = job_means(it)
-    for extra in (burst_medians_ms(spans), meeting_shares(spans, meets)):
+    for extra in (burst_medians_ms(spans), meeting_figures(spans, meets)):
         for job, figures in extra.items():
             if job in out:
                 out[job].update(figures)
-    for job, count in bursts_after_parting(spans, meets).items():
-        if job in out:
-            out[job]["bursts_after_parting"] = count
     return out
 
 

@@ -22,17 +22,17 @@ def bindable(port: int) -> bool:
     return True
 
 
-def free_ports(count: int) -> list[int]:
+def free_base_port(count: int) -> int:
     """A job's first server port such that its first ``count`` server ports and their receivers'
     ports are free here."""
     for base in range(7201, 16000 - count):
         if all(bindable(p) and bindable(receiver_port(p)) for p in range(base, base + count)):
-            return list(range(base, base + count))
+            return base
     raise RuntimeError("no free ports")
 
 
 def loopback_spec(pattern: str = "ring", workers: int = 2) -> JobSpec:
-    base = free_ports(2 * (workers - 1) if pattern == "ps" else workers)[0]
+    base = free_base_port(2 * (workers - 1) if pattern == "ps" else workers)
     hosts = tuple(Worker(f"h{i}", "127.0.0.1") for i in range(workers))
     return JobSpec("a", 300.0, 100.0, hosts, pattern, link_mbps=100.0, base_port=base, transport="persistent")
 
@@ -96,7 +96,7 @@ def test_a_flow_whose_process_is_gone_reports_an_error_and_the_others_go_on(side
 def test_the_receiver_splits_the_byte_stream_into_bursts_by_count():
     """Bytes arriving in any chunking make one line per whole burst, and only then; the receiver
     ends when its standard input does (its driver gone), though the connection stays open."""
-    port = receiver_port(free_ports(1)[0])
+    port = receiver_port(free_base_port(1))
     recv = subprocess.Popen([sys.executable, stream.__file__, "recv", "--port", str(port), "--burst-bytes", "3"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
