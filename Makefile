@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping curl python3-venv
+APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping curl python3-venv python3-wheel
 # Only for the test suite: `vagrant validate` checks the Vagrantfile (the libvirt
 # plugin gives it a provider to validate against; no VM is started).
 TEST_APT_PACKAGES := vagrant vagrant-libvirt
