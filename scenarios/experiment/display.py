@@ -103,7 +103,8 @@ class RunDisplay:
     def record(self, text: str, is_stage: bool) -> None:
         """A log record: a stage's line (with the clock) or a message (as it is)."""
         with self._lock:
-            if is_stage:
+            if is_stage:  # a stage's line is said when the stage is done (the plan's, before any began)
+                self.timeline.complete()
                 lines = self.log.stage(text, self.clock(), self.timeline.elapsed_s(), self.timeline.left_s())
             else:
                 lines = self.log.message(text, self.clock())

@@ -70,6 +70,7 @@ class Timeline:
         self.started_s: float | None = None
         self.current: int | None = None
         self.current_started_s = 0.0
+        self.current_done = False  # the current stage said it is done (its line); the next has not begun
         self.ended_s: float | None = None
 
     @property
@@ -87,7 +88,11 @@ class Timeline:
         index = self._index.get(tuple(key))
         if index is None or (self.current is not None and index <= self.current):
             return
-        self.current, self.current_started_s = index, self.clock()
+        self.current, self.current_started_s, self.current_done = index, self.clock(), False
+
+    def complete(self) -> None:
+        """The current stage is done (a stage's line says so), before the next one begins."""
+        self.current_done = self.current is not None
 
     def end(self) -> None:
         """The run is over (whatever stages were left)."""
@@ -100,16 +105,16 @@ class Timeline:
         return (self.ended_s if self.ended_s is not None else self.clock()) - self.started_s
 
     def left_s(self) -> float:
-        """What is left: the current stage's estimate less its time so far (not below zero), and every
-        later stage's estimate."""
+        """What is left: the current stage's estimate less its time so far (not below zero; nothing once
+        it said it is done), and every later stage's estimate."""
         if self.ended_s is not None:
             return 0.0
         if self.current is None:
             return max(self.estimate_s - self.elapsed_s(), 0.0)
         current = self.stages[self.current]
         in_stage_s = self.clock() - self.current_started_s
-        return (max(current.estimate_s - in_stage_s, 0.0)
-                + sum(stage.estimate_s for stage in self.stages[self.current + 1:]))
+        current_left_s = 0.0 if self.current_done else max(current.estimate_s - in_stage_s, 0.0)
+        return current_left_s + sum(stage.estimate_s for stage in self.stages[self.current + 1:])
 
     def stage_name(self) -> str:
         """The current stage in words: ``classroom: policy gate``."""

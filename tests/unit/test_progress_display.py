@@ -248,3 +248,14 @@ def test_on_a_terminal_the_status_shows_the_run_and_the_measurement():
     text = screen.export_text()
     assert "0:07, about" in text and "left" in text and "classroom: policy gate" in text
     assert "gate 7/14 s  iterations alpha:21  link 63%" in text
+
+
+def test_a_stage_that_says_it_is_done_leaves_only_the_stages_after_it():
+    clock = FakeClock()
+    line = Timeline([Stage(("s", "calibrate", "a"), 30.0), Stage(("s", "policy", "none"), 20.0)], clock)
+    line.begin(("s", "calibrate", "a"))
+    clock.now += 4  # done early: what is left is the policy, not 26 s more of calibration
+    line.complete()
+    assert line.left_s() == 20.0
+    line.begin(("s", "policy", "none"))
+    assert line.left_s() == 20.0
