@@ -48,10 +48,11 @@ def finished_line(elapsed_s: float, estimate_s: float) -> str:
 
 def measure_text(label: str, elapsed_s: float, total_s: float, iterations: dict[str, int],
                  link_share: float | None) -> str:
-    """One measurement as it runs: ``gate 7/14 s  iterations alpha:21 beta:10  link 63%``."""
-    jobs = " ".join(f"{job}:{n}" for job, n in iterations.items())
+    """One measurement as it runs: ``gate 7/14 s  iterations alpha:21 beta:10  link 63%`` (before its
+    first sample, its label and time alone)."""
+    jobs = "  iterations " + " ".join(f"{job}:{n}" for job, n in iterations.items()) if iterations else ""
     link = f"  link {link_share:.0%}" if link_share is not None else ""
-    return f"{label} {min(elapsed_s, total_s):.0f}/{total_s:.0f} s  iterations {jobs}{link}"
+    return f"{label} {min(elapsed_s, total_s):.0f}/{total_s:.0f} s{jobs}{link}"
 
 
 def fit(text: str, width: int = MAX_LINE_CHARS) -> list[str]:

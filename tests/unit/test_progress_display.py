@@ -103,6 +103,7 @@ def test_a_measurement_names_its_iterations_and_the_links_load():
     assert measure_text("gate", 7.2, 13.5, {"alpha": 21, "beta": 10}, 0.634) == (
         "gate 7/14 s  iterations alpha:21 beta:10  link 63%")
     assert measure_text("solo alpha", 40.0, 3.3, {"alpha": 6}, None) == "solo alpha 3/3 s  iterations alpha:6"
+    assert measure_text("solo alpha", 0.2, 3.3, {}, None) == "solo alpha 0/3 s"  # before its first sample
 
 
 def test_a_log_gets_every_stage_but_progress_only_every_interval():
