@@ -57,13 +57,16 @@ def run(args) -> int:
     if os.geteuid() != 0:
         raise EnvironmentProblem("the demo builds an emulated fabric and needs root: `sudo make demo`")
     reports, runs = {}, {}
-    for name in DEMO_SCENARIOS:
+    scenarios = {name: spec.load(SCENARIOS_DIR / name) for name in DEMO_SCENARIOS}
+    # one display for both runs: its estimate is the whole demo's
+    display = run_command.run_display([(s, s.policies) for s in scenarios.values()], duration)
+    display.introduce()
+    for name, scenario in scenarios.items():
         path = SCENARIOS_DIR / name
-        scenario = spec.load(path)
         print(f"== {scenario.name}: {scenario.description}", file=sys.stderr)
         # with --json, stdout holds the demo's one object: each run's table goes to stderr
         with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-            code = run_command.run(run_arguments(path, duration, args.out))
+            code = run_command.run(run_arguments(path, duration, args.out), display=display)
         if code != 0:
             return code
         latest = max((p for p in (Path(args.out) / scenario.name).iterdir() if not p.name.startswith(".")),
@@ -71,6 +74,7 @@ def run(args) -> int:
         reports[scenario.name] = str(latest / "report.md")
         if args.json:
             runs[scenario.name] = run_command.results_json(latest)
+    display.finish()
     if args.json:  # where each report is, and each run's own --json object
         print(json.dumps({"reports": reports, "runs": runs}))
     else:

@@ -126,7 +126,8 @@ def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
     policy_schedules(scenario, policies)
 
 
-def run(args) -> int:
+def run(args, display=None) -> int:
+    """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``)."""
     from scenarios import policyfiles, spec
 
     policyfiles.load(args.policy_file)
@@ -155,10 +156,14 @@ def run(args) -> int:
 
     options = RunOptions(policies=policies, duration_s=duration_s, out_root=Path(args.out), seed=args.seed,
                          datapath=args.datapath)
-    experiment = Experiment(scenario, Path(args.scenario).read_text(), options, progress_stream=sys.stderr)
+    own_display = display is None
+    if own_display:
+        display = run_display([(scenario, policies)], duration_s)
+    experiment = Experiment(scenario, Path(args.scenario).read_text(), options, display=display)
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        results_dir = experiment.run()
+        with display.showing():
+            results_dir = experiment.run()
     except KeyboardInterrupt:
         print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
         return 130
@@ -176,6 +181,8 @@ def run(args) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if own_display:
+        display.finish()
     summary = _summary_of(results_dir)
     if args.json:
         print(json.dumps(_json_view(summary, results_dir)))
@@ -185,6 +192,22 @@ def run(args) -> int:
     for gap in summary.gaps:  # the other policies ran; say what is missing
         print(f"shiftbed run: policy {gap.policy} stopped early: {gap.message}", file=sys.stderr)
     return 1 if summary.gaps else 0
+
+
+def run_display(runs, duration_s: float):
+    """The display of one or more runs (``runs``: scenario and its policies, in order), its estimate
+    made from them (``estimate.run_stages``), on standard error."""
+    from scenarios.experiment.display import RunDisplay
+    from scenarios.experiment.estimate import Timeline, run_stages
+    from scenarios.experiment.progressview import estimate_line
+
+    stages = [stage for scenario, policies in runs
+              for stage in run_stages(scenario.name, {job.name: job.period_ms for job in scenario.jobs},
+                                      policies, duration_s)]
+    timeline = Timeline(stages)
+    intro = estimate_line([scenario.name for scenario, _ in runs], sum(len(p) for _, p in runs), duration_s,
+                          timeline.estimate_s)
+    return RunDisplay(sys.stderr, timeline, intro)
 
 
 def check_free_space(out: str, scenario, policies: int, duration_s: float) -> None:

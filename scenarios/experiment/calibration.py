@@ -129,10 +129,13 @@ class Calibration:
         self.launch_lead_ms: dict[str, float] = {}  # per job: launch this early so its data meets its offset
         self._runs: dict[str, int] = {}  # per job: solo runs so far (each has its own raw folder)
 
-    def run(self, measurer: Measurer, specs) -> list:
-        """Calibrate every job of ``specs`` in turn; returns the specs sized and phased."""
+    def run(self, measurer: Measurer, specs, on_job=None) -> list:
+        """Calibrate every job of ``specs`` in turn; returns the specs sized and phased.
+        ``on_job(name)`` is called as each job's calibration starts (the display's stages)."""
         sized = []
         for spec in specs:
+            if on_job is not None:
+                on_job(spec.name)
             spec, solo, nominal = self._size_bursts(measurer, spec)
             spec, solo = self._set_period(measurer, spec, solo)
             sized.append(spec)

@@ -21,7 +21,6 @@ import pandas as pd
 
 from apps import hoststeal
 from scenarios.experiment import disk
-from scenarios.experiment.progress import Progress
 from scenarios.runlinks import RunLinks
 from scenarios.summary_record import Remeasurement
 
@@ -96,9 +95,9 @@ class Measurer:
     """Runs the job drivers on ``fabric`` with the ports of ``links`` captured, one folder under
     ``raw_dir`` each."""
 
-    def __init__(self, fabric, links: RunLinks, raw_dir: Path, notes: MeasureLog, progress_stream=None):
+    def __init__(self, fabric, links: RunLinks, raw_dir: Path, notes: MeasureLog, display=None):
         self.fabric, self.links, self.raw_dir, self.notes = fabric, links, Path(raw_dir), notes
-        self.progress_stream = progress_stream
+        self.display = display  # the run's display (``display.RunDisplay``), or None
 
     def work_dir(self, *parts) -> str:
         """A new folder under raw/ for one run of the drivers (their CSVs append: never reuse one)."""
@@ -145,11 +144,14 @@ class Measurer:
             raise
         primary = self.links.primary
         progress = None
-        if self.progress_stream is not None:
-            progress = Progress(self.progress_stream, primary.interface, primary.mbps)
-            total = (until_s - time.time()) if until_s else sum(s.period_ms for s in specs) / 1000 * (iterations or 1)
-            progress.start(label, total, {s.name: (os.path.join(run_dir, f"{s.name}.csv"), len(s.workers))
-                                          for s in specs})
+        if self.display is not None:
+            from scenarios.experiment.display import Sampler
+
+            progress = Sampler(self.display, primary.interface, primary.mbps,
+                               {s.name: (os.path.join(run_dir, f"{s.name}.csv"), len(s.workers)) for s in specs})
+            total = (until_s - time.time()) if until_s else (
+                START_IN_S + sum(s.period_ms for s in specs) / 1000 * (iterations or 1))
+            progress.start(label, total)
         t0 = time.time()
         drivers = {}
         meter = hoststeal.StealMeter().start()

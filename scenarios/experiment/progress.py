@@ -1,4 +1,4 @@
-"""What the terminal shows while a run goes: one line per stage, and the live line of a measurement.
+"""The lines a run says: one per stage (the live display is ``display.py``).
 
 Stage lines (the plan's verdict, the fabric up, each job calibrated, each
 policy done) go to the :data:`stages` logger, which shows INFO whatever the
@@ -9,8 +9,6 @@ and shown with ``-v`` (``scenarios/cli.py``).
 from __future__ import annotations
 
 import logging
-import threading
-import time
 
 from scenarios.analysis.tables import STALL_MS
 
@@ -55,52 +53,3 @@ def policy_line(policy: str, measured: dict[str, dict]) -> str:
     """A policy measured: each job's mean iteration time (``analysis.job_means``)."""
     means = ", ".join(f"{job} {m['mean_iteration_ms']:.1f}" for job, m in measured.items())
     return f"{policy} done: {means} ms per iteration"
-
-
-class Progress:
-    """A live line on stderr: policy, elapsed/total, iterations per job, link utilisation."""
-
-    def __init__(self, stream, interface: str, link_mbps: float):
-        self.stream, self.interface, self.link_mbps = stream, interface, link_mbps
-        self._stop = threading.Event()
-        self._thread = None
-
-    def _tx_bytes(self) -> int:
-        try:
-            with open(f"/sys/class/net/{self.interface}/statistics/tx_bytes") as f:
-                return int(f.read())
-        except (OSError, ValueError):
-            return 0
-
-    def start(self, label: str, total_s: float, csv_paths: dict[str, tuple[str, int]]) -> None:
-        """Show progress until :meth:`stop`; ``csv_paths``: job → (its rows' CSV, its worker count)."""
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, args=(label, total_s, csv_paths), daemon=True)
-        self._thread.start()
-
-    def _loop(self, label, total_s, csv_paths):
-        started, last_bytes, last_t = time.monotonic(), self._tx_bytes(), time.monotonic()
-        while not self._stop.wait(1.0):
-            now, now_bytes = time.monotonic(), self._tx_bytes()
-            util = (now_bytes - last_bytes) * 8 / 1e6 / max(now - last_t, 1e-3) / self.link_mbps
-            last_bytes, last_t = now_bytes, now
-            done = {job: _count_rows(path) // workers for job, (path, workers) in csv_paths.items()}
-            jobs = " ".join(f"{job}:{n}" for job, n in done.items())
-            self.stream.write(f"\r  {label:>8}  {min(now - started, total_s):5.1f}/{total_s:.0f} s  "
-                              f"iterations {jobs}  link {util:4.0%}   ")
-            self.stream.flush()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _count_rows(path: str) -> int:
-    try:
-        with open(path) as f:
-            return max(0, sum(1 for _ in f) - 1)
-    except OSError:
-        return 0

@@ -123,11 +123,11 @@ def policy_schedules(scenario, policies) -> dict:
 class Experiment:
     """Runs one scenario under the requested policies and writes the results folder."""
 
-    def __init__(self, scenario, scenario_text: str, options: RunOptions, progress_stream=None):
+    def __init__(self, scenario, scenario_text: str, options: RunOptions, display=None):
         self.scenario = scenario
         self.scenario_text = scenario_text
         self.options = options
-        self.progress_stream = progress_stream
+        self.display = display  # the run's display (``display.RunDisplay``), or None
         self.schedule = run_schedule(scenario)
         self.schedules = policy_schedules(scenario, options.policies)  # each policy's own (align pads, guard widens)
         self.writer: ResultsWriter | None = None  # the results folder, once the run started
@@ -155,6 +155,7 @@ class Experiment:
         pins = self._pins(Pin)
         stages.info("%s", plan_line(sc.name, self.schedule, self.options.policies, self.options.duration_s))
         self.writer = ResultsWriter(self.options.out_root, sc.name)
+        self._begin("fabric")
         complete, reason = False, None
         try:
             self.writer.write_text("scenario.yaml", self.scenario_text)
@@ -221,8 +222,8 @@ class Experiment:
                                                    links=link_names(sc, fabric.wiring))
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
                  controller_schedule.get("hyperperiod_ms"))
-        measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.progress_stream)
-        self.specs = self.calibration.run(measurer, self.specs)
+        measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.display)
+        self.specs = self.calibration.run(measurer, self.specs, on_job=lambda name: self._begin("calibrate", name))
         self.writer.write_json("schedule.json", schedule_record(self.schedule, {
             name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}))
         for policy in self.options.policies:
@@ -239,6 +240,7 @@ class Experiment:
     # -- each policy -----------------------------------------------------------
 
     def _run_policy(self, measurer: Measurer, policy: str) -> None:
+        self._begin("policy", policy)
         scheduler = SchedulerClient(measurer.fabric.controller.rest_url)
         options = {}
         pol = get_policy(policy)
@@ -296,10 +298,16 @@ class Experiment:
             if enforced and fabric.controller.alive():
                 SchedulerClient(fabric.controller.rest_url).stop()
 
+    def _begin(self, kind: str, what: str | None = None) -> None:
+        """A stage starts (``estimate.run_stages`` names them): the display's estimate moves on."""
+        if self.display is not None:
+            self.display.begin((self.scenario.name, kind, what))
+
     # -- the results folder ----------------------------------------------------
 
     def _finish(self, complete: bool, reason: str | None) -> None:
         """Summary, tables, report; the folder is renamed whatever happened."""
+        self._begin("report")
         self.writer.release_reserve()  # room for them on a disk the run filled
         try:
             write_port_stats(self.writer)

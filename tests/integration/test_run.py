@@ -35,6 +35,7 @@ import pytest
 
 from apps.hoststeal import HostBusy
 from scenarios import spec
+from scenarios.experiment.progressview import MAX_LINE_CHARS
 
 pytestmark = pytest.mark.root
 
@@ -274,9 +275,11 @@ def test_plots_exist_and_redraw_identically(run, tmp_path):
     assert (copy / "report.md").read_text() == (folder / "report.md").read_text().replace(str(folder), str(copy))
 
 
-def test_progress_is_shown_on_stderr(run):
+def test_progress_is_shown_on_stderr_in_short_lines_with_what_is_left(run):
     _, _, stderr = run
     assert "iterations alpha:" in stderr and "link" in stderr
+    assert "left] " in stderr and "\r" not in stderr
+    assert max(len(line) for line in stderr.splitlines()) <= MAX_LINE_CHARS
 
 
 def folder_state(folder: pathlib.Path) -> dict[str, tuple[int, int]]:

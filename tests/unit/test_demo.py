@@ -22,7 +22,7 @@ def test_every_demo_scenario_passes_the_run_commands_input_checks(name, tmp_path
 
 
 def test_with_json_the_demo_prints_one_object_and_each_runs_table_goes_to_stderr(tmp_path, monkeypatch, capsys):
-    def fake_run(args):  # what `shiftbed run` leaves: a results folder, and its table on stdout
+    def fake_run(args, display=None):  # what `shiftbed run` leaves: a results folder, and its table on stdout
         name = spec.load(args.scenario).name
         (tmp_path / name / "20261130T020000Z").mkdir(parents=True)
         print(f"policy job ... table of {name}")

@@ -126,3 +126,14 @@ def test_the_size_guide_holds_but_for_the_exceptions_contributing_explains():
     contributing = (REPO / "docs" / "CONTRIBUTING.md").read_text()
     for name in SIZE_EXCEPTIONS:
         assert f"`{name.rsplit('.', 2)[-2]}.{name.rsplit('.', 1)[-1]}`" in contributing, name
+
+
+# The front door stays one: the README a page, docs/accuracy.md the current figures only (older
+# figures live in the git history).
+MAX_DOC_BYTES = {"README.md": 10_000, "docs/accuracy.md": 30_000}
+
+
+@pytest.mark.parametrize("page", sorted(MAX_DOC_BYTES))
+def test_the_readme_and_the_accuracy_page_stay_short(page):
+    size = len((REPO / page).read_bytes())
+    assert size <= MAX_DOC_BYTES[page], f"{page} is {size} bytes, more than {MAX_DOC_BYTES[page]}"
