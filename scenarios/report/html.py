@@ -222,7 +222,7 @@ def _theory(results: Results) -> list[str]:
         f"</td><td class=\"num\">{_measured(r)}</td><td class=\"num\">{_ms(before.get(p, {}).get(j))}</td>"
         f"<td class=\"num\">{_ms(r.predicted_iteration_ms)}</td><td>{story.kind_cell(r)}</td>"
         f"<td class=\"num\">{_pct(r.error_pct)}</td><td class=\"num\">{_range(r)}</td></tr>" for p, j, r in rows)
-    out.append("<table><tr><th>policy</th><th>job</th><th>iterations</th><th>measured mean (ms)</th>"
+    out.append("<table id=\"theory-table\"><tr><th>policy</th><th>job</th><th>iterations</th><th>measured mean (ms)</th>"
                "<th>before the run (ms)</th><th>predicted (ms)</th><th>kind of prediction</th>"
                f"<th>error</th><th>model range (ms)</th></tr>{body}</table>")
     out.append("<p class=\"note\">Error = (measured − predicted) / predicted; the goal is within 10 %. "
