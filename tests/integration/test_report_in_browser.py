@@ -1,0 +1,111 @@
+"""report.html in a real browser: Debian's Chromium, headless, over the DevTools protocol.
+
+On each folder of the ``demo_run`` fixture (conftest.py: the demo's real runs, shared with
+test_demo_end_to_end.py and test_run.py, so no network is built for these tests), and on the
+unit tests' example folder (no root): the page loads with no console error and no request
+beyond the file itself, its screenshot is not blank, and the timeline's Bokeh data holds every
+burst the folder's tables hold, drawn, one per iteration of the job.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+from headless_chromium import CHROMIUM, open_page
+from PIL import Image, ImageStat
+
+from scenarios.report import timeline
+from scenarios.report.document import draw_report
+from scenarios.results import REPORT_HTML_FILE, load_results
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "unit" / "results_example.py"
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (`make test` installs it)")
+
+# A page that rendered: its greys spread (text, tables, plots on white), and a fair part of it is not white.
+MIN_GREY_STDDEV = 20.0
+MIN_INKED_SHARE = 0.03
+# The page's own files: itself, and images inline (data:). Anything else would need a network.
+OWN_SCHEMES = ("file:", "data:", "about:", "blob:")
+# A burst on the link per iteration; a stall of TCP's retransmission timer can split one, and a run's
+# last burst may have no iteration that finished: within this share (or 2) of the iterations.
+BURSTS_PER_ITERATION_SLACK = 0.10
+
+BOKEH_READY = "window.Bokeh !== undefined && Bokeh.documents.length > 0 && [...Bokeh.index].length > 0"
+# Each burst renderer's data and how many glyphs its view drew, by name.
+BURST_GLYPHS = """(() => {
+  const out = {};
+  for (const doc of Bokeh.documents) for (const model of doc.all_models) {
+    if (!model.name || !model.name.startsWith("bursts|")) continue;
+    const view = Bokeh.index.find_one(model);
+    out[model.name] = {jobs: Array.from(model.data_source.data.job), left: Array.from(model.data_source.data.left),
+                       drawn: view ? view.glyph.data_size : 0};
+  }
+  return out;
+})()"""
+# Every plot's x range, and the tools that zoom and pan it.
+X_RANGES_AND_TOOLS = """(() => {
+  const models = [...Bokeh.documents[0].all_models];
+  const plots = models.filter(m => m.type === "Figure");
+  return {ranges: [...new Set(plots.map(p => p.x_range.id))].length, plots: plots.length,
+          tools: [...new Set(models.filter(m => m.type.endsWith("Tool")).map(m => m.type))]};
+})()"""
+
+
+def check_page(folder: pathlib.Path, screenshot: pathlib.Path, measured: bool) -> None:
+    """Open the folder's report.html in Chromium and check what a reader would see; a ``measured``
+    folder (a real run's) has a burst on the wire per iteration of each job."""
+    results = load_results(folder)
+    bursts = timeline.link_bursts(results.link_bandwidth)
+    assert not bursts.empty, f"{folder}: no bursts in link_bandwidth.csv"
+    with open_page((folder / REPORT_HTML_FILE).as_uri(), width_px=1280, height_px=1000) as page:
+        page.wait_until(BOKEH_READY)
+        glyphs = page.evaluate(BURST_GLYPHS)
+        layout = page.evaluate(X_RANGES_AND_TOOLS)
+        page.screenshot(screenshot)
+        errors, urls = page.errors(), page.requested_urls()
+    assert errors == [], errors
+    assert [u for u in urls if not u.startswith(OWN_SCHEMES)] == [], "the page reached for the network"
+    image = Image.open(screenshot).convert("L")
+    inked = sum(image.histogram()[:240]) / (image.width * image.height)
+    assert ImageStat.Stat(image).stddev[0] > MIN_GREY_STDDEV and inked > MIN_INKED_SHARE, (screenshot, inked)
+
+    panels = timeline.panels(results)
+    assert set(glyphs) == {f"bursts|{policy}|{link}" for policy, link, _ in panels}
+    for (policy, link), mine in bursts.groupby(["policy", "link"]):
+        shown = glyphs[f"bursts|{policy}|{link}"]
+        assert shown["drawn"] == len(mine) == len(shown["left"]), (policy, link)
+        assert sorted(shown["left"]) == pytest.approx(sorted(mine["start_s"]), abs=1e-6)
+        for job in set(mine["job"]) if measured else ():  # the example's tables are made up apart
+            on_wire = shown["jobs"].count(job)
+            done = results.iterations[(results.iterations["policy"] == policy) & (results.iterations["job"] == job)]
+            iterations = int(done.groupby("worker").size().max())
+            assert abs(on_wire - iterations) <= max(2, BURSTS_PER_ITERATION_SLACK * iterations), \
+                (policy, link, job, on_wire, iterations)
+    assert layout["ranges"] == 1 and layout["plots"] == 2 * len(panels)  # one time axis: zoom one, zoom all
+    assert {"PanTool", "BoxZoomTool", "WheelZoomTool", "ResetTool"} <= set(layout["tools"]), layout["tools"]
+
+
+def write_example(root: pathlib.Path, **kwargs) -> pathlib.Path:
+    """The unit tests' example results folder (tests/unit/results_example.py)."""
+    spec = importlib.util.spec_from_file_location("results_example", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_example(root, **kwargs)
+
+
+def test_the_example_report_renders_in_chromium_with_every_burst(tmp_path):
+    folder = write_example(tmp_path / "example", duration_s=6.0)
+    draw_report(folder)
+    check_page(folder, tmp_path / "example.png", measured=False)
+
+
+@pytest.mark.root
+def test_each_demo_runs_report_renders_in_chromium_with_every_burst(demo_run, tmp_path):
+    result, out = demo_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    folders = sorted(p.parent for p in out.glob(f"*/*/{REPORT_HTML_FILE}"))
+    assert {f.parent.name for f in folders} == {"classroom", "two-jobs-coprime"}, folders
+    for folder in folders:
+        check_page(folder, tmp_path / f"{folder.parent.name}.png", measured=True)
