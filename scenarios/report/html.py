@@ -142,7 +142,7 @@ def _timeline_intro(results: Results, merge: int, drawn: bool) -> list[str]:
                "it should burst, under <code>gate</code> where it may; <code>none</code> and <code>random</code> "
                "have none), <strong>solid boxes</strong> the bursts the packet capture saw on that link (a run "
                f"of 10-ms bins with the job's data, gaps under {BURST_GAP_S * 1000:g} ms included). The lower part "
-               "is the link's bandwidth in Mbit/s, stacked by job; the dashed line is the link's configured "
+               "is the link's bandwidth in Mbit/s, stacked by job in the lanes' colours; the dashed line is the link's configured "
                "rate. Two jobs' solid boxes at the same moment are bursts that met and shared the link."
                f"{merged}</p>")
     out.append("<p><strong>Zoom and pan:</strong> every panel shares one time axis. Drag to move along the run; "

@@ -30,7 +30,7 @@ from scenarios.results import BANDWIDTH_BIN_S, Results
 BURST_GAP_S = 0.05
 # The bandwidth series of the whole page is kept under this many points (each a step's corner); above
 # it the bins are merged, k at a time (the page says so), to keep the file a few MB.
-MAX_BANDWIDTH_POINTS = 400_000
+MAX_BANDWIDTH_POINTS = 250_000
 LANES_PX, LANE_PX, BANDWIDTH_PX = 50, 26, 150
 OPENING_VIEW_PERIODS = 6  # the view opens on this many of the longest period (at least 2 s)
 TOOLS = "xpan,xbox_zoom,xwheel_zoom,xzoom_in,xzoom_out,reset,save"
@@ -139,10 +139,7 @@ def _bandwidth(policy: str, link: str, jobs: list[str], steps: dict[str, np.ndar
     stackers = [f"j{i}" for i in range(len(jobs))]
     if stackers:
         fig.varea_stack(stackers=stackers, x="x", color=[colors[j] for j in jobs], alpha=0.8,
-                        legend_label=jobs, source=ColumnDataSource(steps), name=f"bandwidth|{policy}|{link}")
-        fig.legend.location = "top_right"
-        fig.legend.orientation = "horizontal"
-        fig.legend.background_fill_alpha = 0.6
+                        source=ColumnDataSource(steps), name=f"bandwidth|{policy}|{link}")  # colours: the lanes'
     if link_mbps:
         fig.add_layout(Span(location=link_mbps, dimension="width", line_dash="dashed", line_color="black"))
     return fig
