@@ -108,10 +108,12 @@ def _banners(results: Results) -> list[str]:
                    f"{_e(summary.incomplete_reason or 'reason not recorded')}. The numbers below cover only "
                    "what was measured before the run stopped.</div>")
     if not summary.fidelity_ok:
-        out.append("<div class=\"banner\"><strong>Fidelity not confirmed or lost:</strong> the emulated network "
-                   "may not have delivered what the scenario asked for, so the measurements may show the "
-                   "emulator's limits rather than the scheduling ideas. See <a href=\"#fidelity\">Fidelity</a>."
-                   "</div>")
+        measured = summary.fidelity.solo_rate_ratio is not None or summary.fidelity.capture_drops is not None
+        what = ("Fidelity lost: the emulated network did not deliver" if measured else
+                "Fidelity not confirmed: the run did not measure whether the emulated network delivered")
+        out.append(f"<div class=\"banner\"><strong>{what} what the scenario asked for</strong>, so the "
+                   "measurements may show the emulator's limits rather than the scheduling ideas. See "
+                   "<a href=\"#fidelity\">Fidelity</a> for what failed and what to change.</div>")
     return out
 
 
@@ -124,8 +126,8 @@ def _in_short(results: Results) -> list[str]:
             "<em>iteration</em> it computes (no network) and then sends a <em>burst</em> of data to its "
             "other workers. A <em>policy</em> decides when bursts may go: <code>none</code> lets every job "
             "start at once and run free; <code>random</code> starts them at random offsets and lets them run "
-            "free; <code>shift</code> starts each job at its planned shift; <code>gate</code> opens each job's "
-            "path only in its scheduled <em>windows</em>.</p>"]
+            "free; <code>shift</code> starts each job at its planned shift and lets it run; <code>gate</code> "
+            "opens each job's path only in its scheduled <em>windows</em> (the others: docs/policies.md).</p>"]
 
 
 def _timeline_intro(results: Results, merge: int, drawn: bool) -> list[str]:

@@ -25,6 +25,7 @@ from html import escape as _e
 from controller.theory.policies import POLICIES
 from scenarios import spec
 from scenarios.analysis.meetings import APART_MET_SHARE
+from scenarios.commands.plan import build_plan
 from scenarios.report import plots
 from scenarios.report.document import CROSSCHECK_BOUNDS_PCT, FIDELITY_REMEDIES, SOLO_RATE_MIN
 from scenarios.results import Results
@@ -72,8 +73,6 @@ def kind_cell(job: JobSummary) -> str:
 def plan_predictions(results: Results) -> tuple[dict[str, dict[str, float]], str | None]:
     """Per policy and job, what ``shiftbed plan`` predicts from the folder's scenario.yaml, and a note
     when it could not (the scenario does not parse, or a policy is not a built-in one)."""
-    from scenarios.commands.plan import build_plan
-
     try:
         scenario = spec.parse(results.scenario_yaml, str(results.path / "scenario.yaml"))
     except Exception as exc:  # an old or hand-made scenario.yaml: the page still draws, and says why

@@ -101,7 +101,7 @@ def test_the_fidelity_section_tells_the_verdict_and_its_figures_in_words(example
     page = _page(lost)
     assert "Fidelity: <span class=\"bad\">lost</span>" in page
     assert "lower link_mbps to 10" in page and "What to change" in page
-    assert page.index("Fidelity not confirmed or lost") < page.index("In short")  # the warning comes first
+    assert page.index("Fidelity lost: the emulated network did not deliver") < page.index("In short")  # first
 
 
 def test_the_page_holds_a_timeline_of_bursts_and_windows_for_every_policy_and_link(example):
