@@ -70,9 +70,11 @@ def render_html(results: Results, plot_paths: list[Path]) -> str:
     """The page: warnings, the verdicts, the timeline, then the numbers and the words behind them."""
     title = f"shiftbed report: {results.summary.scenario or results.path.parent.name}"
     grid, merge = timeline(results)
-    before = "\n".join([f"<h1>{_e(title)}</h1>", *_banners(results), *_in_short(results),
+    said = verdicts(results)
+    before = "\n".join([f"<h1>{_e(title)}</h1>", *_banners(results), *_in_short(results, said),
                         *_timeline_intro(results, merge, grid is not None)])
-    after = "\n".join([*_schedule(results), *_policies(results), *_theory(results), *story.apart(results),
+    after = "\n".join([*_schedule(results, said), *_policies(results, said), *_theory(results, said),
+                       *story.apart(results),
                        *story.fidelity(results), *_figures(plot_paths), *_environment(results)])
     if grid is None:
         return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
@@ -117,8 +119,8 @@ def _banners(results: Results) -> list[str]:
     return out
 
 
-def _in_short(results: Results) -> list[str]:
-    items = "".join(f"<li><strong>{_e(k)}:</strong> {inline_markdown(v)}</li>" for k, v in verdicts(results).items())
+def _in_short(results: Results, said: dict[str, str]) -> list[str]:
+    items = "".join(f"<li><strong>{_e(k)}:</strong> {inline_markdown(v)}</li>" for k, v in said.items())
     return ["<p>This page is drawn from the results folder alone; <code>shiftbed report "
             f"{_e(results.path)}</code> draws it again (report.md beside it says the same in plain text).</p>",
             "<h2>In short</h2>", f"<ul>{items}</ul>",
@@ -158,7 +160,7 @@ def _timeline_intro(results: Results, merge: int, drawn: bool) -> list[str]:
     return out
 
 
-def _schedule(results: Results) -> list[str]:
+def _schedule(results: Results, said: dict[str, str]) -> list[str]:
     out = ["<h2>The schedule: can the bursts be kept apart?</h2>"]
     schedule = results.schedule
     if schedule is None:
@@ -179,13 +181,13 @@ def _schedule(results: Results) -> list[str]:
                        for p in schedule.pairs)
         out.append("<table><tr><th>pair</th><th>gcd of the periods (ms)</th><th>both bursts (ms)</th>"
                    f"<th>can be kept apart</th></tr>{rows}</table>")
-    out.append(f"<p>Verdict: {inline_markdown(verdicts(results)['Schedule'])}"
+    out.append(f"<p>Verdict: {inline_markdown(said['Schedule'])}"
                + ("." if schedule.feasible else f"; the best shifts still leave {schedule.overlap_ms:g} ms of "
                   "overlap per hyper-period.") + "</p>")
     return out
 
 
-def _policies(results: Results) -> list[str]:
+def _policies(results: Results, said: dict[str, str]) -> list[str]:
     policies = results.summary.policies
     order = plots.policy_order(policies)
     out = ["<h2>Which policy won</h2>"]
@@ -199,7 +201,7 @@ def _policies(results: Results) -> list[str]:
             "<code>none</code>, averaged over the jobs. The predicted change is the same sum over the model's "
             "figures of the next table (each with the kind said there).</p>",
             f"<table><tr><th>policy</th><th>measured change vs none</th><th>predicted</th></tr>{rows}</table>",
-            f"<p>{inline_markdown(verdicts(results)['Policies'])}.</p>"]
+            f"<p>{inline_markdown(said['Policies'])}.</p>"]
     return out
 
 
@@ -209,7 +211,7 @@ def _predicted_change(results: Results, policy: str) -> float | None:
     return recorded if recorded is not None else predicted_change_pct(results, policy)
 
 
-def _theory(results: Results) -> list[str]:
+def _theory(results: Results, said: dict[str, str]) -> list[str]:
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items()]
     out = ["<h2 id=\"theory\">Theory against measurement</h2>"]
@@ -233,7 +235,7 @@ def _theory(results: Results) -> list[str]:
                "started while another job's data is on the link costing nothing extra, up to twice what such "
                "starts cost in this run's other policies; <strong>knife edge</strong>: a few ms decide whether "
                "a gated burst makes its window, and one run can land anywhere in the range.</p>")
-    out.append(f"<p>{inline_markdown(verdicts(results)['Theory vs measurement'])}.</p>")
+    out.append(f"<p>{inline_markdown(said['Theory vs measurement'])}.</p>")
     return out
 
 
