@@ -78,6 +78,15 @@ class Page:
                 raise TimeoutError(f"{expression} still false after {timeout_s:g} s")
             time.sleep(0.2)
 
+    def drag(self, x_px: float, y_px: float, dx_px: float, steps: int = 10) -> None:
+        """Press the left button at (x, y), move it ``dx_px`` sideways in ``steps`` and let go, as a hand would."""
+        self.send("Input.dispatchMouseEvent", type="mousePressed", x=x_px, y=y_px, button="left", clickCount=1)
+        for k in range(1, steps + 1):
+            self.send("Input.dispatchMouseEvent", type="mouseMoved", x=x_px + dx_px * k / steps, y=y_px,
+                      button="left", buttons=1)
+        self.send("Input.dispatchMouseEvent", type="mouseReleased", x=x_px + dx_px, y=y_px, button="left",
+                  clickCount=1)
+
     def errors(self) -> list[str]:
         """Everything the page reported as an error: uncaught exceptions, console.error, failed loads."""
         out = []

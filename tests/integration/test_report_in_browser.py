@@ -3,8 +3,9 @@
 On each folder of the ``demo_run`` fixture (conftest.py: the demo's real runs, shared with
 test_demo_end_to_end.py and test_run.py, so no network is built for these tests), and on the
 unit tests' example folder (no root): the page loads with no console error and no request
-beyond the file itself, its screenshot is not blank, and the timeline's Bokeh data holds every
-burst the folder's tables hold, drawn, one per iteration of the job.
+beyond the file itself, its screenshot is not blank, a drag pans every panel of the timeline alike,
+and the timeline's Bokeh data holds every burst the folder's tables hold, drawn, each in one of the
+job's communication phases.
 """
 
 from __future__ import annotations
@@ -46,6 +47,17 @@ BURST_GLYPHS = """(() => {
   }
   return out;
 })()"""
+# The first panel, scrolled into view: where it is on the screen.
+FIRST_PANEL = """(() => {
+  const plot = [...Bokeh.documents[0].all_models].find(m => m.type === "Figure");
+  const view = Bokeh.index.find_one(plot);
+  view.el.scrollIntoView();
+  const box = view.el.getBoundingClientRect();
+  return {x: box.left + 0.6 * box.width, y: box.top + 0.6 * box.height};
+})()"""
+# Where each panel's time axis starts and ends.
+VIEWS = """[...Bokeh.documents[0].all_models].filter(m => m.type === "Figure").map(p => [p.x_range.start, p.x_range.end])"""
+DRAG_PX = -300  # a drag to the left: later in the run comes into view
 # Every plot's x range, and the tools that zoom and pan it.
 X_RANGES_AND_TOOLS = """(() => {
   const models = [...Bokeh.documents[0].all_models];
@@ -66,6 +78,11 @@ def check_page(folder: pathlib.Path, screenshot: pathlib.Path, measured: bool) -
         glyphs = page.evaluate(BURST_GLYPHS)
         layout = page.evaluate(X_RANGES_AND_TOOLS)
         page.screenshot(screenshot)
+        opening = page.evaluate(VIEWS)
+        panel = page.evaluate(FIRST_PANEL)
+        page.drag(panel["x"], panel["y"], DRAG_PX)
+        page.wait_until(f"{VIEWS}[0][0] > {opening[0][0]}", timeout_s=10)
+        dragged = page.evaluate(VIEWS)
         errors, urls = page.errors(), page.requested_urls()
     assert errors == [], errors
     assert [u for u in urls if not u.startswith(OWN_SCHEMES)] == [], "the page reached for the network"
@@ -85,6 +102,9 @@ def check_page(folder: pathlib.Path, screenshot: pathlib.Path, measured: bool) -
                                                                   strict=True) if j == job]
                 check_bursts_match_iterations(results, policy, job, spans, (policy, link, job))
     assert layout["ranges"] == 1 and layout["plots"] == 2 * len(panels)  # one time axis: zoom one, zoom all
+    moved_s = dragged[0][0] - opening[0][0]  # a drag on the first panel moved every panel's view alike
+    assert moved_s > 0 and all(view == pytest.approx([start + moved_s, end + moved_s])
+                               for view, (start, end) in zip(dragged, opening, strict=True)), (opening[:2], dragged[:2])
     assert {"PanTool", "BoxZoomTool", "WheelZoomTool", "ResetTool"} <= set(layout["tools"]), layout["tools"]
 
 
