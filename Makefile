@@ -6,8 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping curl python3-venv python3-wheel
 # Only for the test suite: `vagrant validate` checks the Vagrantfile (the libvirt
-# plugin gives it a provider to validate against; no VM is started).
-TEST_APT_PACKAGES := vagrant vagrant-libvirt
+# plugin gives it a provider to validate against; no VM is started); chromium opens
+# report.html headless (tests/integration/test_report_in_browser.py).
+TEST_APT_PACKAGES := vagrant vagrant-libvirt chromium
 STAMP := $(VENV)/.shiftbed-installed
 
 .PHONY: install apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help

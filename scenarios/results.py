@@ -25,7 +25,7 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
                             rx_dropped, tx_dropped     (absolute unix time)
         summary.json        the verdicts and the numbers behind them: a
                             scenarios.summary_record.SummaryRecord
-        plots/*.png, report.md                   drawn by ``shiftbed report``
+        plots/*.png, report.md, report.html      drawn by ``shiftbed report``
 
 Tables may carry extra columns after the schema's. ``throughput_change_vs_none_pct``
 is :func:`throughput_change_pct`; a policy's ``epoch_s`` is the unix time that its
@@ -67,9 +67,10 @@ ENVIRONMENT_FILE = "environment.json"
 SCHEDULE_FILE = "schedule.json"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
+REPORT_HTML_FILE = "report.html"  # the same report as one page for a browser, the timeline zoomable
 PLOTS_DIR = "plots"
 # Held in the partial folder while a run measures, given back before the summary and the report are
-# written: they need ~1 MB (four PNGs, summary.json, report.md), so a full disk cannot cost them.
+# written: they need ~3 MB (four PNGs, summary.json, report.md, report.html), so a full disk cannot cost them.
 RESERVE_FILE = ".reserve"
 RESERVE_BYTES = 4 * 2**20
 

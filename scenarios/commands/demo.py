@@ -52,6 +52,7 @@ def run(args) -> int:
 
     from scenarios import spec
     from scenarios.commands import run as run_command
+    from scenarios.results import REPORT_HTML_FILE
 
     duration = run_command.parse_duration(args.duration, DEMO_DURATION_S)
     if os.geteuid() != 0:
@@ -80,5 +81,6 @@ def run(args) -> int:
     else:
         for name, report in reports.items():
             print(f"{name}: {report}")
+            print(f"{' ' * len(name)}  {Path(report).with_name(REPORT_HTML_FILE)} (the same, to open in a browser)")
     return 0
 

@@ -1,4 +1,4 @@
-"""``shiftbed report RESULTS_DIR``: redraw every plot and report.md from a results folder alone;
+"""``shiftbed report RESULTS_DIR``: redraw every plot, report.html and report.md from a results folder alone;
 with ``--repredict``, predict the run again with the model of the code installed now."""
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def run(args) -> int:
     if args.repredict:
         return _repredict(args)
     paths = draw_report(args.results_dir)
-    report_path, plot_paths = paths[-1], paths[:-1]
+    report_path, html_path, plot_paths = paths[-1], paths[-2], paths[:-2]
     if args.json:
         print(json.dumps({"results_dir": str(report_path.parent), "report": str(report_path),
-                          "plots": [str(p) for p in plot_paths]}))
+                          "html": str(html_path), "plots": [str(p) for p in plot_paths]}))
     else:
         print(report_path)
     return 0

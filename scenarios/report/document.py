@@ -50,19 +50,29 @@ PLOT_CAPTIONS = {
 
 
 def draw_report(results_dir: str | Path) -> list[Path]:
-    """Draw every plot and write report.md into the folder; returns [plots..., report.md].
+    """Draw every plot, report.html and report.md into the folder; returns [plots..., report.html, report.md].
 
     Raises :class:`InputError` when the folder is not a shiftbed results folder.
     """
+    # report.html reads this module's verdicts, so it is imported here rather than above
+    from scenarios.report import html
+
     results = load_results(results_dir)
     try:
         plot_paths = plots.draw_all(results, results.path / PLOTS_DIR)
+        html_path = html.draw_html(results, plot_paths)
         report_path = results.path / REPORT_FILE
         text = render_report(results, [p.name for p in plot_paths])
         atomic_write_bytes(report_path, text.encode())
     except PermissionError as exc:
         raise InputError(f"{results.path}: cannot write the report there ({exc.strerror})") from None
-    return [*plot_paths, report_path]
+    return [*plot_paths, html_path, report_path]
+
+
+def verdicts(results: Results) -> dict[str, str]:
+    """The report's four verdicts in one phrase each (Markdown), as "In short" lists them."""
+    return {"Schedule": _schedule_section(results)[0], "Policies": _policy_section(results)[0],
+            "Theory vs measurement": _accuracy_section(results)[0], "Fidelity": _fidelity_section(results)[0]}
 
 
 # --------------------------------------------------------------------------- the narrative
@@ -185,7 +195,7 @@ def _links_lines(results: Results) -> list[str]:
     return [*lines, ""]
 
 
-def _predicted_change_pct(results: Results, policy: str) -> float | None:
+def predicted_change_pct(results: Results, policy: str) -> float | None:
     """What the model expected of ``policy`` versus ``none``, from the predicted iteration times."""
     policies = results.summary.policies
     if "none" not in policies:
@@ -210,7 +220,7 @@ def _policy_section(results: Results) -> tuple[str, list[str]]:
              "applies the same formula to the fluid model's iteration times.", "",
              "| policy | measured throughput change vs none | predicted |", "|---|---:|---:|"]
     lines += [f"| {p} | {_pct(0.0 if p == 'none' else policies[p].throughput_change_vs_none_pct)} "
-              f"| {_pct(_predicted_change_pct(results, p))} |" for p in order]
+              f"| {_pct(predicted_change_pct(results, p))} |" for p in order]
     lines.append("")
     changes = {p: policies[p].throughput_change_vs_none_pct for p in order if p != "none"}
     changes = {p: c for p, c in changes.items() if c is not None}

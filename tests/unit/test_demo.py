@@ -40,6 +40,20 @@ def test_with_json_the_demo_prints_one_object_and_each_runs_table_goes_to_stderr
     assert "table of classroom" in err and "table of two-jobs-coprime" in err
 
 
+def test_without_json_the_demo_ends_naming_each_report_and_its_page_for_a_browser(tmp_path, monkeypatch, capsys):
+    def fake_run(args):
+        (tmp_path / spec.load(args.scenario).name / "20261130T020000Z").mkdir(parents=True)
+        return 0
+
+    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(demo.os, "geteuid", lambda: 0)
+    assert demo.run(SimpleNamespace(duration="6", out=str(tmp_path), json=False)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    folder = tmp_path / "two-jobs-coprime" / "20261130T020000Z"
+    assert lines[-2:] == [f"two-jobs-coprime: {folder / 'report.md'}",
+                          f"{' ' * 16}  {folder / 'report.html'} (the same, to open in a browser)"]
+
+
 def test_a_runs_json_object_is_read_back_from_its_results_folder(tmp_path):
     """What `shiftbed demo --json` prints per scenario: the folder's summary as `run --json` gives it."""
     import results_example

@@ -20,7 +20,7 @@ from results_example import (
 from scenarios.errors import InputError
 from scenarios.report import plots
 from scenarios.report.document import draw_report
-from scenarios.results import PLOTS_DIR, REPORT_FILE, ResultsWriter
+from scenarios.results import PLOTS_DIR, REPORT_FILE, REPORT_HTML_FILE, ResultsWriter
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SHIFTBED = Path(sys.executable).parent / "shiftbed"  # the venv's editable entry point
@@ -29,7 +29,7 @@ ALL_PLOTS = [plots.BANDWIDTH_PNG, plots.ITERATION_TIMES_PNG, plots.PREDICTION_PN
 
 def _data_only_copy(folder: Path, destination: Path) -> Path:
     """The folder as a run leaves its data: no plots, no report."""
-    shutil.copytree(folder, destination, ignore=shutil.ignore_patterns(PLOTS_DIR, REPORT_FILE))
+    shutil.copytree(folder, destination, ignore=shutil.ignore_patterns(PLOTS_DIR, REPORT_FILE, REPORT_HTML_FILE))
     return destination
 
 
@@ -41,8 +41,8 @@ def drawn(tmp_path_factory) -> list[Path]:
 
 def test_draw_report_writes_every_plot_as_a_real_png_and_the_report(drawn):
     paths = drawn
-    assert [p.name for p in paths] == [*ALL_PLOTS, REPORT_FILE]
-    for path in paths[:-1]:
+    assert [p.name for p in paths] == [*ALL_PLOTS, REPORT_HTML_FILE, REPORT_FILE]
+    for path in paths[:-2]:
         data = path.read_bytes()
         assert data.startswith(PNG_SIGNATURE), path
         assert len(data) > 15_000, f"{path.name}: {len(data)} bytes, suspiciously empty"
@@ -64,13 +64,18 @@ def test_report_states_the_numbers_of_the_folder(drawn):
     assert "FIDELITY LOST" not in report and "INCOMPLETE" not in report
 
 
+def _drawn_bytes(folder: Path) -> dict[str, bytes]:
+    """The plots and report.md as drawn (report.html names its folder and takes fresh Bokeh ids each time)."""
+    return {p.name: p.read_bytes() for p in draw_report(folder) if p.name != REPORT_HTML_FILE}
+
+
 def test_a_redraw_from_the_data_alone_is_byte_identical(tmp_path):
     folder = write_example(tmp_path / "run")
-    first = {p.name: p.read_bytes() for p in draw_report(folder)}
+    first = _drawn_bytes(folder)
     with matplotlib.rc_context({"axes.facecolor": "red", "font.size": 20, "savefig.dpi": 300}):
-        again = {p.name: p.read_bytes() for p in draw_report(folder)}  # a user's matplotlibrc
+        again = _drawn_bytes(folder)  # a user's matplotlibrc
     copy = _data_only_copy(folder, tmp_path / "elsewhere" / folder.name)
-    from_copy = {p.name: p.read_bytes() for p in draw_report(copy)}
+    from_copy = _drawn_bytes(copy)
     assert first == again
     assert first == from_copy
 
@@ -116,7 +121,7 @@ def test_an_incomplete_run_is_reported_first_and_still_drawn(tmp_path):
             writer.write_text("scenario.yaml", "name: demo\n")
             raise KeyboardInterrupt
     paths = draw_report(writer.final_dir)
-    assert all(p.read_bytes().startswith(PNG_SIGNATURE) for p in paths[:-1])
+    assert all(p.read_bytes().startswith(PNG_SIGNATURE) for p in paths[:-2])
     report = paths[-1].read_text()
     assert report.split("\n\n")[1].startswith("> **⚠ INCOMPLETE RUN: interrupted (Ctrl-C).**")
 
@@ -205,6 +210,7 @@ def test_shiftbed_report_json_prints_one_object_naming_what_it_drew(tmp_path):
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["report"] == str(folder / REPORT_FILE)
+    assert answer["html"] == str(folder / REPORT_HTML_FILE)
     assert [Path(p).name for p in answer["plots"]] == ALL_PLOTS
 
 
