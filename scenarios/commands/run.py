@@ -4,7 +4,8 @@ Thin adapter: validates everything first (exit 2 on bad input, nothing
 built), then hands over to :class:`scenarios.experiment.runner.Experiment`. SIGTERM
 is turned into the same path as Ctrl-C: the jobs stop, every measurement so
 far is kept in a results folder marked incomplete, the fabric is torn down,
-and the exit status is 130.
+and the exit status is 130. A run that measured but lost fidelity exits 3
+(``scenarios/exitcodes.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
+from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, run_exit_code
 from scenarios.spec import MAX_DURATION_S
 from scenarios.summary_record import JobSummary, SummaryRecord
 
@@ -161,7 +163,7 @@ def run(args) -> int:
         results_dir = experiment.run()
     except KeyboardInterrupt:
         print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except OSError as exc:
         if exc.errno != errno.ENOSPC:
             raise
@@ -184,7 +186,13 @@ def run(args) -> int:
         _print_table(summary, results_dir)
     for gap in summary.gaps:  # the other policies ran; say what is missing
         print(f"shiftbed run: policy {gap.policy} stopped early: {gap.message}", file=sys.stderr)
-    return 1 if summary.gaps else 0
+    code = run_exit_code(summary)
+    if not summary.complete and not summary.gaps:
+        print(f"shiftbed run: incomplete: {summary.incomplete_reason}", file=sys.stderr)
+    if code == FIDELITY_LOST:
+        print(f"shiftbed run: fidelity lost (exit {FIDELITY_LOST}); every figure is kept in {results_dir}",
+              file=sys.stderr)
+    return code
 
 
 def check_free_space(out: str, scenario, policies: int, duration_s: float) -> None:
