@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "map": ("scenarios.commands.map", "theory: which policy wins, and by how much, one factor at a time"),
     "run": ("scenarios.commands.run", "full emulation of one scenario under one or more policies"),
     "report": ("scenarios.commands.report", "redraw plots and report.md from a results folder"),
+    "compare": ("scenarios.commands.compare", "one table and one plot across runs, scenarios and policies"),
     "clean": ("scenarios.commands.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
     "demo": ("scenarios.commands.demo", "run the demo scenarios and print where the reports are"),
 }
