@@ -145,7 +145,7 @@ def run(args) -> int:
                          f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
                          "rates or pass --force")
     if os.geteuid() != 0:
-        raise EnvironmentProblem("building a fabric needs root: run `sudo .venv/bin/shiftbed run ...`")
+        raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed run ...`")
     check_free_space(args.out, scenario, len(policies), duration_s)
     preflight()
 

@@ -174,9 +174,15 @@ def sheets() -> list[Path]:
 
 
 def as_run(command: str) -> str:
-    """The command as the test runs it: ``sudo`` is dropped when already root (CI runs as root)."""
+    """The command as the test runs it: ``sudo`` is dropped when already root (CI runs as root), and a
+    bare ``shiftbed`` (``sudo shiftbed run ...``: the link ``make install`` puts on the PATH) is this
+    checkout's ``.venv/bin/shiftbed``, whichever checkout the PATH's link points to."""
     if os.geteuid() == 0 and command.startswith("sudo "):
-        return command[len("sudo "):]
+        command = command[len("sudo "):]
+    for prefix in ("shiftbed ", "sudo shiftbed "):
+        if command.startswith(prefix):
+            return prefix.replace("shiftbed ", f"{shlex.quote(str(REPO / '.venv' / 'bin' / 'shiftbed'))} ") \
+                + command[len(prefix):]
     return command
 
 

@@ -103,3 +103,14 @@ def test_a_run_that_lost_fidelity_is_judged_by_its_promises_but_any_other_failur
     assert "measured = 1" in run.output and run.log[-1].endswith("(exit 3: fidelity lost)")
     with pytest.raises(AssertionError, match="exited 3"):
         run.run_command("echo other; exit 3")
+
+
+def test_a_sheets_bare_shiftbed_runs_this_checkouts_program(monkeypatch):
+    """`sudo shiftbed run ...` is what a student types after `make install`; the test runs this checkout's."""
+    mine = str(labsheet.REPO / ".venv" / "bin" / "shiftbed")
+    monkeypatch.setattr(labsheet.os, "geteuid", lambda: 0)
+    assert labsheet.as_run("sudo shiftbed run s.yaml --out results/lab2") == f"{mine} run s.yaml --out results/lab2"
+    assert labsheet.as_run(".venv/bin/shiftbed plan s.yaml") == ".venv/bin/shiftbed plan s.yaml"
+    assert labsheet.as_run("sudo ip link") == "ip link"
+    monkeypatch.setattr(labsheet.os, "geteuid", lambda: 1000)
+    assert labsheet.as_run("sudo shiftbed run s.yaml") == f"sudo {mine} run s.yaml"
