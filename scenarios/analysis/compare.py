@@ -35,6 +35,9 @@ from scenarios.errors import InputError
 from scenarios.results import SUMMARY_FILE, Results, load_results, throughput_change_pct
 
 BASELINE = "none"
+FIGURES = ("measured_iteration_ms", "measured_se_ms", "predicted_iteration_ms", "error_pct",
+           "throughput_change_vs_none_pct", "throughput_change_low_pct", "throughput_change_high_pct",
+           "predicted_throughput_change_vs_none_pct")
 COLUMNS = ("scenario", "run", "results_dir", "format", "complete", "fidelity_ok", "policy", "job", "iterations",
            "measured_iteration_ms", "measured_se_ms", "predicted_iteration_ms", "error_pct",
            "throughput_change_vs_none_pct", "throughput_change_low_pct", "throughput_change_high_pct",
@@ -140,6 +143,6 @@ def compare_table(runs: Iterable[Results]) -> pd.DataFrame:
     """The one table (:data:`COLUMNS`) of every run's policies and jobs, in the order the runs came."""
     rows = [row for results in runs for row in policy_rows(results)]
     table = pd.DataFrame(rows, columns=list(COLUMNS))
-    for column in ("iterations",):
-        table[column] = table[column].astype("Int64")
-    return table
+    # one schema whatever the runs hold: counts may be missing, figures are floats (NaN when missing)
+    return table.astype({"iterations": "Int64", "complete": bool, "fidelity_ok": bool,
+                         **{column: "float64" for column in FIGURES}})

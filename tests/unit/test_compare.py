@@ -144,3 +144,18 @@ def test_a_dir_that_is_no_results_folder_exits_2_in_one_line_writing_nothing(tmp
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and str(tmp_path / "notes") in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_tables_schema_is_the_same_whatever_the_runs_hold(tmp_path):
+    """A run without `none` has no throughput figures at all: the columns keep their types."""
+    folder = ex.write_example(tmp_path)
+    summary = json.loads((folder / "summary.json").read_text())
+    del summary["policies"]["none"]
+    for entry in summary["policies"].values():
+        entry.pop("throughput_change_vs_none_pct", None)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    table = compare.compare_table([load_results(folder)])
+    assert table["throughput_change_vs_none_pct"].isna().all() and table["throughput_change_low_pct"].isna().all()
+    assert all(table[c].dtype == "float64" for c in compare.FIGURES) and table["iterations"].dtype == "Int64"
+    table.to_parquet(tmp_path / "t.parquet")
+    assert pd.read_parquet(tmp_path / "t.parquet").dtypes.equals(table.dtypes)
