@@ -122,3 +122,17 @@ def test_pip_install_into_a_fresh_venv_gives_a_shiftbed_that_names_its_version_a
     no_ortools = subprocess.run([str(venv / "bin" / "python"), "-c", "import ortools"], capture_output=True,
                                 env=alone)
     assert no_ortools.returncode != 0  # the extra was not asked for
+
+
+def test_the_version_names_the_checkouts_commit_else_the_baked_one_else_says_unknown(tmp_path, monkeypatch):
+    from scenarios import version
+
+    installed = tmp_path / "site-packages" / "scenarios"  # an installed package: no checkout around it
+    installed.mkdir(parents=True)
+    monkeypatch.setattr(version, "PACKAGE_DIR", installed)
+    assert version.checkout_commit(installed.parent) is None
+    assert version.version_text() == "shiftbed 0.1.0 (unknown commit)"
+    (installed / version.BAKED_COMMIT_FILE).write_text("0123abc\n")
+    assert version.version_text() == "shiftbed 0.1.0 (commit 0123abc)"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    assert version.checkout_commit(REPO) == head
