@@ -111,17 +111,10 @@ def policy_rows(results: Results) -> list[dict]:
     errors = {policy: standard_errors_ms(results, policy) for policy in policies}
     baseline = policies.get(BASELINE)
     rows = []
+    none_ms = {j: b.mean_iteration_ms for j, b in baseline.jobs.items()} if baseline else {}
     for policy, entry in policies.items():
-        means = {job: j.mean_iteration_ms for job, j in entry.jobs.items() if j.mean_iteration_ms}
-        none_ms = {j: b.mean_iteration_ms for j, b in baseline.jobs.items()} if baseline else {}
-        change = entry.throughput_change_vs_none_pct
-        if baseline is not None and change is None and means and all(none_ms.get(j) for j in means):
-            change = throughput_change_pct(means, none_ms)  # a summary that did not record it
-        half = None
-        if baseline is not None and policy != BASELINE and change is not None:
-            half = change_half_width_pct(means, errors[policy], none_ms, errors[BASELINE])
-        if policy == BASELINE and baseline is not None:
-            change = 0.0
+        change, predicted, half = ((0.0, 0.0, None) if policy == BASELINE else
+                                   _change_vs_none(entry, errors[policy], errors.get(BASELINE), none_ms))
         for job, j in entry.jobs.items():
             rows.append({
                 "scenario": summary.scenario or results.path.parent.name, "run": results.path.name,
@@ -132,11 +125,23 @@ def policy_rows(results: Results) -> list[dict]:
                 "throughput_change_vs_none_pct": change,
                 "throughput_change_low_pct": None if half is None else change - half,
                 "throughput_change_high_pct": None if half is None else change + half,
-                "predicted_throughput_change_vs_none_pct": (
-                    0.0 if policy == BASELINE and baseline is not None
-                    else entry.predicted_throughput_change_vs_none_pct),
+                "predicted_throughput_change_vs_none_pct": predicted,
             })
     return rows
+
+
+def _change_vs_none(entry, se_ms: dict[str, float | None], none_se_ms: dict[str, float | None] | None,
+                    none_ms: dict[str, float]):
+    """A policy's measured and predicted throughput change against ``none`` and the measured one's
+    half-width (None each where the run has no ``none`` or no figure)."""
+    if not none_ms or none_se_ms is None:
+        return None, None, None
+    means = {job: j.mean_iteration_ms for job, j in entry.jobs.items() if j.mean_iteration_ms}
+    change = entry.throughput_change_vs_none_pct
+    if change is None and means and all(none_ms.get(job) for job in means):
+        change = throughput_change_pct(means, none_ms)  # a summary that did not record it
+    half = None if change is None else change_half_width_pct(means, se_ms, none_ms, none_se_ms)
+    return change, entry.predicted_throughput_change_vs_none_pct, half
 
 
 def compare_table(runs: Iterable[Results]) -> pd.DataFrame:
