@@ -31,10 +31,10 @@ def checkout_commit(repo: Path) -> str | None:
     return commit if done.returncode == 0 and commit else None
 
 
-def baked_commit(package_dir: Path = PACKAGE_DIR) -> str | None:
+def baked_commit() -> str | None:
     """The commit a wheel's build wrote beside the package, or None."""
     try:
-        commit = (package_dir / BAKED_COMMIT_FILE).read_text().strip()
+        commit = (PACKAGE_DIR / BAKED_COMMIT_FILE).read_text().strip()
     except OSError:
         return None
     return commit or None
