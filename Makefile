@@ -10,18 +10,48 @@ APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping c
 # report.html headless (tests/integration/test_report_in_browser.py).
 TEST_APT_PACKAGES := vagrant vagrant-libvirt chromium
 STAMP := $(VENV)/.shiftbed-installed
+SYSTEM_PYTHON := /usr/bin/python3
+# `make install` links $(BINDIR)/shiftbed to the venv's, so `sudo shiftbed ...` works from any
+# folder (sudo's secure_path has /usr/local/bin); `make uninstall` removes the link.
+BINDIR := /usr/local/bin
 
-.PHONY: install apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help
+.PHONY: install uninstall python-check link apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help
 
 help:
 	@echo "sudo make demo   # run the demo scenarios and print where the report is"
+	@echo "sudo make install # the venv, Debian packages, Open vSwitch, and /usr/local/bin/shiftbed (make uninstall removes the link)"
 	@echo "sudo make test   # install what is needed, then run every test"
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
 	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~20 min on 2 cores)"
 
-install: apt $(STAMP) ovs
+install: apt $(STAMP) link ovs
+
+# Ryu 4.34, the controller, runs on Python 3.11 only (its eventlet pin needs modules 3.12 removed);
+# Debian 12's python3 is 3.11. Said in one line before pip runs, not deep inside it.
+python-check:
+	@v=$$($(SYSTEM_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+	case "$$v" in \
+	    3.11) ;; \
+	    "") echo "make install: no $(SYSTEM_PYTHON); shiftbed needs Debian 12 (bookworm) with its python3 3.11 (the Vagrantfile makes such a VM)" >&2; exit 1 ;; \
+	    *) echo "make install: $(SYSTEM_PYTHON) is Python $$v; shiftbed needs 3.11, as Debian 12 (bookworm) has it: Ryu 4.34 does not run on 3.12 or later (the Vagrantfile makes a Debian 12 VM)" >&2; exit 1 ;; \
+	esac
+
+# Idempotent; a $(BINDIR)/shiftbed that is not a link (not ours) is left alone.
+link:
+	@target=$(CURDIR)/$(VENV)/bin/shiftbed; \
+	if [ -e $(BINDIR)/shiftbed ] && [ ! -L $(BINDIR)/shiftbed ]; then \
+	    echo "make install: $(BINDIR)/shiftbed exists and is not a link; left as it is (run $$target)" >&2; \
+	elif [ "$$(readlink $(BINDIR)/shiftbed)" = "$$target" ]; then :; \
+	elif [ -w $(BINDIR) ]; then ln -sfn "$$target" $(BINDIR)/shiftbed && echo "linked $(BINDIR)/shiftbed -> $$target"; \
+	else echo "make install: cannot write $(BINDIR), so shiftbed is not on the PATH: run $$target, or sudo make install" >&2; \
+	fi
+
+uninstall:
+	@if [ "$$(readlink $(BINDIR)/shiftbed)" = "$(CURDIR)/$(VENV)/bin/shiftbed" ]; then \
+	    rm $(BINDIR)/shiftbed && echo "removed $(BINDIR)/shiftbed"; \
+	else echo "make uninstall: $(BINDIR)/shiftbed is not this checkout's link; left as it is"; fi
 
 # Debian packages: install only what is missing, so a second run changes nothing.
 apt:
@@ -40,11 +70,12 @@ apt-packages:
 	fi
 
 # The venv is built from Debian's Python with system site packages so that the
-# Debian `mininet` module is importable; pinned packages go on top.
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
-	@test -x $(PY) || /usr/bin/python3 -m venv --system-site-packages $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+# Debian `mininet` module is importable. pyproject.toml declares what shiftbed needs (and the
+# `bench` extra, OR-Tools); requirements.txt, as the constraints file, pins each version.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py | python-check
+	@test -x $(PY) || $(SYSTEM_PYTHON) -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -c requirements.txt \
+	    -r requirements-dev.txt -e ".[bench]"
 	$(PY) -W ignore::RuntimeWarning -m controller.ryu_hook --install-pth   # (runpy warns: the .pth already imported it) Ryu 4.34's eventlet shim for the stock ryu-manager too
 	@touch $@
 

@@ -3,7 +3,8 @@
 Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
 Modules are imported only when their subcommand runs, so ``shiftbed plan`` never
 pays for Mininet or Ryu. Bad input (``InputError``) is one line on stderr and
-exit status 2; a missing component (``EnvironmentProblem``) is exit status 1.
+exit status 2; a missing component (``EnvironmentProblem``) is exit status 1;
+Ctrl-C is 130. What each status means: ``scenarios/exitcodes.py``.
 
 The terminal stays quiet: warnings, and the stage lines of a run
 (``scenarios/experiment/progress.py``); ``-v`` adds each module's detail,
@@ -16,6 +17,7 @@ import logging
 import os
 import sys
 
+from scenarios import exitcodes
 from scenarios.errors import EnvironmentProblem, InputError
 
 SUBCOMMANDS = {
@@ -25,6 +27,7 @@ SUBCOMMANDS = {
     "map": ("scenarios.commands.map", "theory: which policy wins, and by how much, one factor at a time"),
     "run": ("scenarios.commands.run", "full emulation of one scenario under one or more policies"),
     "report": ("scenarios.commands.report", "redraw plots and report.md from a results folder"),
+    "compare": ("scenarios.commands.compare", "one table and one plot across runs, scenarios and policies"),
     "clean": ("scenarios.commands.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
     "demo": ("scenarios.commands.demo", "run the demo scenarios and print where the reports are"),
 }
@@ -51,9 +54,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the release and the commit (``scenarios/version.py``), asked only when given."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from scenarios.version import version_text
+
+        print(version_text())
+        parser.exit(exitcodes.OK)
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _Parser(prog="shiftbed", description="shiftbed: DLT jobs sharing a network, in theory and on an emulated SDN fabric")
+    parser = _Parser(prog="shiftbed", description="shiftbed: DLT jobs sharing a network, in theory and on an emulated SDN fabric",
+                     epilog=exitcodes.EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version, help="print the version and the git commit, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, required=True)
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module_name, help_text) in SUBCOMMANDS.items():
@@ -70,10 +88,13 @@ def main(argv=None) -> int:
         return int(module.run(args) or 0)
     except InputError as exc:
         print(f"shiftbed {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.BAD_INPUT
     except EnvironmentProblem as exc:
         print(f"shiftbed {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return exitcodes.FAULT
+    except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (which keeps its measurements)
+        print(f"shiftbed {args.command}: interrupted", file=sys.stderr)
+        return exitcodes.INTERRUPTED
     except BrokenPipeError:
         # `shiftbed plan ... | head`: the reader left. Whatever the command saved
         # is saved; point stdout at /dev/null so the exit flush cannot fail again.

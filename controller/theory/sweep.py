@@ -245,8 +245,15 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float, float]:
     if n < 2:
         return mean, mean, mean
     sd = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1))
-    half = _T975[min(n - 1, len(_T975)) - 1] * sd / math.sqrt(n) if n - 1 <= len(_T975) else 1.96 * sd / math.sqrt(n)
+    half = student_t975(n - 1) * sd / math.sqrt(n)
     return mean, mean - half, mean + half
+
+
+def student_t975(dof: float) -> float:
+    """Student's t at 0.975 for ``dof`` degrees of freedom, rounded down to a whole number (the wider
+    interval); beyond 30, the normal's 1.96."""
+    whole = max(1, math.floor(dof))
+    return _T975[whole - 1] if whole <= len(_T975) else 1.96
 
 
 # Student's t at 0.975, 1..30 degrees of freedom (beyond: the normal's 1.96)

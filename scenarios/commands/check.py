@@ -54,7 +54,7 @@ def components() -> tuple[dict, list[str]]:
     found, problems = {}, []
     found["root"] = os.geteuid() == 0
     if not found["root"]:
-        problems.append("root: building a fabric needs root; run `sudo .venv/bin/shiftbed check`")
+        problems.append("root: building a fabric needs root; run `sudo shiftbed check`")
     found["ovs_version"] = ovs_version()
     if not shutil.which("ovs-vsctl"):
         problems.append(f"Open vSwitch: not installed; run `{INSTALL_HINT}` (or `apt-get install openvswitch-switch`)")

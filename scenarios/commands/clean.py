@@ -22,7 +22,7 @@ def add_arguments(parser):
 
 def run(args) -> int:
     if os.geteuid() != 0:
-        raise EnvironmentProblem("root: needed to remove bridges and processes; run `sudo .venv/bin/shiftbed clean`")
+        raise EnvironmentProblem("root: needed to remove bridges and processes; run `sudo shiftbed clean`")
     cleaned, running = [], []
     for record in runrecord.all_records():
         if record.owner_alive():

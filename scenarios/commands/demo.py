@@ -8,7 +8,8 @@ Two scenarios, under two minutes each on 2 cores:
   them, and static shifting does not help (the ~73 % case).
 
 For each it runs the emulation under every policy (``run``: one line per
-stage, the theory's verdict first) and prints where the report is.
+stage, the theory's verdict first) and prints where the report is. A run that
+lost fidelity does not stop the next; the demo then exits 3, as ``run`` does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 from scenarios.errors import EnvironmentProblem
+from scenarios.exitcodes import combined_exit_code, keeps_going
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[1]
 DEMO_SCENARIOS = ("classroom.yaml", "two-jobs-coprime.yaml")
@@ -57,7 +59,7 @@ def run(args) -> int:
     duration = run_command.parse_duration(args.duration, DEMO_DURATION_S)
     if os.geteuid() != 0:
         raise EnvironmentProblem("the demo builds an emulated fabric and needs root: `sudo make demo`")
-    reports, runs = {}, {}
+    reports, runs, codes = {}, {}, []
     scenarios = {name: spec.load(SCENARIOS_DIR / name) for name in DEMO_SCENARIOS}
     # one display for both runs: its estimate is the whole demo's
     display = run_command.run_display([(s, s.policies) for s in scenarios.values()], duration)
@@ -68,7 +70,8 @@ def run(args) -> int:
         # with --json, stdout holds the demo's one object: each run's table goes to stderr
         with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
             code = run_command.run(run_arguments(path, duration, args.out), display=display)
-        if code != 0:
+        codes.append(code)
+        if not keeps_going(code):  # a fault or an interrupt: the next scenario would not fare better
             return code
         latest = max((p for p in (Path(args.out) / scenario.name).iterdir() if not p.name.startswith(".")),
                      key=lambda p: p.name)
@@ -82,5 +85,5 @@ def run(args) -> int:
         for name, report in reports.items():
             print(f"{name}: {report}")
             print(f"{' ' * len(name)}  {Path(report).with_name(REPORT_HTML_FILE)} (the same, to open in a browser)")
-    return 0
+    return combined_exit_code(codes)
 

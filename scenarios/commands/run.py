@@ -4,7 +4,8 @@ Thin adapter: validates everything first (exit 2 on bad input, nothing
 built), then hands over to :class:`scenarios.experiment.runner.Experiment`. SIGTERM
 is turned into the same path as Ctrl-C: the jobs stop, every measurement so
 far is kept in a results folder marked incomplete, the fabric is torn down,
-and the exit status is 130.
+and the exit status is 130. A run that measured but lost fidelity exits 3
+(``scenarios/exitcodes.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
+from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, run_exit_code
 from scenarios.spec import MAX_DURATION_S
 from scenarios.summary_record import JobSummary, SummaryRecord
 
@@ -144,7 +146,7 @@ def run(args, display=None) -> int:
                          f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
                          "rates or pass --force")
     if os.geteuid() != 0:
-        raise EnvironmentProblem("building a fabric needs root: run `sudo .venv/bin/shiftbed run ...`")
+        raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed run ...`")
     check_free_space(args.out, scenario, len(policies), duration_s)
     preflight()
 
@@ -166,7 +168,7 @@ def run(args, display=None) -> int:
             results_dir = experiment.run()
     except KeyboardInterrupt:
         print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except OSError as exc:
         if exc.errno != errno.ENOSPC:
             raise
@@ -191,7 +193,13 @@ def run(args, display=None) -> int:
         _print_table(summary, results_dir)
     for gap in summary.gaps:  # the other policies ran; say what is missing
         print(f"shiftbed run: policy {gap.policy} stopped early: {gap.message}", file=sys.stderr)
-    return 1 if summary.gaps else 0
+    code = run_exit_code(summary)
+    if not summary.complete and not summary.gaps:
+        print(f"shiftbed run: incomplete: {summary.incomplete_reason}", file=sys.stderr)
+    if code == FIDELITY_LOST:
+        print(f"shiftbed run: fidelity lost (exit {FIDELITY_LOST}); every figure is kept in {results_dir}",
+              file=sys.stderr)
+    return code
 
 
 def run_display(runs, duration_s: float):

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from apps import iperf as iperf_app
+from scenarios.version import baked_commit, checkout_commit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,7 +24,7 @@ def environment_record(fabric) -> dict:
 
     iperf = output(["iperf3", "--version"])
     return {
-        "shiftbed_commit": output(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
+        "shiftbed_commit": checkout_commit(REPO) or baked_commit(),  # as `shiftbed --version` names it
         "ovs_version": fabric.ovs_version,
         "ryu_version": output([str(Path(os.sys.executable)), "-c", "import ryu; print(ryu.version)"]),
         "iperf3_version": iperf.splitlines()[0] if iperf else None,

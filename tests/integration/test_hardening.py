@@ -122,7 +122,7 @@ def test_every_socket_a_run_listens_on_is_on_loopback_or_in_a_host(tmp_path):
         if run.poll() is None:
             run.kill()
             run.wait()
-    assert run.returncode in (0, 1), stderr_path.read_text()[-3000:]  # 1: a fidelity gap, still a run
+    assert run.returncode in (0, 1, 3), stderr_path.read_text()[-3000:]  # 1: a gap, 3: fidelity lost; still a run
     assert not exposed, f"the run listened beyond loopback in the root namespace: {sorted(exposed)}"
     # Mininet starts the hosts' shells before the run's record lists them, so a namespace is judged
     # against every host namespace the record ever named, not the ones named at that instant

@@ -61,7 +61,7 @@ TABLE_MS = 0.01  # unix times in a CSV (a few 0.1 us apart at this magnitude) gi
 def run(demo_run):
     """The demo's coprime run: its ``--json`` object, its results folder, and the demo's stderr."""
     result, _ = demo_run
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode in (0, 3), result.stderr[-3000:]  # 3: fidelity lost, judged by each test
     doc = json.loads(result.stdout)["runs"][SCENARIO.stem]
     return doc, pathlib.Path(doc["results_dir"]), result.stderr
 

@@ -88,3 +88,29 @@ def test_a_command_past_the_deadline_is_ended_with_sigterm_and_keeps_what_it_pri
     with pytest.raises(labsheet.LabTimeout, match=r"lab9-x.md: `.*` took more than 1 s") as late:
         run.run_command(command)
     assert late.value.output == "started\nended by TERM\n" and run.output == late.value.output
+
+
+def test_a_run_that_lost_fidelity_is_judged_by_its_promises_but_any_other_failure_stops_the_lab(tmp_path):
+    """`shiftbed run` exits 3 when it measured but lost fidelity: the lab goes on and its promises
+    (and whether the host disturbed it) judge the run; exit 3 of anything else still fails it."""
+    from types import SimpleNamespace
+
+    fake = tmp_path / "shiftbed"
+    fake.write_text("#!/bin/sh\necho measured = 1\nexit 3\n")
+    fake.chmod(0o755)
+    run = labsheet.LabRun(SimpleNamespace(path=tmp_path / "lab9-x.md"))
+    run.run_command(f"{fake} run scenarios/classroom.yaml")
+    assert "measured = 1" in run.output and run.log[-1].endswith("(exit 3: fidelity lost)")
+    with pytest.raises(AssertionError, match="exited 3"):
+        run.run_command("echo other; exit 3")
+
+
+def test_a_sheets_bare_shiftbed_runs_this_checkouts_program(monkeypatch):
+    """`sudo shiftbed run ...` is what a student types after `make install`; the test runs this checkout's."""
+    mine = str(labsheet.REPO / ".venv" / "bin" / "shiftbed")
+    monkeypatch.setattr(labsheet.os, "geteuid", lambda: 0)
+    assert labsheet.as_run("sudo shiftbed run s.yaml --out results/lab2") == f"{mine} run s.yaml --out results/lab2"
+    assert labsheet.as_run(".venv/bin/shiftbed plan s.yaml") == ".venv/bin/shiftbed plan s.yaml"
+    assert labsheet.as_run("sudo ip link") == "ip link"
+    monkeypatch.setattr(labsheet.os, "geteuid", lambda: 1000)
+    assert labsheet.as_run("sudo shiftbed run s.yaml") == f"sudo {mine} run s.yaml"
