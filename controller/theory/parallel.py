@@ -93,11 +93,12 @@ def run_tasks(fn: Callable, tasks: Sequence, workers: int, scheduler_address: st
 
 
 def code_fingerprint() -> str:
-    """What a worker's results depend on: the theory package's files and the Python and numpy versions."""
+    """What a worker's results depend on: the theory package's code and data, the Python and numpy versions."""
     import numpy
 
     digest = hashlib.sha256(f"{platform.python_version()} numpy {numpy.__version__}".encode())
-    for path in sorted(p for p in _THEORY.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in sorted(p for p in _THEORY.rglob("*") if p.is_file() and (p.suffix == ".py" or "data" in p.parts)
+                       and "__pycache__" not in p.parts):
         digest.update(str(path.relative_to(_THEORY)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
