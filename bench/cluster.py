@@ -4,13 +4,14 @@ Runs ``shiftbed sweep`` with one seed three ways: in one process, on
 ``--workers`` local processes, and through a dask cluster (``--dask-scheduler
 ADDRESS``, or else one started here on loopback: ``dask scheduler`` and
 ``--workers`` single-thread ``dask worker`` processes, ended by PID at the end).
-Prints each run's wall time and combinations per minute (a combination is one
-row of sweep.csv: one job draw at one quantum), the load average around it, and
-whether the three summaries agree (they must: the seed decides everything).
+The three runs are repeated ``--repeat`` rounds, interleaved; each backend's
+median and range of combinations per minute are printed (a combination is one
+row of sweep.csv: one job draw at one quantum), with the load average seen, and
+whether every summary agrees (they must: the seed decides everything).
 
-    .venv/bin/python bench/cluster.py [--json] [--workers 2] [--samples 60] [--dask-scheduler tcp://HOST:8786]
+    .venv/bin/python bench/cluster.py [--json] [--workers 2] [--samples 60] [--repeat 3] [--dask-scheduler tcp://HOST:8786]
 
-With ``--json`` the last line is ``{"local_1_per_min": ..., "local_n_per_min": ...,
+With ``--json`` the last line is ``{"local_1_per_min": <median>, "local_n_per_min": ...,
 "dask_per_min": ..., "identical": <bool>, ...}``.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +73,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=60, help="combinations per number of jobs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dask-scheduler", default=None, help="an existing cluster instead of a loopback one")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the three runs (the median is reported)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     argv = ["--jobs", "2,3,4", "--samples", str(args.samples), "--quantum-ms", "1,10,50", "--seed", str(args.seed)]
@@ -81,12 +84,13 @@ def main() -> None:
             address = args.dask_scheduler
             if address is None:
                 address, procs = loopback_cluster(args.workers, env, folder)
-            for name, extra in (("local_1", ["--workers", "1"]), ("local_n", ["--workers", str(args.workers)]),
-                                ("dask", ["--dask-scheduler", address])):
-                load_before = os.getloadavg()[0]
-                summary, wall = sweep(argv + extra, env)
-                runs[name] = {"summary": summary, "wall_s": wall, "load_before": load_before,
-                              "load_after": os.getloadavg()[0]}
+            for _ in range(args.repeat):  # interleaved, so that a change in load touches every backend
+                for name, extra in (("local_1", ["--workers", "1"]), ("local_n", ["--workers", str(args.workers)]),
+                                    ("dask", ["--dask-scheduler", address])):
+                    load_before = os.getloadavg()[0]
+                    summary, wall = sweep(argv + extra, env)
+                    runs.setdefault(name, []).append({"summary": summary, "wall_s": wall, "load_before": load_before,
+                                                      "load_after": os.getloadavg()[0]})
         finally:
             for p in reversed(procs):
                 p.terminate()
@@ -95,23 +99,25 @@ def main() -> None:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-    rows = runs["local_1"]["summary"]["combinations"]
+    rows = runs["local_1"][0]["summary"]["combinations"]
     same = {json.dumps({k: v for k, v in r["summary"].items() if k not in VARYING}, sort_keys=True)
-            for r in runs.values()}
-    print(f"sweep {' '.join(argv)}: {rows} combinations (job draw x quantum)")
-    for name, r in runs.items():
-        print(f"{name:>8}: {r['summary']['backend']['kind']:>5} {r['summary']['backend']['workers']} workers, "
-              f"{r['wall_s']:6.1f} s wall ({r['summary']['elapsed_s']:6.1f} s sweeping), "
-              f"{60 * rows / r['summary']['elapsed_s']:7.0f} combinations/min; "
-              f"load average {r['load_before']:.1f} -> {r['load_after']:.1f}")
-    print(f"summaries identical: {len(same) == 1}")
+            for rs in runs.values() for r in rs}
+    per_min = {name: sorted(60 * rows / r["summary"]["elapsed_s"] for r in rs) for name, rs in runs.items()}
+    loads = [x for rs in runs.values() for r in rs for x in (r["load_before"], r["load_after"])]
+    print(f"sweep {' '.join(argv)}: {rows} combinations (job draw x quantum), {args.repeat} rounds")
+    for name, rs in runs.items():
+        backend, walls = rs[0]["summary"]["backend"], ", ".join(f"{r['wall_s']:.1f}" for r in rs)
+        print(f"{name:>8}: {backend['kind']:>5} {backend['workers']} workers: median "
+              f"{statistics.median(per_min[name]):7.0f} combinations/min (range {per_min[name][0]:.0f}-"
+              f"{per_min[name][-1]:.0f}); wall s {walls}")
+    print(f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs; summaries identical: "
+          f"{len(same) == 1}")
     if args.json:
-        out = {f"{name}_per_min": round(60 * rows / r["summary"]["elapsed_s"]) for name, r in runs.items()}
-        out.update({f"{name}_wall_s": round(r["wall_s"], 1) for name, r in runs.items()})
-        out.update({"combinations": rows, "workers": args.workers, "identical": len(same) == 1,
-                    "max_load_average": round(max(max(r["load_before"], r["load_after"]) for r in runs.values()), 1)})
+        out = {f"{name}_per_min": round(statistics.median(v)) for name, v in per_min.items()}
+        out.update({f"{name}_per_min_range": [round(v[0]), round(v[-1])] for name, v in per_min.items()})
+        out.update({"combinations": rows, "workers": args.workers, "rounds": args.repeat, "identical": len(same) == 1,
+                    "load_average": [round(min(loads), 1), round(max(loads), 1)]})
         print(json.dumps(out))
-
 
 if __name__ == "__main__":
     main()
