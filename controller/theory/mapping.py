@@ -266,14 +266,16 @@ def panel_points(panels: dict[str, Sequence], default: MapPoint = DEFAULT_POINT)
             for value in values]
 
 
-def run_map(settings: dict, workers: int = 1, progress: bool = False) -> dict[MapPoint, list[dict]]:
+def run_map(settings: dict, workers: int = 1, progress: bool = False,
+            scheduler_address: str | None = None) -> dict[MapPoint, list[dict]]:
     """Every distinct point of the settings' panels (keys: seed, samples, panels, default, policies,
-    period_range, zoo_link_mbps), ``samples`` combinations each; results by point, in sample order."""
+    period_range, zoo_link_mbps), ``samples`` combinations each; results by point, in sample order.
+    ``workers`` and ``scheduler_address``: where they run (``parallel.run_tasks``)."""
     points = list(dict.fromkeys(p for _, _, p in panel_points(settings["panels"], settings["default"])))
     tasks = [(settings, p, k) for p in points for k in range(settings["samples"])]
 
     out: dict[MapPoint, list[dict]] = {p: [] for p in points}
-    results = in_parallel(_task, tasks, workers, "map", progress, chunks_per_worker=40)
+    results = in_parallel(_task, tasks, workers, "map", progress, scheduler_address)
     for (_, point, _), result in zip(tasks, results, strict=True):
         out[point].append(result)
     return out

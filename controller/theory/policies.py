@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import itertools
 import math
 import os
 import random as _random
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,6 +181,9 @@ def link_shares(jobs: Sequence, sending: list[int], sharing: str, rank: list[int
 POLICIES: dict[str, Policy] = {}
 DEFAULT_POLICIES = ("none", "shift", "gate", "random")  # what a scenario without `policies:` runs
 _LOADED_FILES: dict[str, list[str]] = {}  # resolved path -> names it registered
+_SOURCES: dict[str, str] = {}  # resolved path -> the source it was loaded from
+_LOAD_LOCK = threading.RLock()  # a dask worker runs tasks in threads
+_MODULE_NUMBERS = itertools.count()
 
 
 def register(cls: type[Policy]) -> type[Policy]:
@@ -214,26 +219,50 @@ def load_policy_file(path: str | os.PathLike) -> list[str]:
     if p.suffix != ".py":
         raise PolicyFileError(f"{path}: a policy file is a Python file ending in .py")
     key = str(p.resolve())
-    if key in _LOADED_FILES:
-        return list(_LOADED_FILES[key])
+    with _LOAD_LOCK:
+        if key in _LOADED_FILES:
+            return list(_LOADED_FILES[key])
+        return _register_source(key, p.read_text(), str(path))
+
+
+def load_policy_source(path: str, source: str) -> list[str]:
+    """Register the policies of ``source``, the text of the policy file ``path`` as loaded on another
+    machine: a dask worker gets the file's source with its tasks, not the file
+    (``controller/theory/parallel.py``). The same source again is a no-op; a changed one replaces
+    the policies the earlier one registered. :class:`PolicyFileError` as :func:`load_policy_file`."""
+    with _LOAD_LOCK:
+        if path in _LOADED_FILES and _SOURCES.get(path) == source:
+            return list(_LOADED_FILES[path])
+        for name in _LOADED_FILES.pop(path, ()):
+            POLICIES.pop(name, None)
+        return _register_source(path, source, path)
+
+
+def policy_sources() -> dict[str, str]:
+    """{resolved path: source} of the policy files loaded here (what :func:`load_policy_source` takes)."""
+    return {path: _SOURCES[path] for path in _LOADED_FILES if path in _SOURCES}
+
+
+def _register_source(key: str, source: str, shown: str) -> list[str]:
+    """Run a policy file's ``source`` as a module named after ``key``; the names it registered."""
     before = set(POLICIES)
-    module_name = f"shiftbed_policy_{len(_LOADED_FILES)}_{p.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, key)
-    module = importlib.util.module_from_spec(spec)
+    module_name = f"shiftbed_policy_{next(_MODULE_NUMBERS)}_{Path(key).stem}"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(module_name, loader=None, origin=key))
+    module.__file__ = key
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, key, "exec"), module.__dict__)
     except Exception as exc:  # a student's file: any error is theirs, named in one line
         sys.modules.pop(module_name, None)
         for name in set(POLICIES) - before:  # a half-imported file leaves nothing behind
             del POLICIES[name]
         where = _line_in(exc, key)
         detail = str(exc).splitlines()[0] if str(exc) else ""
-        raise PolicyFileError(f"{path}{where}: {type(exc).__name__}" + (f": {detail}" if detail else "")) from None
+        raise PolicyFileError(f"{shown}{where}: {type(exc).__name__}" + (f": {detail}" if detail else "")) from None
     names = [n for n in POLICIES if n not in before]
     if not names:
-        raise PolicyFileError(f"{path}: registers no policy (decorate a Policy subclass with @register)")
-    _LOADED_FILES[key] = names
+        raise PolicyFileError(f"{shown}: registers no policy (decorate a Policy subclass with @register)")
+    _LOADED_FILES[key], _SOURCES[key] = names, source
     return list(names)
 
 

@@ -44,12 +44,11 @@ import math
 import random
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.theory import fluid, zoo
+from controller.theory import fluid, parallel, zoo
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.schedule import JobTiming, comm_quanta, period_quanta
 
@@ -188,33 +187,28 @@ def _task(args) -> list[Combination]:
     return rows
 
 
-def in_parallel(fn, tasks: list, workers: int, label: str, progress: bool, chunks_per_worker: int = 20) -> Iterator:
-    """``fn`` over ``tasks``, results in task order, on ``workers`` processes (1: here), with a progress
+def in_parallel(fn, tasks: list, workers: int, label: str, progress: bool,
+                scheduler_address: str | None = None) -> Iterator:
+    """``fn`` over ``tasks``, results in task order, through :func:`parallel.run_tasks` (here, on
+    ``workers`` local processes, or on the dask cluster at ``scheduler_address``), with a progress
     bar on stderr (``label [###   ] done/total combinations``) when ``progress``."""
-    if workers <= 1:
-        results = map(fn, tasks)
-    else:
-        pool = ProcessPoolExecutor(workers)
-        results = pool.map(fn, tasks, chunksize=max(1, len(tasks) // (workers * chunks_per_worker)))
-    try:
-        for done, result in enumerate(results, 1):
-            yield result
-            if progress and (done % max(1, len(tasks) // 100) == 0 or done == len(tasks)):
-                bar = "#" * (30 * done // len(tasks))
-                print(f"\r{label} [{bar:<30}] {done}/{len(tasks)} combinations", end="", file=sys.stderr,
-                      flush=True)
-    finally:
-        if workers > 1:
-            pool.shutdown()
+    for done, result in enumerate(parallel.run_tasks(fn, tasks, workers, scheduler_address), 1):
+        yield result
+        if progress and (done % max(1, len(tasks) // 100) == 0 or done == len(tasks)):
+            bar = "#" * (30 * done // len(tasks))
+            print(f"\r{label} [{bar:<30}] {done}/{len(tasks)} combinations", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
 
 
-def run_sweep(settings: dict, workers: int = 1, progress: bool = False) -> list[Combination]:
+def run_sweep(settings: dict, workers: int = 1, progress: bool = False,
+              scheduler_address: str | None = None) -> list[Combination]:
     """Every combination of the settings (keys: seed, jobs, samples, period_range, frac_range,
-    quanta, zoo, zoo_link_mbps, iterations), in a deterministic order."""
+    quanta, zoo, zoo_link_mbps, iterations), in a deterministic order, on the backend
+    :func:`parallel.run_tasks` picks for ``workers`` and ``scheduler_address``."""
     tasks = [(settings, n, k) for n in settings["jobs"] for k in range(settings["samples"])]
-    return [row for chunk in in_parallel(_task, tasks, workers, "sweep", progress) for row in chunk]
+    return [row for chunk in in_parallel(_task, tasks, workers, "sweep", progress, scheduler_address)
+            for row in chunk]
 
 
 def random_offsets_baseline(jobs: Sequence[fluid.FluidJob], draws: int = 20, seed: int = 0,

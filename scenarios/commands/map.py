@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, replace
 
 from controller.theory import mapping
+from scenarios import cluster
 from scenarios.errors import InputError
 
 HELP = ("which policy wins, and by how much, one factor at a time around a default point (2 jobs, quantum "
@@ -24,7 +25,8 @@ def add_arguments(parser) -> None:
     parser.description = HELP
     parser.add_argument("--out", default=None, help="folder for map.csv, map.png and summary.json")
     parser.add_argument("--samples", type=int, default=100, help="combinations per point (default 100)")
-    parser.add_argument("--workers", type=int, default=1, help="processes to use (results do not depend on it)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes to use on this machine (results do not depend on it)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--panel", action="append", default=[], metavar="FACTOR=V1,V2,...",
@@ -34,6 +36,7 @@ def add_arguments(parser) -> None:
                         help="move the default point, e.g. --at quantum_ms=50; repeatable")
     parser.add_argument("--threshold-pct", type=float, default=100 * mapping.HELPS_THRESHOLD,
                         help="a gain above this (percent) helps, below minus this hurts (default 1)")
+    cluster.add_argument(parser)
 
 
 # ---------------------------------------------------------------- arguments
@@ -200,14 +203,16 @@ def print_table(cells: list[dict]) -> None:
 
 def run(args) -> int:
     settings = settings_from_args(args)
+    backend = cluster.connect(args, "map")
     started = time.perf_counter()
-    results = mapping.run_map(settings, args.workers, progress=True)
+    with cluster.unavailable_is_environment():
+        results = mapping.run_map(settings, args.workers, progress=True, scheduler_address=backend.address)
     elapsed = time.perf_counter() - started
     cells = mapping.map_cells(settings, results)
     shown = {**settings, "default": asdict(settings["default"]),
              "panels": {f: [mapping.format_value(f, v) for v in vs] for f, vs in settings["panels"].items()}}
     summary = {"settings": shown, "points": len(results), "combinations": sum(map(len, results.values())),
-               "elapsed_s": round(elapsed, 1), "workers": args.workers,
+               "elapsed_s": round(elapsed, 1), "workers": backend.workers, "backend": asdict(backend),
                "nearest_to_published_27pct": mapping.nearest_to_published(cells)[:5], "cells": cells}
     summary = _no_nan(summary)
     if args.out:
@@ -218,5 +223,5 @@ def run(args) -> int:
     else:
         print_table(cells)
         print(f"{summary['combinations']} combinations at {summary['points']} points in {elapsed:.0f} s "
-              f"({args.workers} workers)")
+              f"({backend})")
     return 0

@@ -21,7 +21,7 @@ from controller.theory.sweep import (
     run_sweep,
     summarise,
 )
-from scenarios import policyfiles
+from scenarios import cluster, policyfiles
 from scenarios.errors import InputError
 
 
@@ -33,7 +33,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--comm-frac", default="0.1:0.5", help="lo:hi, comm_ms = U(lo, hi) × period_ms")
     parser.add_argument("--quantum-ms", default="1,5,10,50", help="quantum(s) in ms, e.g. 1,10")
     parser.add_argument("--seed", type=int, default=0, help="random seed (results do not depend on --workers)")
-    parser.add_argument("--workers", type=int, default=1, help="processes to use")
+    parser.add_argument("--workers", type=int, default=1, help="processes to use on this machine")
     parser.add_argument("--out", default=None, help="folder for sweep.csv, summary.json and plots")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--zoo", action="store_true", help="draw jobs from the model zoo instead of uniform periods")
@@ -51,6 +51,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--threshold-pct", type=float, default=100 * HELPS_THRESHOLD,
                         help="a gain above this (percent) helps, below minus this hurts, else neutral (default 1)")
     policyfiles.add_argument(parser)
+    cluster.add_argument(parser)
     parser.epilog = ("shift_helps := normalised throughput under `shift` > (1 + threshold) × under `none`, where "
                      "normalised throughput = mean over jobs of solo period / realised mean iteration time (fluid "
                      "model); hurts := below (1 - threshold) ×. noise_floor: the same fractions for random start "
@@ -180,11 +181,13 @@ def settings_from_args(args) -> dict:
 def run(args) -> int:
     policyfiles.load(args.policy_file)
     settings = settings_from_args(args)
+    backend = cluster.connect(args, "sweep")
     started = time.perf_counter()
-    rows = run_sweep(settings, args.workers, progress=True)
+    with cluster.unavailable_is_environment():
+        rows = run_sweep(settings, args.workers, progress=True, scheduler_address=backend.address)
     elapsed = time.perf_counter() - started
     summary = {**summarise(rows, settings["threshold"]), "settings": settings, "elapsed_s": round(elapsed, 2),
-               "combinations_per_s": round(len(rows) / elapsed, 1)}
+               "combinations_per_s": round(len(rows) / elapsed, 1), "backend": asdict(backend)}
     if args.out:
         write_out(args.out, rows, summary)
         print(f"sweep: wrote {args.out}/sweep.csv, summary.json and plots", file=sys.stderr)
