@@ -129,14 +129,15 @@ def measure(args) -> list[dict]:
                 c = solve_cpsat(periods, comms, args.cap_s, model, args.params)
             except milp.BeyondCpsat:
                 c = {"objective": None, "bound": None, "proven": False, "cpu_s": math.nan, "status": "BEYOND_INT64"}
-            if c["objective"] is None:
+            if c["status"] == "BEYOND_INT64":
                 c["verdict"] = "unsolved"
             elif ours is None:  # beyond our node budget: CP-SAT's time against the time we spent
                 c["verdict"] = "ours_beyond"
             elif c["proven"]:
                 c["verdict"] = "agree" if ours == c["objective"] else "DISAGREE"
             else:
-                c["verdict"] = "capped" if c["bound"] <= ours <= c["objective"] else "DISAGREE"
+                fits = c["bound"] <= ours and (c["objective"] is None or ours <= c["objective"])
+                c["verdict"] = "capped" if fits else "DISAGREE"
             c["speedup"] = c["cpu_s"] / ours_s if c["verdict"] != "unsolved" else math.nan
             row[model] = c
         rows.append(row)

@@ -42,11 +42,12 @@ class BeyondCpsat(ValueError):
 
 @dataclass(frozen=True)
 class CpsatResult:
-    """What CP-SAT found: shifts and objective (quanta per hyper-period), its proven
-    bound (same unit), whether it proved optimality, and its time (wall and CPU seconds)."""
+    """What CP-SAT found: shifts and objective (quanta per hyper-period; ``None`` when the
+    time cap came before any solution), its proven bound (same unit), whether it proved
+    optimality, and its time (wall and CPU seconds)."""
 
-    shifts: list[int]
-    objective: int
+    shifts: list[int] | None
+    objective: int | None
     bound: int
     optimal: bool
     seconds: float
@@ -154,6 +155,10 @@ def solve_cpsat(periods: Sequence[int], comms: Sequence[int], time_limit_s: floa
         setattr(solver.parameters, name, value)
     status = solver.Solve(built.model)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    raw_bound = solver.BestObjectiveBound()  # costs are never negative: 0 when CP-SAT has none
+    bound = built.constant + built.unit * (math.ceil(raw_bound - 1e-6) if math.isfinite(raw_bound) else 0)
+    if status == cp_model.UNKNOWN:  # the cap came first
+        return CpsatResult(None, None, bound, False, wall, cpu, solver.StatusName(status))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise RuntimeError(f"CP-SAT found no solution (status {solver.StatusName(status)})")
     found = [int(solver.Value(s)) for s in built.shifts]
@@ -161,5 +166,4 @@ def solve_cpsat(periods: Sequence[int], comms: Sequence[int], time_limit_s: floa
     modelled = built.constant + built.unit * sum(coef * int(solver.Value(cost)) for coef, cost, _ in built.terms)
     if objective != modelled:
         raise AssertionError(f"CP-SAT's objective {modelled} disagrees with its shifts {found} ({objective})")
-    bound = built.constant + built.unit * math.ceil(solver.BestObjectiveBound() - 1e-6)
     return CpsatResult(found, objective, bound, status == cp_model.OPTIMAL, wall, cpu, solver.StatusName(status))

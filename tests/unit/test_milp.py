@@ -128,3 +128,14 @@ def test_shiftbed_imports_without_loading_ortools():
             "sys.exit('ortools' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_capped_run_reports_its_bound_and_no_false_optimum():
+    periods, comms = [2300, 1400, 2600, 200, 200, 650, 350], [56, 54, 58, 10, 10, 39, 14]
+    result = milp.solve_cpsat(periods, comms, time_limit_s=0.05)
+    assert not result.optimal and result.status in ("UNKNOWN", "FEASIBLE")
+    heuristic = compute_schedule([JobTiming(f"j{i}", t, c) for i, (t, c) in enumerate(zip(periods, comms, strict=True))],
+                                 1.0, method="heuristic")
+    assert 0 <= result.bound <= heuristic.overlap_ms
+    if result.objective is not None:
+        assert result.bound <= result.objective == overlap_quanta(periods, comms, result.shifts)
