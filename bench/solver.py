@@ -21,7 +21,7 @@ and their optimum must equal shiftbed's; an instance that hits the time cap
 is reported apart, its speed-up a lower bound, and shiftbed's optimum must lie
 within CP-SAT's bound and incumbent.
 
-    .venv/bin/python bench/solver.py [--json] [--quick] [--per-size 3] [--cap-s 10] [--plain]
+    .venv/bin/python bench/solver.py [--json] [--quick] [--per-size 3] [--max-jobs 8] [--cap-s 10] [--cpsat-param NAME=VALUE] [--plain]
 
 With ``--json`` the last line is one JSON object:
 ``{"regimes": {"two_job"|"uniform"|"structured": {"speedup_geomean", "n", "agree", "capped", ...}},
@@ -225,7 +225,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="last line: one JSON object")
     parser.add_argument("--quick", action="store_true", help="1 instance per size, up to 6 jobs, cap 5 s")
-    parser.add_argument("--per-size", type=int, default=2, help="instances per (family, quantum, jobs), default 2")
+    parser.add_argument("--per-size", type=int, default=3, help="instances per (family, quantum, jobs), default 3")
     parser.add_argument("--max-jobs", type=int, default=8, help="largest instance, 2..8 jobs (default 8)")
     parser.add_argument("--cap-s", type=float, default=10.0, help="CP-SAT time cap per instance, s (default 10)")
     parser.add_argument("--max-nodes", type=int, default=200_000,
