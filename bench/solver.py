@@ -141,8 +141,8 @@ def measure(args) -> list[dict]:
             c["speedup"] = c["cpu_s"] / ours_s if c["verdict"] != "unsolved" else math.nan
             row[model] = c
         rows.append(row)
-        cells = "  ".join(f"{m} {row[m]['cpu_s'] * 1e3:9.1f} ms x{row[m]['speedup']:8.0f} {row[m]['verdict']}"
-                          for m in args.models)
+        cells = "  ".join(f"{m} {row[m]['cpu_s'] * 1e3:9.1f} ms {row[m]['status']:<9} x{row[m]['speedup']:8.0f} "
+                          f"{row[m]['verdict']}" for m in args.models)
         print(f"{family:<10} q={q:<3} n={len(periods)} ours {ours_s * 1e3:8.3f} ms  {cells}  T={periods}",
               file=sys.stderr, flush=True)
     return rows
