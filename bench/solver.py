@@ -22,7 +22,8 @@ and their optimum must equal shiftbed's; an instance that hits the cap
 machine is) is reported apart, its speed-up a lower bound, and shiftbed's
 optimum must lie within CP-SAT's bound and incumbent. shiftbed searches with
 the product's budget (200 000 nodes); an instance beyond it is reported apart
-too, CP-SAT's time over the time shiftbed spent an upper bound.
+too, CP-SAT's time over the time shiftbed spent an upper bound when CP-SAT
+proved it, and as ``neither`` when CP-SAT was capped too.
 
     .venv/bin/python bench/solver.py [--json] [--quick] [--per-size 3] [--max-jobs 8] [--cap 10] [--cpsat-param NAME=VALUE] [--plain]
 
@@ -139,13 +140,13 @@ def measure(args) -> list[dict]:
             if c["status"] == "BEYOND_INT64":
                 c["verdict"] = "unsolved"
             elif ours is None:  # beyond our node budget: CP-SAT's time against the time we spent
-                c["verdict"] = "ours_beyond"
+                c["verdict"] = "ours_beyond" if c["proven"] else "neither"
             elif c["proven"]:
                 c["verdict"] = "agree" if ours == c["objective"] else "DISAGREE"
             else:
                 fits = c["bound"] <= ours and (c["objective"] is None or ours <= c["objective"])
                 c["verdict"] = "capped" if fits else "DISAGREE"
-            c["speedup"] = c["cpu_s"] / ours_s if c["verdict"] != "unsolved" else math.nan
+            c["speedup"] = c["cpu_s"] / ours_s if c["verdict"] not in ("unsolved", "neither") else math.nan
             row[model] = c
         rows.append(row)
         cells = "  ".join(f"{m} {row[m]['cpu_s'] * 1e3:9.1f} ms {row[m]['status']:<9} x{row[m]['speedup']:8.0f} "
@@ -173,6 +174,7 @@ def summarise(rows: list[dict], model: str, min_jobs: int = 0) -> dict:
         "capped": len(capped),
         "disagree": sum(r[model]["verdict"] == "DISAGREE" for r in sel),
         "ours_beyond": len(beyond),
+        "neither": sum(r[model]["verdict"] == "neither" for r in sel),
         "unsolved": sum(r[model]["verdict"] == "unsolved" for r in sel),
         "capped_speedup_lower_geomean": geomean(r[model]["speedup"] for r in capped),
         "ours_beyond_speedup_upper_geomean": geomean(r[model]["speedup"] for r in beyond),
@@ -219,14 +221,15 @@ def print_table(results: dict) -> None:
 
     for model, res in results.items():
         print(f"CP-SAT model '{model}', 1 worker; CPU time; speed-up = CP-SAT / shiftbed over the instances "
-              "CP-SAT proved optimal ('capped': a lower bound; 'beyond': shiftbed out of nodes, an upper bound)")
-        print(f"{'regime':<11}{'jobs':>5}{'n':>4}{'agree':>6}{'capped':>7}{'beyond':>7}{'disagree':>9}"
+              "CP-SAT proved optimal ('capped': a lower bound; 'beyond': shiftbed out of nodes, an upper bound; "
+              "'neither': both out of budget)")
+        print(f"{'regime':<11}{'jobs':>5}{'n':>4}{'agree':>6}{'capped':>7}{'beyond':>7}{'neither':>8}{'disagree':>9}"
               f"{'ours ms':>10}{'CP-SAT ms':>11}{'speed-up':>10}{'capped':>9}{'beyond':>9}")
         for regime, s in res["regimes"].items():
             extra = [("4+", s["four_plus"])] + [(f"4+{q}ms", t) for q, t in s["four_plus_by_quantum_ms"].items()] \
                 if "four_plus" in s else []
             for jobs, t in [("all", s), *s["by_jobs"].items(), *extra]:
-                print(f"{regime:<11}{jobs:>5}{t['n']:>4}{t['agree']:>6}{t['capped']:>7}{t['ours_beyond']:>7}"
+                print(f"{regime:<11}{jobs:>5}{t['n']:>4}{t['agree']:>6}{t['capped']:>7}{t['ours_beyond']:>7}{t['neither']:>8}"
                       f"{t['disagree']:>9}{t['ours_ms_median']!s:>10}{t['cpsat_ms_median']!s:>11}"
                       f"{x(t['speedup_geomean']):>10}{x(t['capped_speedup_lower_geomean']):>9}"
                       f"{x(t['ours_beyond_speedup_upper_geomean']):>9}")
