@@ -38,9 +38,8 @@ a rational; the sums of three or more such rates can differ by far less than
 any float tolerance. The search therefore works on one integer scale: every
 pair's table is multiplied by its (whole) weight and by ``S / lcm(T_i, T_j)``
 with ``S`` the lcm of the pair lcms (of the pairs whose cost depends on the
-shifts), so every cost, bound and comparison is an integer one. The tables are int64 when the largest
-possible total fits, else arrays of Python integers (exact, slower; only for
-instances whose pair lcms share few factors).
+shifts), so every cost, bound and comparison is an integer one: int64 when the largest possible
+total fits, else Python integers (exact, slower; only when the pair lcms share few factors).
 """
 
 from __future__ import annotations
@@ -255,8 +254,9 @@ class _Problem:
             self.directed[j][i] = np.tile(rate[(-np.arange(g)) % g], self.residue[i] // g)
 
     def overlap_quanta(self, shifts: Sequence[int]) -> int:
-        """Exact integer objective: weighted pairwise overlapped quanta per hyper-period."""
-        return overlap_quanta(self.periods, self.comms, shifts, self.weights)
+        """Exact integer objective: weighted pairwise overlapped quanta per hyper-period (from the tables)."""
+        p, h = self.periods, math.lcm(*self.periods)
+        return sum(int(t[(shifts[j] - shifts[i]) % len(t)]) * (h // math.lcm(p[i], p[j])) for (i, j), t in self.tables.items())
 
     def cost(self, shifts: Sequence[int]) -> int:
         """The active pairs' scaled cost of these shifts (exact)."""
