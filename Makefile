@@ -9,18 +9,24 @@ APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping c
 # plugin gives it a provider to validate against; no VM is started); chromium opens
 # report.html headless (tests/integration/test_report_in_browser.py).
 TEST_APT_PACKAGES := vagrant vagrant-libvirt chromium
+# The lab VM on libvirt (docs/vm.md): what builds its box from Debian's packages and runs it.
+VM_APT_PACKAGES := vagrant vagrant-libvirt libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils \
+    mmdebstrap fdisk extlinux syslinux-common dnsmasq-base iptables rsync
 STAMP := $(VENV)/.shiftbed-installed
 SYSTEM_PYTHON := /usr/bin/python3
 # `make install` links $(BINDIR)/shiftbed to the venv's, so `sudo shiftbed ...` works from any
 # folder (sudo's secure_path has /usr/local/bin); `make uninstall` removes the link.
 BINDIR := /usr/local/bin
 
-.PHONY: install uninstall python-check link apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help
+.PHONY: install uninstall python-check link apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help \
+    apt-vm box libvirt-start libvirt-stop test-vm
 
 help:
 	@echo "sudo make demo   # run the demo scenarios and print where the report is"
 	@echo "sudo make install # the venv, Debian packages, Open vSwitch, and /usr/local/bin/shiftbed (make uninstall removes the link)"
 	@echo "sudo make test   # install what is needed, then run every test"
+	@echo "sudo make box    # the lab VM's box for libvirt, built here from Debian's packages (docs/vm.md)"
+	@echo "sudo make test-vm # the lab VM for real: box, vagrant up, check, lab 1 and the demo inside, destroy"
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
@@ -96,6 +102,24 @@ demo: install
 test: install apt-test
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -rfEs --strict-skips --durations=15
+
+# The lab VM (docs/vm.md). `make box` leaves libvirt running for `vagrant up`;
+# `make libvirt-stop` stops only what it started.
+apt-vm:
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(VM_APT_PACKAGES)"
+
+libvirt-start: apt-vm
+	@topo/vagrant/libvirt.sh start
+
+libvirt-stop:
+	@topo/vagrant/libvirt.sh stop
+
+box: libvirt-start
+	@topo/vagrant/build-box.sh "$(APT_PACKAGES)"
+
+# Called by .ci/run after `make test`: skipped, with that reason, where there is no /dev/kvm.
+test-vm: install
+	$(PY) -m pytest -q -rfEs --strict-skips --lab-vm tests/vm
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not root"

@@ -41,7 +41,7 @@ def test_with_json_the_demo_prints_one_object_and_each_runs_table_goes_to_stderr
 
 
 def test_without_json_the_demo_ends_naming_each_report_and_its_page_for_a_browser(tmp_path, monkeypatch, capsys):
-    def fake_run(args):
+    def fake_run(args, display=None):
         (tmp_path / spec.load(args.scenario).name / "20261130T020000Z").mkdir(parents=True)
         return 0
 

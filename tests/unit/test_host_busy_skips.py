@@ -25,6 +25,8 @@ def load_conftest():
     ("Skipped: needs root: builds real Mininet/OVS/Ryu networks (run `sudo make test`)", "not-root"),
     ("needs root", "not-root"),
     ("Skipped: host busy: the host took 9.0, 8.0 % of the CPU in the 2 attempts at solo calibration", "host-busy"),
+    ("Skipped: no /dev/kvm: this machine cannot run the lab VM", "no-kvm"),
+    ("Skipped: the VM found no /dev/kvm", "other"),  # the lab VM's one allowed skip is by its prefix too
     ("Skipped: vagrant not installed (`make test` installs it)", "other"),
     ("Skipped: kernel datapath: packets do not pass through ovs-vswitchd's heap", "other"),
     ("Skipped: inconclusive: a job drifted", "other"),  # only the host's CPU makes a skip
@@ -114,6 +116,18 @@ def test_strict_skips_fails_a_run_in_which_nothing_passed(pytester):
     result = run_suite(pytester, "--strict-skips", test_all_skipped=skipped_only)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAILED --strict-skips: no test passed"])
+
+
+def test_strict_skips_allows_the_lab_vms_one_skip_where_there_is_no_kvm(pytester):
+    no_kvm = '''
+        import pytest
+
+        def test_lab_vm():
+            pytest.skip("no /dev/kvm: this machine cannot run the lab VM")
+    '''
+    result = run_suite(pytester, "--strict-skips", test_vm=no_kvm)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["skips: 0 not-root, 0 host-busy, 1 no-kvm, 0 other"])
 
 
 def test_no_tests_collected_is_never_a_success(pytester):
