@@ -1,0 +1,333 @@
+"""The fluid model compiled: the same event loop as :func:`controller.theory.fluid.simulate`, for the cases
+the sweep and the map run, at machine speed (numba).
+
+What it covers: jobs as they are (one period and one burst each, a ``link_headroom``, nothing drawn from
+samples, no busy starts), one shared link with ``fair``, ``priority``, ``mltcp`` or ``leader`` sharing, and
+either free-running jobs or windows that every burst waits for and that are enforced (``gate``, ``guard``,
+``align``) with no queue behind the gate and no grace; a horizon or a fixed count of iterations. Only the
+built-in policies whose answers it knows (:data:`FAST_POLICIES`) are routed here, and only without
+re-alignment; everything else goes to the reference model. It takes the same steps in the same order with
+the same tolerances as the reference, so the two agree to rounding (``tests/unit/test_fastfluid.py``
+checks 1e-6 on thousands of seeded combinations).
+
+The two-job schedule is the reference's closed form (:func:`controller.theory.schedule._two_jobs`): the
+first minimum of the pair's overlap table, here computed in a loop instead of with NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+import numba
+import numpy as np
+
+from controller.theory import fluid
+from controller.theory.fluidjob import EPS_MS, FluidJob
+from controller.theory.policies import (
+    LEADER_GAIN,
+    MLTCP_GAIN,
+    AlignPolicy,
+    GatePolicy,
+    GuardPolicy,
+    MltcpPolicy,
+    NonePolicy,
+    PolicyKnobs,
+    PriorityPolicy,
+    RandomPolicy,
+    ShiftPolicy,
+    get_policy,
+)
+from controller.theory.schedule import MAX_PERIOD_QUANTA, JobTiming, Schedule, compute_schedule, to_quanta
+
+# policies whose answers (offsets, windows, sharing) the compiled loop reproduces; a subclass is not one
+FAST_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy, PriorityPolicy, MltcpPolicy,
+                 AlignPolicy)
+_SHARING = {"fair": 0, "priority": 1, "mltcp": 2, "leader": 3}
+_GAIN = (0.0, 0.0, MLTCP_GAIN, LEADER_GAIN)
+_COMPUTE, _SEND, _WAIT = 0, 1, 2
+
+
+@numba.njit(cache=True)
+def _next_start(shift, period, t):
+    return shift + math.ceil((t - shift) / period - EPS_MS) * period
+
+
+@numba.njit(cache=True)
+def _last_start(shift, period, t):
+    return shift + math.floor((t - shift) / period + EPS_MS) * period
+
+
+@numba.njit(cache=True)
+def _shares(sending, count, sharing, headroom, rank, sent, remaining, share):
+    """Each sending burst's speed relative to alone, as ``policies.link_shares`` computes it."""
+    if sharing == 1:  # strict priority, in rank order
+        order = _sorted(sending, count, rank.astype(np.float64))
+        left = 1.0
+        for m in range(count):
+            i = order[m]
+            take = min(1.0 / headroom[i], left) if left > 1e-12 else 0.0
+            share[i] = take * headroom[i]
+            left = left - take
+        return
+    if sharing >= 2 and count >= 2:  # weights that grow with the share of the burst sent
+        gain = _GAIN[sharing]
+        weight = np.empty(len(headroom))
+        key = np.empty(len(headroom))
+        total = 0.0
+        for m in range(count):
+            i = sending[m]
+            weight[i] = 1.0 + gain * sent[i] / max(sent[i] + remaining[i], 1e-9)
+            key[i] = 1.0 / (headroom[i] * weight[i])
+            total += weight[i]
+        order = _sorted(sending, count, key)
+        left = 1.0
+        for m in range(count):
+            i = order[m]
+            cap = 1.0 / headroom[i]
+            take = cap if cap * total <= left * weight[i] else left * weight[i] / total
+            share[i] = take * headroom[i]
+            left = left - take
+            total = total - weight[i]
+        return
+    for m in range(count):
+        i = sending[m]
+        share[i] = min(1.0, headroom[i] / count)
+
+
+@numba.njit(cache=True)
+def _sorted(items, count, key):
+    """``items[:count]`` stably sorted by ``key[item]`` (Python's ``sorted``)."""
+    out = items[:count].copy()
+    for a in range(1, count):
+        x = out[a]
+        b = a - 1
+        while b >= 0 and key[out[b]] > key[x]:
+            out[b + 1] = out[b]
+            b -= 1
+        out[b + 1] = x
+    return out
+
+
+@numba.njit(cache=True)
+def simulate_means(period, comm, headroom, offset, sharing, rank, gated, w_shift, w_period, w_length,
+                   horizon_ms, warmup_ms, iterations, warmup, step_ms):
+    """Each job's mean iteration time (ms; inf where it finished too few bursts), as
+    :func:`fluid.simulate` with ``horizon_ms`` (> 0) or a fixed count ``iterations`` (``horizon_ms <= 0``).
+    ``gated``: every burst waits for its window start and the windows are enforced. NaN: no progress."""
+    n = len(period)
+    compute = period - comm
+    remaining = np.zeros(n)
+    sent = np.zeros(n)
+    share = np.zeros(n)
+    state = np.zeros(n, np.int64)
+    aligned = np.zeros(n, np.bool_)
+    next_t = offset.copy()
+    sending = np.zeros(n, np.int64)
+    # the ends, streamed: how many, the last, and what the mean needs
+    n_ends = np.zeros(n, np.int64)
+    last_end = np.full(n, -math.inf)
+    first_at = np.full(n, -1)  # index of the first end in the span (horizon) or the warm-up's end (count)
+    first_end = np.zeros(n)
+    second_end = np.zeros(n)
+    inner_at = np.full(n, -1)  # index of the last end at or before the span's end
+    inner_end = np.zeros(n)
+    longest = period.max()
+    if horizon_ms > 0:
+        span0, span1 = warmup_ms, warmup_ms + horizon_ms
+        give_up = span1 + horizon_ms + 2 * longest
+        max_events = 1000 * n * (math.ceil(give_up / period.min()) + 3)
+        if sharing >= 2:
+            max_events += 2 * math.ceil(give_up / step_ms)
+        target = 0
+    else:
+        span0, span1, give_up = 0.0, math.inf, math.inf
+        target = warmup + iterations + 1
+        max_events = 1000 * n * target
+    t = next_t.min()
+    while True:
+        if horizon_ms > 0:
+            go_on = False
+            if t < give_up:
+                for i in range(n):
+                    if n_ends[i] == 0 or last_end[i] < span1:
+                        go_on = True
+        else:
+            go_on = False
+            for i in range(n):
+                if n_ends[i] < target:
+                    go_on = True
+        if not go_on:
+            break
+        max_events -= 1
+        if max_events < 0:
+            return np.full(n, np.nan)
+        count = 0
+        for i in range(n):
+            if state[i] == _SEND:
+                sending[count] = i
+                count += 1
+        _shares(sending, count, sharing, headroom, rank, sent, remaining, share)
+        t_next = next_t.min()
+        for m in range(count):
+            i = sending[m]
+            if share[i] > 0:
+                t_next = min(t_next, t + remaining[i] / share[i])
+        if sharing >= 2 and count >= 2:
+            t_next = min(t_next, t + step_ms)
+        dt = t_next - t
+        for m in range(count):
+            i = sending[m]
+            remaining[i] -= dt * share[i]
+            sent[i] += dt * share[i]
+        t = t_next
+        for i in range(n):
+            eps = EPS_MS * max(1.0, comm[i])
+            if state[i] == _SEND and remaining[i] <= eps:
+                k = n_ends[i]
+                if horizon_ms > 0:
+                    if first_at[i] < 0 and t >= span0 - EPS_MS:
+                        first_at[i], first_end[i] = k, t
+                    elif first_at[i] >= 0 and k == first_at[i] + 1:
+                        second_end[i] = t
+                    if first_at[i] >= 0 and t <= span1 + EPS_MS:
+                        inner_at[i], inner_end[i] = k, t
+                elif k == warmup:
+                    first_at[i], first_end[i] = k, t
+                n_ends[i] = k + 1
+                last_end[i] = t
+                state[i], next_t[i] = _COMPUTE, t + max(0.0, compute[i])
+            elif state[i] == _COMPUTE and next_t[i] <= t + EPS_MS:
+                remaining[i] = comm[i]
+                sent[i] = 0.0
+                aligned[i] = False
+                _begin(i, t, gated, aligned, state, next_t, w_shift, w_period, w_length)
+            elif state[i] == _WAIT and next_t[i] <= t + EPS_MS:
+                _begin(i, next_t[i], gated, aligned, state, next_t, w_shift, w_period, w_length)
+            elif state[i] == _SEND and next_t[i] <= t + EPS_MS:  # the window closes
+                state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], t + EPS_MS)
+    out = np.empty(n)
+    for i in range(n):
+        if horizon_ms > 0:
+            if first_at[i] < 0 or n_ends[i] - first_at[i] < 2:
+                out[i] = math.inf
+            elif inner_at[i] > first_at[i]:
+                out[i] = (inner_end[i] - first_end[i]) / (inner_at[i] - first_at[i])
+            else:
+                out[i] = second_end[i] - first_end[i]
+        else:
+            out[i] = (last_end[i] - first_end[i]) / (n_ends[i] - 1 - warmup)
+    return out
+
+
+@numba.njit(cache=True)
+def _begin(i, now, gated, aligned, state, next_t, w_shift, w_period, w_length):
+    """Job i's burst goes now, or waits for its next window start (``fluid.simulate``'s ``begin``)."""
+    if not gated:
+        state[i], next_t[i] = _SEND, math.inf
+        return
+    start = _last_start(w_shift[i], w_period[i], now)
+    end = start + w_length[i]
+    inside = now < end - EPS_MS
+    if not aligned[i] and not (now - start <= 1e-6 and inside):  # waits for a window start
+        state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
+        return
+    aligned[i] = True
+    if not inside:
+        state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
+    else:
+        state[i], next_t[i] = _SEND, end
+
+
+@numba.njit(cache=True)
+def two_job_table_min(t1, c1, t2, c2):
+    """(d, overlap): the first minimum of :func:`schedule.pair_overlap_table`, in quanta."""
+    g = math.gcd(t1, t2)
+    table = np.zeros(g, np.int64)
+    for delta in range(-c2 + 1, c1):
+        table[delta % g] += min(c1, delta + c2) - max(0, delta)
+    d = 0
+    for k in range(1, g):
+        if table[k] < table[d]:
+            d = k
+    return d, table[d]
+
+
+def compute_schedule_fast(timings: Sequence[JobTiming], quantum_ms: float) -> Schedule:
+    """:func:`compute_schedule` with its defaults; two jobs in closed form here, more by the reference."""
+    if len(timings) != 2:
+        return compute_schedule(timings, quantum_ms)
+    (a, b) = timings
+    t1, t2 = to_quanta(a.period_ms, quantum_ms), to_quanta(b.period_ms, quantum_ms)
+    c1, c2 = to_quanta(a.comm_ms, quantum_ms), to_quanta(b.comm_ms, quantum_ms)
+    if not (1 <= c1 < t1 and 1 <= c2 < t2) or max(t1, t2) > MAX_PERIOD_QUANTA:
+        return compute_schedule(timings, quantum_ms)  # its error, or its heuristic
+    d, overlap = two_job_table_min(t1, c1, t2, c2)
+    return Schedule(tuple(timings), quantum_ms, {a.name: 0 * quantum_ms, b.name: int(d) * quantum_ms},
+                    math.lcm(t1, t2) * quantum_ms, overlap == 0, int(overlap) * quantum_ms, "exact", None,
+                    int(overlap) * quantum_ms, 0, None)
+
+
+def supports(policy: str, knobs: PolicyKnobs | None = None) -> bool:
+    """Does the compiled model reproduce ``policy`` (with these knobs)?"""
+    pol = get_policy(policy)
+    realign = (knobs or PolicyKnobs()).realign_s and pol.uses_schedule and not pol.enforces_windows
+    return type(pol) in FAST_POLICIES and not realign
+
+
+def predict_throughput(policy: str, timings: Sequence[JobTiming], jobs: Sequence[FluidJob], quantum_ms: float,
+                       knobs: PolicyKnobs | None = None, schedule_cache: dict | None = None, seed: int = 0, *,
+                       iterations: int | None = None, horizon_ms: float | None = None,
+                       memo: dict | None = None) -> float:
+    """The normalised throughput that ``fluid.predict_policy(...)[1].normalised_throughput`` gives, for a
+    policy :func:`supports` accepts. ValueError as there where the policy cannot schedule the jobs.
+    ``memo``: free-running results by their inputs (``none`` is the same at every quantum)."""
+    knobs = knobs or PolicyKnobs()
+    pol = get_policy(policy)
+    scheduled = tuple(pol.scheduled_timings(timings, quantum_ms, knobs))
+    cache = schedule_cache if schedule_cache is not None else {}
+    if scheduled not in cache:
+        cache[scheduled] = compute_schedule_fast(scheduled, quantum_ms)
+    schedule = cache[scheduled]
+    offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
+    grid = {t.name: t.period_ms for t in timings}
+    period = np.array([j.period_ms + (s.period_ms - grid[j.name]) for j, s in zip(jobs, scheduled, strict=True)])
+    solo = np.array([j.period_ms for j in jobs])
+    sharing = _SHARING[pol.link_sharing("fair")]
+    order = {name: k for k, name in enumerate(pol.priority_order(schedule))}
+    rank = np.array([order.get(j.name, len(order) + k) for k, j in enumerate(jobs)], np.int64)
+    gated = pol.realigns()
+    key = (tuple(offsets[j.name] for j in jobs), sharing, tuple(rank), tuple(period)) if not gated else None
+    if memo is not None and key in memo:
+        means = memo[key]
+    else:
+        means = _run(jobs, period, offsets, sharing, rank, gated, schedule, iterations, horizon_ms)
+        if memo is not None and key is not None:
+            memo[key] = means
+    return float(np.sum(solo / means)) / len(jobs)
+
+
+def _run(jobs, period, offsets, sharing, rank, gated, schedule, iterations, horizon_ms) -> np.ndarray:
+    comm = np.array([j.comm_ms for j in jobs])
+    headroom = np.array([j.link_headroom for j in jobs])
+    offset = np.array([offsets[j.name] for j in jobs])
+    if gated:
+        by_name = {s.name: s for s in schedule.jobs}
+        w_shift = offset.copy()
+        w_period = np.array([by_name[j.name].period_ms for j in jobs])
+        w_length = np.array([by_name[j.name].comm_ms for j in jobs])
+    else:
+        w_shift = w_period = w_length = np.zeros(len(jobs))
+    fluid._check_inputs([FluidJob(j.name, p, j.comm_ms, j.link_headroom) for j, p in zip(jobs, period, strict=True)],
+                        {})
+    if iterations is not None:
+        means = simulate_means(period, comm, headroom, offset, sharing, rank, gated, w_shift, w_period, w_length,
+                               -1.0, 0.0, iterations, 2, fluid.MLTCP_STEP_MS)
+    else:
+        longest = float(period.max())
+        means = simulate_means(period, comm, headroom, offset, sharing, rank, gated, w_shift, w_period, w_length,
+                               float(horizon_ms), fluid.WARMUP_ITERATIONS * longest, 0, 2, fluid.MLTCP_STEP_MS)
+    if np.isnan(means).any():
+        raise RuntimeError("fluid model made no progress (window or time values out of range)")
+    return means
