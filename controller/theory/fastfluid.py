@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Sequence
 
 import numba
@@ -33,13 +34,20 @@ from controller.theory.policies import (
     GuardPolicy,
     MltcpPolicy,
     NonePolicy,
+    Policy,
     PolicyKnobs,
     PriorityPolicy,
     RandomPolicy,
     ShiftPolicy,
     get_policy,
 )
-from controller.theory.schedule import MAX_PERIOD_QUANTA, JobTiming, Schedule, compute_schedule, to_quanta
+from controller.theory.schedule import (
+    MAX_PERIOD_QUANTA,
+    JobTiming,
+    Schedule,
+    compute_schedule,
+    to_quanta,
+)
 
 # policies whose answers (offsets, windows, sharing) the compiled loop reproduces; a subclass is not one
 FAST_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy, PriorityPolicy, MltcpPolicy,
@@ -298,8 +306,8 @@ def predict_throughput(policy: str, timings: Sequence[JobTiming], jobs: Sequence
 class Batch:
     """Simulations gathered here and run in one compiled call: :meth:`add` each (it returns a slot), then
     :meth:`run`, then :meth:`throughput` of each slot. All of a batch's simulations have as many jobs and
-    the same ``iterations`` (None: each its own horizon). Identical free-running simulations share a slot
-    (``none`` is the same at every quantum)."""
+    the same ``iterations`` (None: each its own horizon). Identical simulations share a slot (``none`` is the
+    same at every quantum): the loop is a function of its inputs alone."""
 
     def __init__(self, iterations: int | None = None):
         self.iterations = iterations
@@ -307,60 +315,77 @@ class Batch:
         self._solo: list[list[float]] = []
         self._slots: dict[tuple, int] = {}
         self._means: np.ndarray | None = None
+        self._jobs: Sequence[FluidJob] | None = None
+        self._figures: tuple = ()
+        self.seconds = 0.0
 
     def add(self, policy: str, timings: Sequence[JobTiming], jobs: Sequence[FluidJob], quantum_ms: float,
             knobs: PolicyKnobs | None = None, schedule_cache: dict | None = None, seed: int = 0, *,
-            horizon_ms: float | None = None) -> int:
+            horizon_ms: float | None = None) -> tuple[int, int]:
         """One policy on the true ``jobs``, its schedule from the grid ``timings`` (as
         ``fluid.predict_policy``); its slot. ValueError where the policy cannot schedule the jobs."""
         pol = get_policy(policy)
-        scheduled = pol.scheduled_timings(timings, quantum_ms, knobs or _KNOBS)
+        if type(pol).scheduled_timings is Policy.scheduled_timings:  # the grid as it is
+            scheduled, padded = timings, False
+        else:
+            scheduled = pol.scheduled_timings(timings, quantum_ms, knobs or _KNOBS)
+            padded = any(s.period_ms != t.period_ms for s, t in zip(scheduled, timings, strict=True))
         key = tuple(scheduled)
         cache = schedule_cache if schedule_cache is not None else {}
-        if key not in cache:
-            cache[key] = compute_schedule_fast(scheduled, quantum_ms)
-        schedule = cache[key]
+        schedule = cache.get(key)
+        if schedule is None:
+            schedule = cache[key] = compute_schedule_fast(scheduled, quantum_ms)
         offsets = pol.initial_offsets_ms(schedule, random.Random(seed) if type(pol) is RandomPolicy else None)
-        period = [j.period_ms + (s.period_ms - t.period_ms) for j, s, t in zip(jobs, scheduled, timings, strict=True)]
+        if jobs is not self._jobs:
+            self._jobs = jobs
+            self._figures = (tuple(j.period_ms for j in jobs), tuple(j.comm_ms for j in jobs),
+                             tuple(j.link_headroom for j in jobs))
+        solo, comm, headroom = self._figures
+        period = solo
+        if padded:
+            period = tuple(p + (s.period_ms - t.period_ms) for p, s, t in zip(solo, scheduled, timings, strict=True))
         if self.iterations is not None:
             horizon_ms = 0.0
         elif horizon_ms is None:
             horizon_ms = fluid.default_horizon_ms([FluidJob(j.name, p, j.comm_ms) for j, p in zip(jobs, period,
                                                                                                strict=True)])
         sharing = _SHARING[pol.link_sharing("fair")]
-        order = {name: k for k, name in enumerate(pol.priority_order(schedule))}
-        rank = [order.get(j.name, len(order) + k) for k, j in enumerate(jobs)]
-        offset = [offsets[j.name] for j in jobs]
-        if pol.realigns():  # gated: every burst waits for its window start, and the windows are enforced
-            by_name = {s.name: s for s in schedule.jobs}
-            windows = (offset, [by_name[j.name].period_ms for j in jobs], [by_name[j.name].comm_ms for j in jobs])
+        if sharing == _SHARING["priority"]:
+            order = {name: k for k, name in enumerate(pol.priority_order(schedule))}
+            rank = tuple(order.get(j.name, len(order) + k) for k, j in enumerate(jobs))
         else:
-            windows = None
-        inputs = (tuple(period), tuple(j.comm_ms for j in jobs), tuple(j.link_headroom for j in jobs),
-                  tuple(offset), sharing, tuple(rank), windows is not None,
-                  *(tuple(w) for w in (windows or (offset, offset, offset))), horizon_ms)
-        slot = self._slots.get(inputs) if windows is None else None
+            rank = (0,) * len(jobs)  # only strict priority reads it
+        offset = tuple(offsets[j.name] for j in jobs)
+        # of these policies, those that enforce windows wait for them every iteration (Policy.realigns())
+        if pol.enforces_windows:  # gated: every burst waits for its window start, and the windows are enforced
+            by_name = {s.name: s for s in schedule.jobs}
+            windows = (offset, tuple(by_name[j.name].period_ms for j in jobs),
+                       tuple(by_name[j.name].comm_ms for j in jobs))
+        else:
+            windows = (offset, offset, offset)  # not read
+        inputs = (period, comm, headroom, offset, sharing, rank, pol.enforces_windows, *windows, horizon_ms)
+        slot = self._slots.get(inputs)
         if slot is None:
-            for j, p in zip(jobs, period, strict=True):
-                if not 0 < j.comm_ms < p or not j.link_headroom >= 1.0:
-                    raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms and link_headroom >= 1, got "
-                                     f"{j.comm_ms}, {p}, {j.link_headroom}")
-            slot = len(self._inputs)
+            for c, p, h in zip(comm, period, headroom, strict=True):
+                if not 0 < c < p or not h >= 1.0:
+                    raise ValueError(f"need 0 < comm_ms < period_ms and link_headroom >= 1, got {c}, {p}, {h}")
+            slot = self._slots[inputs] = len(self._inputs)
             self._inputs.append(inputs)
-            self._slots[inputs] = slot
-        self._solo.append([j.period_ms for j in jobs])
+        self._solo.append(solo)
         return len(self._solo) - 1, slot
 
     def run(self) -> None:
-        """Run every simulation added."""
+        """Run every simulation added (:attr:`seconds`: how long the compiled loop took, CPU)."""
         if not self._inputs:
             self._means = np.zeros((0, 0))
             return
         columns = list(zip(*self._inputs, strict=True))
         arrays = [np.array(c, dtype=np.int64 if k in (4, 5) else (np.bool_ if k == 6 else np.float64))
                   for k, c in enumerate(columns)]
+        started = time.process_time()
         self._means = simulate_many(*arrays, self.iterations or 0, 2, float(fluid.WARMUP_ITERATIONS),
                                     fluid.MLTCP_STEP_MS)
+        self.seconds = time.process_time() - started
         if np.isnan(self._means).any():
             raise RuntimeError("fluid model made no progress (window or time values out of range)")
 
