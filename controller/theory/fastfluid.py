@@ -55,6 +55,8 @@ FAST_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy,
 _SHARING = {"fair": 0, "priority": 1, "mltcp": 2, "leader": 3}
 _GAIN = (0.0, 0.0, MLTCP_GAIN, LEADER_GAIN)
 _COMPUTE, _SEND, _WAIT = 0, 1, 2
+GATED, REALIGNED = 1, 2  # the compiled loop's window modes (0: none)
+REALIGN_COST_MS = fluid.REALIGN_COST_MS
 
 
 @numba.njit(cache=True)
@@ -119,11 +121,13 @@ def _sorted(items, count, key):
 
 
 @numba.njit(cache=True)
-def simulate_means(period, comm, headroom, offset, sharing, rank, gated, w_shift, w_period, w_length,
+def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shift, w_period, w_length, realign_ms,
                    horizon_ms, warmup_ms, iterations, warmup, step_ms):
     """Each job's mean iteration time (ms; inf where it finished too few bursts), as
     :func:`fluid.simulate` with ``horizon_ms`` (> 0) or a fixed count ``iterations`` (``horizon_ms <= 0``).
-    ``gated``: every burst waits for its window start and the windows are enforced. NaN: no progress."""
+    ``windows``: 0 none; :data:`GATED`: every burst waits for its window start and the windows are enforced;
+    :data:`REALIGNED`: the first burst ready after every ``realign_ms`` waits for its window start, the windows
+    not enforced. NaN: no progress."""
     n = len(period)
     compute = period - comm
     remaining = np.zeros(n)
@@ -131,6 +135,7 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, gated, w_shift
     share = np.zeros(n)
     state = np.zeros(n, np.int64)
     aligned = np.zeros(n, np.bool_)
+    next_realign = np.full(n, realign_ms if windows == REALIGNED else math.inf)
     next_t = offset.copy()
     sending = np.zeros(n, np.int64)
     # the ends, streamed: how many, the last, and what the mean needs
@@ -218,9 +223,10 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, gated, w_shift
                 remaining[i] = comm[i]
                 sent[i] = 0.0
                 aligned[i] = False
-                _begin(i, t, gated, aligned, state, next_t, w_shift, w_period, w_length)
+                _begin(i, t, windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period, w_length)
             elif state[i] == _WAIT and next_t[i] <= t + EPS_MS:
-                _begin(i, next_t[i], gated, aligned, state, next_t, w_shift, w_period, w_length)
+                _begin(i, next_t[i], windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period,
+                       w_length)
             elif state[i] == _SEND and next_t[i] <= t + EPS_MS:  # the window closes
                 state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], t + EPS_MS)
     out = np.empty(n)
@@ -238,19 +244,29 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, gated, w_shift
 
 
 @numba.njit(cache=True)
-def _begin(i, now, gated, aligned, state, next_t, w_shift, w_period, w_length):
+def _begin(i, now, windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period, w_length):
     """Job i's burst goes now, or waits for its next window start (``fluid.simulate``'s ``begin``)."""
-    if not gated:
+    if windows == 0:
         state[i], next_t[i] = _SEND, math.inf
         return
     start = _last_start(w_shift[i], w_period[i], now)
     end = start + w_length[i]
     inside = now < end - EPS_MS
-    if not aligned[i] and not (now - start <= 1e-6 and inside):  # waits for a window start
+    takes = now - start <= 1e-6 and inside  # at a window start
+    if now >= next_realign[i] - EPS_MS and not aligned[i]:  # time to re-align
+        while next_realign[i] <= now + EPS_MS:
+            next_realign[i] += realign_ms
+        aligned[i] = True
+        if not takes:
+            state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now) + REALIGN_COST_MS
+            return
+    if windows == GATED and not aligned[i] and not takes:  # waits for a window start
         state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
         return
     aligned[i] = True
-    if not inside:
+    if windows != GATED:
+        state[i], next_t[i] = _SEND, math.inf
+    elif not inside:
         state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
     else:
         state[i], next_t[i] = _SEND, end
@@ -285,11 +301,9 @@ def compute_schedule_fast(timings: Sequence[JobTiming], quantum_ms: float) -> Sc
                     int(overlap) * quantum_ms, 0, None)
 
 
-def supports(policy: str, knobs: PolicyKnobs | None = None) -> bool:
-    """Does the compiled model reproduce ``policy`` (with these knobs)?"""
-    pol = get_policy(policy)
-    realign = (knobs or PolicyKnobs()).realign_s and pol.uses_schedule and not pol.enforces_windows
-    return type(pol) in FAST_POLICIES and not realign
+def supports(policy: str) -> bool:
+    """Does the compiled model reproduce ``policy`` (one of :data:`FAST_POLICIES`, not a subclass)?"""
+    return type(get_policy(policy)) in FAST_POLICIES
 
 
 def predict_throughput(policy: str, timings: Sequence[JobTiming], jobs: Sequence[FluidJob], quantum_ms: float,
@@ -356,14 +370,18 @@ class Batch:
         else:
             rank = (0,) * len(jobs)  # only strict priority reads it
         offset = tuple(offsets[j.name] for j in jobs)
+        realign_s = (knobs or _KNOBS).realign_s
+        realign = bool(realign_s) and pol.uses_schedule and not pol.enforces_windows
         # of these policies, those that enforce windows wait for them every iteration (Policy.realigns())
-        if pol.enforces_windows:  # gated: every burst waits for its window start, and the windows are enforced
+        mode = GATED if pol.enforces_windows else (REALIGNED if realign else 0)
+        if mode:  # fluid.policy_windows: on the schedule's grid, from the offsets
             by_name = {s.name: s for s in schedule.jobs}
             windows = (offset, tuple(by_name[j.name].period_ms for j in jobs),
                        tuple(by_name[j.name].comm_ms for j in jobs))
         else:
             windows = (offset, offset, offset)  # not read
-        inputs = (period, comm, headroom, offset, sharing, rank, pol.enforces_windows, *windows, horizon_ms)
+        inputs = (period, comm, headroom, offset, sharing, rank, mode, *windows,
+                  1000.0 * realign_s if realign else math.inf, horizon_ms)
         slot = self._slots.get(inputs)
         if slot is None:
             for c, p, h in zip(comm, period, headroom, strict=True):
@@ -380,7 +398,7 @@ class Batch:
             self._means = np.zeros((0, 0))
             return
         columns = list(zip(*self._inputs, strict=True))
-        arrays = [np.array(c, dtype=np.int64 if k in (4, 5) else (np.bool_ if k == 6 else np.float64))
+        arrays = [np.array(c, dtype=np.int64 if k in (4, 5, 6) else np.float64)
                   for k, c in enumerate(columns)]
         started = time.process_time()
         self._means = simulate_many(*arrays, self.iterations or 0, 2, float(fluid.WARMUP_ITERATIONS),
@@ -403,14 +421,14 @@ _KNOBS = PolicyKnobs()
 
 
 @numba.njit(cache=True)
-def simulate_many(period, comm, headroom, offset, sharing, rank, gated, w_shift, w_period, w_length, horizon_ms,
-                  iterations, warmup, warmup_periods, step_ms):
+def simulate_many(period, comm, headroom, offset, sharing, rank, windows, w_shift, w_period, w_length, realign_ms,
+                  horizon_ms, iterations, warmup, warmup_periods, step_ms):
     """:func:`simulate_means` of every row (``horizon_ms[k] <= 0``: ``iterations`` each), the span after
     ``warmup_periods`` of the longest job."""
     out = np.empty(period.shape)
     for k in range(period.shape[0]):
         longest = period[k].max()
-        out[k] = simulate_means(period[k], comm[k], headroom[k], offset[k], sharing[k], rank[k], gated[k],
-                                w_shift[k], w_period[k], w_length[k], horizon_ms[k], warmup_periods * longest,
+        out[k] = simulate_means(period[k], comm[k], headroom[k], offset[k], sharing[k], rank[k], windows[k],
+                                w_shift[k], w_period[k], w_length[k], realign_ms[k], horizon_ms[k], warmup_periods * longest,
                                 iterations, warmup, step_ms)
     return out

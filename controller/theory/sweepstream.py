@@ -89,7 +89,7 @@ def sweep_chunk(task: tuple) -> tuple[dict[tuple[int, float], SweepCell], list[C
     threshold = settings.get("threshold", HELPS_THRESHOLD)
     iterations, horizon_ms = settings.get("iterations"), settings.get("horizon_ms")
     names = {"none", "shift", "random", *policies}
-    evaluated = (_fast if all(fastfluid.supports(p, knobs) for p in names) else _reference)(
+    evaluated = (_fast if all(fastfluid.supports(p) for p in names) else _reference)(
         settings, n, range(start, stop), policies, knobs, threshold, iterations, horizon_ms)
     cells = {(n, q): SweepCell() for q in settings["quanta"]}
     rows = [] if settings.get("rows") else None
