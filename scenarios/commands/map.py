@@ -11,7 +11,7 @@ import tempfile
 import time
 from dataclasses import asdict, replace
 
-from controller.theory import mapping
+from controller.theory import mapping, mapstream
 from scenarios.errors import InputError
 
 HELP = ("which policy wins, and by how much, one factor at a time around a default point (2 jobs, quantum "
@@ -23,7 +23,9 @@ CSV_STATS = ("helps", "neutral", "hurts")
 def add_arguments(parser) -> None:
     parser.description = HELP
     parser.add_argument("--out", default=None, help="folder for map.csv, map.png and summary.json")
-    parser.add_argument("--samples", type=int, default=100, help="combinations per point (default 100)")
+    parser.add_argument("--samples", type=int, default=mapstream.DEFAULT_SAMPLES,
+                        help=f"combinations per point (default {mapstream.DEFAULT_SAMPLES}: every 95 %% interval "
+                             "within ±2 points)")
     parser.add_argument("--workers", type=int, default=1, help="processes to use (results do not depend on it)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -201,12 +203,12 @@ def print_table(cells: list[dict]) -> None:
 def run(args) -> int:
     settings = settings_from_args(args)
     started = time.perf_counter()
-    results = mapping.run_map(settings, args.workers, progress=True)
+    results = mapstream.run_map_cells(settings, args.workers, progress=True)
     elapsed = time.perf_counter() - started
-    cells = mapping.map_cells(settings, results)
+    cells = mapstream.map_cells(settings, results)
     shown = {**settings, "default": asdict(settings["default"]),
              "panels": {f: [mapping.format_value(f, v) for v in vs] for f, vs in settings["panels"].items()}}
-    summary = {"settings": shown, "points": len(results), "combinations": sum(map(len, results.values())),
+    summary = {"settings": shown, "points": len(results), "combinations": sum(c.combinations for c in results.values()),
                "elapsed_s": round(elapsed, 1), "workers": args.workers,
                "nearest_to_published_27pct": mapping.nearest_to_published(cells)[:5], "cells": cells}
     summary = _no_nan(summary)
