@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from controller.theory import fastfluid, fluid
-from controller.theory.chunks import run_chunks, sample_ranges
+from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
 from controller.theory.mapping import (
     HELPS_THRESHOLD,
     MAX_HORIZON_ITERATIONS,
@@ -32,9 +32,9 @@ from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import on_grid, true_jobs
 from controller.theory.tally import Tally
 
-# Combinations per point by default: the fewest for which every fraction's 95 % Wilson interval is at most
-# ±2 points whatever the fraction (the widest is at 1/2: 1.96 × sqrt(1/4 / 2400) / (1 + 1.96² / 2400) =
-# 0.01999); tests/unit/test_mapstream.py checks it.
+# Combinations per point by default: every fraction's 95 % Wilson interval is then at most ±2 points,
+# whatever the fraction. The widest is at 1/2, where 2398 is the fewest that do it (half-width 0.019996;
+# 2397: 0.020000); 2400 rounds that up. tests/unit/test_sweepstream.py checks it.
 DEFAULT_SAMPLES = 2400
 
 
@@ -118,11 +118,13 @@ def _fast(settings, point, samples, policies):
         yield combine_point(thr, schedule, raw, policies)
 
 
-def run_map_cells(settings: dict, workers: int = 1, progress: bool = False) -> dict[MapPoint, MapCell]:
+def run_map_cells(settings: dict, workers: int = 1, progress: bool = False,
+                  chunk_samples: int = CHUNK_SAMPLES) -> dict[MapPoint, MapCell]:
     """Every distinct point of the settings' panels (as ``mapping.run_map``), ``samples`` combinations
-    each, counted into one cell per point."""
+    each, counted into one cell per point (not depending on ``workers``, nor on ``chunk_samples`` but for the
+    means' rounding)."""
     points = list(dict.fromkeys(p for _, _, p in panel_points(settings["panels"], settings["default"])))
-    tasks = [(settings, p, a, b) for p in points for a, b in sample_ranges(settings["samples"])]
+    tasks = [(settings, p, a, b) for p in points for a, b in sample_ranges(settings["samples"], chunk_samples)]
     out = {p: MapCell() for p in points}
     for (_, point, _, _), cell in zip(tasks, run_chunks(map_chunk, tasks, workers, "map", progress,
                                                         [b - a for _, _, a, b in tasks]), strict=True):

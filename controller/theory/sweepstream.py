@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controller.theory import fastfluid
-from controller.theory.chunks import run_chunks, sample_ranges
+from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import (
     HELPS_THRESHOLD,
@@ -140,10 +140,12 @@ def _fast(settings, n, samples, policies, knobs, threshold, iterations, horizon_
 
 
 def run_sweep_cells(settings: dict, workers: int = 1, progress: bool = False,
-                    on_rows: Callable[[list[Combination]], None] | None = None) -> dict[tuple[int, float], SweepCell]:
+                    on_rows: Callable[[list[Combination]], None] | None = None,
+                    chunk_samples: int = CHUNK_SAMPLES) -> dict[tuple[int, float], SweepCell]:
     """Every combination of the settings (as ``sweep.run_sweep``), counted per (n_jobs, quantum) cell;
-    with ``settings["rows"]``, ``on_rows`` receives each chunk's rows in order as they come."""
-    tasks = [(settings, n, a, b) for n in settings["jobs"] for a, b in sample_ranges(settings["samples"])]
+    with ``settings["rows"]``, ``on_rows`` receives each chunk's rows in order as they come. The cells do
+    not depend on ``workers``, nor on ``chunk_samples`` (the counts exactly, the means to rounding)."""
+    tasks = [(settings, n, a, b) for n in settings["jobs"] for a, b in sample_ranges(settings["samples"], chunk_samples)]
     sizes = [(b - a) * len(settings["quanta"]) for _, _, a, b in tasks]
     cells = {(n, q): SweepCell() for n in settings["jobs"] for q in settings["quanta"]}
     for chunk_cells, rows in run_chunks(sweep_chunk, tasks, workers, "sweep", progress, sizes):
