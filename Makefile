@@ -74,6 +74,7 @@ lint: $(STAMP)
 bench: install
 	$(PY) bench/solver.py
 	$(PY) bench/fabric.py
+	$(PY) bench/sweep.py
 
 # The map and sweeps in docs/theory.md (about 20 min on 2 cores): the one-factor-at-a-time map, the job-mix
 # panel finely at 2 and 3 jobs, and the four sweeps, all into the map's folder (so the map first).
