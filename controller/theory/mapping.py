@@ -237,15 +237,28 @@ def evaluate_point(raw: Sequence[tuple[float, float]], view: Sequence[tuple[floa
         except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
             return math.nan
 
+    thr = {arm: throughput(policy, seed) for arm, policy, seed in point_arms(policies, sham_seed)}
+    return combine_point(thr, cache[tuple(grid)], raw, policies)
+
+
+def point_arms(policies: Sequence[str], sham_seed: int | str) -> list[tuple[str, str, int]]:
+    """(arm, policy, seed) of every simulation one combination needs: ``none``, ``random`` offsets, each
+    other policy, and the sham's second ``random`` arm."""
     base_seed, sham_seed2 = random.Random(sham_seed).sample(range(1 << 30), 2)  # as the sweep's sham
-    none, rand = throughput("none"), throughput("random", base_seed)
-    thr = {p: rand if p == "random" else throughput(p) for p in policies}
-    sham = throughput("random", sham_seed2)
-    schedule = cache[tuple(grid)]  # the grid's own schedule (every policy that keeps the timings shares it)
+    return [("none", "none", 0), ("random", "random", base_seed),
+            *((p, p, 0) for p in policies if p != "random"), ("sham", "random", sham_seed2)]
+
+
+def combine_point(thr: dict[str, float], schedule, raw: Sequence[tuple[float, float]],
+                  policies: Sequence[str]) -> dict:
+    """One combination's result from its arms' throughputs (:func:`point_arms`) and the grid's own schedule
+    (every policy that keeps the timings shares it)."""
+    none, rand, sham = thr["none"], thr["random"], thr["sham"]
+    mine = {p: thr[p] for p in policies}
     return {"throughput_none": none, "throughput_random": rand,
-            "throughput": thr,
-            "gain": {p: thr[p] / none - 1 for p in policies},
-            "gain_vs_random": {p: (sham if p == "random" else thr[p]) / rand - 1 for p in policies},
+            "throughput": mine,
+            "gain": {p: mine[p] / none - 1 for p in policies},
+            "gain_vs_random": {p: (sham if p == "random" else mine[p]) / rand - 1 for p in policies},
             "sham_gain": sham / rand - 1, "feasible": schedule.feasible,
             "harmonic_share": sum(harmonic_jobs([p for p, _ in raw])) / len(raw)}
 

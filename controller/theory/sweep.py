@@ -42,22 +42,22 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.theory import fluid, parallel, zoo
+from controller.theory import fluid, zoo
+from controller.theory.chunks import run_chunks
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.schedule import JobTiming, comm_quanta, period_quanta
+from controller.theory.tally import mean_ci95, wilson_interval  # noqa: F401  (the sweep's API)
 
 HELPS_THRESHOLD = 0.01
 # The default horizon's cap, in periods of the longest job (fluid.default_horizon_ms allows 400). The
 # default `shiftbed sweep` on one core (2026-12-03): 40 iterations per job took 14 s; a cap of 40 periods
 # 15 s with a noise floor of 10.6 % helps / 10.3 % hurts; 100 periods 34 s with 4.7 % / 5.6 %.
 MAX_HORIZON_ITERATIONS = 100
-WILSON_Z95 = 1.959963984540054  # standard normal quantile at 0.975
 ZOO_WORKERS = (2, 4, 8)
 HELP = (
     "sample random job combinations and report how often a zero-overlap schedule exists "
@@ -140,8 +140,7 @@ def evaluate(raw: list[tuple[float, float]], quantum_ms: float, policies: tuple[
     :func:`fluid.default_horizon_ms`, at most :data:`MAX_HORIZON_ITERATIONS` periods of the longest job).
     """
     grid, jobs = on_grid(raw, quantum_ms), true_jobs(raw)
-    length = {"iterations": iterations} if iterations else {
-        "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)}
+    length = run_length(jobs, iterations, horizon_ms)
     cache: dict = {}
 
     def throughput(policy: str, seed: int = 0) -> float:
@@ -151,13 +150,31 @@ def evaluate(raw: list[tuple[float, float]], quantum_ms: float, policies: tuple[
         except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
             return math.nan
 
+    thr = {arm: throughput(policy, seed) for arm, policy, seed in arms(policies, sham_seed)}
+    return combine(thr, cache[tuple(grid)], grid, policies, threshold)
+
+
+def run_length(jobs: Sequence[fluid.FluidJob], iterations: int | None, horizon_ms: float | None) -> dict:
+    """``{"iterations": n}`` or ``{"horizon_ms": h}``, the default horizon capped at
+    :data:`MAX_HORIZON_ITERATIONS` periods of the longest job."""
+    return {"iterations": iterations} if iterations else {
+        "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)}
+
+
+def arms(policies: Sequence[str], sham_seed: int | str) -> list[tuple[str, str, int]]:
+    """(arm, policy, seed) of every simulation one combination needs: ``none``, ``shift``, each policy,
+    and the sham's two arms (``random`` under two independent seeds)."""
     names = tuple(dict.fromkeys(("none", "shift", *policies)))
-    thr = {p: throughput(p) for p in names}
-    schedule = cache[tuple(grid)]
+    sham_base, sham = random.Random(sham_seed).sample(range(1 << 30), 2)  # two independent sets of offsets
+    return [*((p, p, 0) for p in names), ("sham_base", "random", sham_base), ("sham", "random", sham)]
+
+
+def combine(thr: dict[str, float], schedule, grid: list[JobTiming], policies: Sequence[str],
+            threshold: float) -> dict:
+    """One combination's row from its arms' normalised throughputs (:func:`arms`) and its grid schedule."""
+    names = tuple(dict.fromkeys(("none", "shift", *policies)))
     none, shift, first = thr["none"], thr["shift"], policies[0]
     gain, other_gain = shift / none - 1, thr[first] / none - 1
-    sham_seeds = random.Random(sham_seed).sample(range(1 << 30), 2)  # two independent sets of offsets
-    sham_base, sham = (throughput("random", s) for s in sham_seeds)
     per_policy = {}
     for p in names[1:]:
         per_policy[f"throughput_{p}"], per_policy[f"gain_{p}"] = thr[p], thr[p] / none - 1
@@ -167,8 +184,8 @@ def evaluate(raw: list[tuple[float, float]], quantum_ms: float, policies: tuple[
             "throughput_shift": shift, "shift_gain": gain, "shift_helps": gain > threshold,
             "policy": first, "throughput_policy": thr[first], "policy_gain": other_gain,
             "policy_helps": other_gain > threshold, "shift_hurts": gain < -threshold,
-            "policy_hurts": other_gain < -threshold, "throughput_sham": sham, "sham_gain": sham / sham_base - 1,
-            "per_policy": per_policy}
+            "policy_hurts": other_gain < -threshold, "throughput_sham": thr["sham"],
+            "sham_gain": thr["sham"] / thr["sham_base"] - 1, "per_policy": per_policy}
 
 
 def _task(args) -> list[Combination]:
@@ -189,16 +206,10 @@ def _task(args) -> list[Combination]:
 
 def in_parallel(fn, tasks: list, workers: int, label: str, progress: bool,
                 scheduler_address: str | None = None) -> Iterator:
-    """``fn`` over ``tasks``, results in task order, through :func:`parallel.run_tasks` (here, on
-    ``workers`` local processes, or on the dask cluster at ``scheduler_address``), with a progress
-    bar on stderr (``label [###   ] done/total combinations``) when ``progress``."""
-    for done, result in enumerate(parallel.run_tasks(fn, tasks, workers, scheduler_address), 1):
-        yield result
-        if progress and (done % max(1, len(tasks) // 100) == 0 or done == len(tasks)):
-            bar = "#" * (30 * done // len(tasks))
-            print(f"\r{label} [{bar:<30}] {done}/{len(tasks)} combinations", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
+    """``fn`` over ``tasks`` (one combination each), results in task order, on ``workers`` processes (1:
+    here) or the dask cluster at ``scheduler_address``, with a progress bar on stderr when ``progress``
+    (:func:`chunks.run_chunks`)."""
+    return run_chunks(fn, tasks, workers, label, progress, scheduler_address=scheduler_address)
 
 
 def run_sweep(settings: dict, workers: int = 1, progress: bool = False,
@@ -230,39 +241,6 @@ def random_offsets_baseline(jobs: Sequence[fluid.FluidJob], draws: int = 20, see
             per_job[j.name].append(out[j.name].mean_iteration_ms)
     return {"normalised_throughput": mean_ci95(thr), "draws": draws,
             "jobs": {name: mean_ci95(xs) for name, xs in per_job.items()}}
-
-
-def mean_ci95(values: Sequence[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and its 95 % Student-t interval (zero width for one value)."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, mean, mean
-    sd = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1))
-    half = student_t975(n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-def student_t975(dof: float) -> float:
-    """Student's t at 0.975 for ``dof`` degrees of freedom, rounded down to a whole number (the wider
-    interval); beyond 30, the normal's 1.96."""
-    whole = max(1, math.floor(dof))
-    return _T975[whole - 1] if whole <= len(_T975) else 1.96
-
-
-# Student's t at 0.975, 1..30 degrees of freedom (beyond: the normal's 1.96)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def wilson_interval(successes: int, trials: int, z: float = WILSON_Z95) -> tuple[float, float]:
-    """Wilson score interval for a binomial fraction (sound at 0 and 1, unlike p ± z·se)."""
-    if trials == 0:
-        return (math.nan, math.nan)
-    p, z2 = successes / trials, z * z
-    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def two_sided(gains: list[float], threshold: float) -> dict:

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from apps.iterations import iteration_table
-from controller.theory.sweep import student_t975
+from controller.theory.tally import student_t975
 from scenarios.analysis.tables import BATCHES, job_means
 from scenarios.errors import InputError
 from scenarios.results import SUMMARY_FILE, Results, load_results, throughput_change_pct

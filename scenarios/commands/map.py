@@ -11,7 +11,7 @@ import tempfile
 import time
 from dataclasses import asdict, replace
 
-from controller.theory import mapping
+from controller.theory import mapping, mapstream
 from scenarios import cluster
 from scenarios.errors import InputError
 
@@ -24,9 +24,10 @@ CSV_STATS = ("helps", "neutral", "hurts")
 def add_arguments(parser) -> None:
     parser.description = HELP
     parser.add_argument("--out", default=None, help="folder for map.csv, map.png and summary.json")
-    parser.add_argument("--samples", type=int, default=100, help="combinations per point (default 100)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="processes to use on this machine (results do not depend on it)")
+    parser.add_argument("--samples", type=int, default=mapstream.DEFAULT_SAMPLES,
+                        help=f"combinations per point (default {mapstream.DEFAULT_SAMPLES}: every 95 %% interval "
+                             "within ±2 points)")
+    parser.add_argument("--workers", type=int, default=1, help="processes to use on this machine (results do not depend on it)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--panel", action="append", default=[], metavar="FACTOR=V1,V2,...",
@@ -206,12 +207,12 @@ def run(args) -> int:
     backend = cluster.connect(args, "map")
     started = time.perf_counter()
     with cluster.unavailable_is_environment():
-        results = mapping.run_map(settings, args.workers, progress=True, scheduler_address=backend.address)
+        results = mapstream.run_map_cells(settings, args.workers, progress=True, scheduler_address=backend.address)
     elapsed = time.perf_counter() - started
-    cells = mapping.map_cells(settings, results)
+    cells = mapstream.map_cells(settings, results)
     shown = {**settings, "default": asdict(settings["default"]),
              "panels": {f: [mapping.format_value(f, v) for v in vs] for f, vs in settings["panels"].items()}}
-    summary = {"settings": shown, "points": len(results), "combinations": sum(map(len, results.values())),
+    summary = {"settings": shown, "points": len(results), "combinations": sum(c.combinations for c in results.values()),
                "elapsed_s": round(elapsed, 1), "workers": backend.workers, "backend": asdict(backend),
                "nearest_to_published_27pct": mapping.nearest_to_published(cells)[:5], "cells": cells}
     summary = _no_nan(summary)

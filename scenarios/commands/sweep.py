@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import csv
+import contextlib
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -13,14 +14,8 @@ from dataclasses import asdict
 
 from controller.theory import zoo
 from controller.theory.policies import UnknownPolicy, get_policy
-from controller.theory.sweep import (
-    HELP,
-    HELPS_THRESHOLD,
-    MAX_HORIZON_ITERATIONS,
-    Combination,
-    run_sweep,
-    summarise,
-)
+from controller.theory.sweep import HELP, HELPS_THRESHOLD, MAX_HORIZON_ITERATIONS, Combination
+from controller.theory.sweepstream import run_sweep_cells, summarise_cells
 from scenarios import cluster, policyfiles
 from scenarios.errors import InputError
 
@@ -34,7 +29,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quantum-ms", default="1,5,10,50", help="quantum(s) in ms, e.g. 1,10")
     parser.add_argument("--seed", type=int, default=0, help="random seed (results do not depend on --workers)")
     parser.add_argument("--workers", type=int, default=1, help="processes to use on this machine")
-    parser.add_argument("--out", default=None, help="folder for sweep.csv, summary.json and plots")
+    parser.add_argument("--out", default=None, help="folder for summary.json and plots (and sweep.parquet)")
+    parser.add_argument("--rows", action="store_true",
+                        help="also write every combination's row to OUT/sweep.parquet (memory stays flat)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--zoo", action="store_true", help="draw jobs from the model zoo instead of uniform periods")
     parser.add_argument("--zoo-link-mbps", type=float, default=zoo.DEFAULT_MODEL_LINK_MBPS,
@@ -61,19 +58,26 @@ def add_arguments(parser) -> None:
 # ---------------------------------------------------------------- output
 
 
-def write_out(out_dir: str, rows: list[Combination], summary: dict) -> None:
-    """sweep.csv, summary.json and two plots, written to a temporary folder then renamed."""
+def write_out(out_dir: str, rows: list[Combination] | None, summary: dict) -> None:
+    """summary.json, two plots and, given ``rows``, sweep.parquet: written to a temporary folder then renamed."""
+    tmp = new_folder(out_dir)
+    if rows is not None:
+        with RowWriter(os.path.join(tmp, "sweep.parquet")) as writer:
+            writer.write(rows)
+    finish_folder(tmp, out_dir, summary)
+
+
+def new_folder(out_dir: str) -> str:
+    """A temporary folder beside ``out_dir`` to write into (:func:`finish_folder` moves it into place)."""
     parent = os.path.dirname(os.path.abspath(out_dir)) or "."
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".sweep-", dir=parent)
     os.chmod(tmp, 0o755)  # mkdtemp makes it private; results are for everyone to read
-    flat = [{**{k: v for k, v in asdict(r).items() if k != "per_policy"}, **r.per_policy} for r in rows]
-    extra = list(dict.fromkeys(k for r in rows for k in r.per_policy))  # throughput_<p>, gain_<p>
-    with open(os.path.join(tmp, "sweep.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[k for k in Combination.__dataclass_fields__ if k != "per_policy"]
-                                + extra)
-        writer.writeheader()
-        writer.writerows(flat)
+    return tmp
+
+
+def finish_folder(tmp: str, out_dir: str, summary: dict) -> None:
+    """summary.json and the plots into ``tmp``, then ``tmp`` renamed to ``out_dir`` (an old one kept aside)."""
     with open(os.path.join(tmp, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
     _plots(tmp, summary)
@@ -82,6 +86,30 @@ def write_out(out_dir: str, rows: list[Combination], summary: dict) -> None:
         os.rename(out_dir, old)
         print(f"sweep: previous {out_dir} kept as {old}", file=sys.stderr)
     os.rename(tmp, out_dir)
+
+
+class RowWriter:
+    """sweep.parquet written chunk by chunk (one row group each), so the table never sits in memory."""
+
+    def __init__(self, path: str):
+        self.path, self._writer = path, None
+
+    def write(self, rows: list[Combination]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        flat = [{**{k: v for k, v in asdict(r).items() if k != "per_policy"}, **r.per_policy} for r in rows]
+        table = pa.Table.from_pylist(flat)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, table.schema)
+        self._writer.write_table(table.cast(self._writer.schema))
+
+    def __enter__(self) -> RowWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._writer is not None:
+            self._writer.close()
 
 
 def _plots(folder: str, summary: dict) -> None:
@@ -181,16 +209,28 @@ def settings_from_args(args) -> dict:
 def run(args) -> int:
     policyfiles.load(args.policy_file)
     settings = settings_from_args(args)
+    if args.rows and not args.out:
+        raise InputError("--rows: needs --out (the folder sweep.parquet goes in)")
     backend = cluster.connect(args, "sweep")
+    tmp = new_folder(args.out) if args.out else None
     started = time.perf_counter()
-    with cluster.unavailable_is_environment():
-        rows = run_sweep(settings, args.workers, progress=True, scheduler_address=backend.address)
+    try:
+        with RowWriter(os.path.join(tmp, "sweep.parquet")) if args.rows else contextlib.nullcontext() as rows, \
+                cluster.unavailable_is_environment():
+            cells = run_sweep_cells({**settings, "rows": args.rows}, args.workers, progress=True,
+                                    on_rows=rows.write if rows else None, scheduler_address=backend.address)
+    except BaseException:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     elapsed = time.perf_counter() - started
-    summary = {**summarise(rows, settings["threshold"]), "settings": settings, "elapsed_s": round(elapsed, 2),
-               "combinations_per_s": round(len(rows) / elapsed, 1), "backend": asdict(backend)}
+    summary = summarise_cells(cells)
+    summary = {**summary, "settings": settings, "elapsed_s": round(elapsed, 2),
+               "combinations_per_s": round(summary["combinations"] / elapsed, 1), "backend": asdict(backend)}
     if args.out:
-        write_out(args.out, rows, summary)
-        print(f"sweep: wrote {args.out}/sweep.csv, summary.json and plots", file=sys.stderr)
+        finish_folder(tmp, args.out, summary)
+        print(f"sweep: wrote {args.out}/summary.json, plots" + (" and sweep.parquet" if args.rows else ""),
+              file=sys.stderr)
     if args.json:
         print(json.dumps(summary))
     else:

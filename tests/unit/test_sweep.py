@@ -126,24 +126,33 @@ def test_sweep_does_not_depend_on_the_number_of_processes():
     assert run_sweep(s, workers=1) == run_sweep(s, workers=2)
 
 
-def test_sweep_cli_writes_csv_plots_and_one_json_object(tmp_path):
+def test_sweep_cli_writes_rows_only_when_asked_plots_and_one_json_object(tmp_path):
     import json
     import subprocess
     from pathlib import Path
 
+    import pyarrow.parquet as pq
+
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "sweep"
-    done = subprocess.run([str(repo / ".venv/bin/shiftbed"), "sweep", "--jobs", "2,3", "--samples", "4",
-                           "--quantum-ms", "1,10", "--out", str(out), "--json"],
+    argv = [str(repo / ".venv/bin/shiftbed"), "sweep", "--jobs", "2,3", "--samples", "4", "--quantum-ms", "1,10"]
+    done = subprocess.run([*argv, "--out", str(out), "--rows", "--json"],
                           capture_output=True, text=True, timeout=120, cwd=repo)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["combinations"] == 16 and set(doc["by_jobs"]) == {"2", "3"}
-    assert {p.name for p in out.iterdir()} == {"sweep.csv", "summary.json", "feasible_fraction.png",
+    assert {p.name for p in out.iterdir()} == {"sweep.parquet", "summary.json", "feasible_fraction.png",
                                                "shift_helps_fraction.png"}
-    assert len((out / "sweep.csv").read_text().splitlines()) == 17
-    header = (out / "sweep.csv").read_text().splitlines()[0].split(",")
-    assert {"shift_helps", "shift_hurts", "sham_gain", "throughput_sham"} <= set(header)
+    table = pq.read_table(out / "sweep.parquet")
+    assert table.num_rows == 16
+    assert {"shift_helps", "shift_hurts", "sham_gain", "throughput_sham"} <= set(table.column_names)
+    assert sum(table.column("shift_helps").to_pylist()) == round(doc["shift_helps_fraction"] * 16)
+    summary_only = subprocess.run([*argv, "--out", str(tmp_path / "plain")], capture_output=True, text=True,
+                                  timeout=120, cwd=repo)
+    assert summary_only.returncode == 0, summary_only.stderr
+    assert not (tmp_path / "plain" / "sweep.parquet").exists() and (tmp_path / "plain" / "summary.json").exists()
+    no_folder = subprocess.run([*argv, "--rows"], capture_output=True, text=True, timeout=60, cwd=repo)
+    assert no_folder.returncode == 2 and "--rows" in no_folder.stderr
     assert set(doc["policies"]["shift"]) == {"helps_fraction", "neutral_fraction", "hurts_fraction", "ci95"}
     assert doc["noise_floor"]["ci95"]["hurts"][0] <= doc["noise_floor"]["hurts_fraction"]
     bad_threshold = subprocess.run([str(repo / ".venv/bin/shiftbed"), "sweep", "--threshold-pct", "-1"],
@@ -230,6 +239,8 @@ def test_several_policies_each_get_two_sided_fractions_and_csv_columns(tmp_path)
     assert summary["policies"]["priority"]["helps_fraction"] == sum(
         r.per_policy["gain_priority"] > 0.01 for r in rows) / len(rows)
     write_out(str(tmp_path / "out"), rows, summary)
-    header = (tmp_path / "out" / "sweep.csv").read_text().splitlines()[0].split(",")
+    import pyarrow.parquet as pq
+
+    header = pq.read_schema(tmp_path / "out" / "sweep.parquet").names
     assert {"throughput_gate", "gain_gate", "throughput_priority", "gain_priority", "shift_gain",
             "throughput_policy"} <= set(header) and "per_policy" not in header

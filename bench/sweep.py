@@ -1,0 +1,116 @@
+"""Benchmark: how many combinations a minute the sweep evaluates, against the pure-Python reference.
+
+The default sweep's model (periods uniform over 100..1000 ms, bursts 10-50 % of the period, quanta 1, 10
+and 50 ms, the steady-state horizon, ``none``, ``shift`` and the two-arm noise floor of ``random``
+offsets), counted into per-cell tallies (``controller/theory/sweepstream.py``) on ``--workers``
+processes. Each figure is one timed run after a warm-up that loads the compiled model in every worker
+(the compile itself is timed apart: ``compile_cold_s`` with an empty numba cache, ``compile_warm_s``
+from the cache). The reference is ``controller.theory.sweep.run_sweep`` (the pure-Python fluid model) on
+a smaller sample of the same 2-job combinations with as many workers, timed in the same run.
+``peak_rss_mb``: the largest resident memory of this process and of its workers.
+
+    .venv/bin/python bench/sweep.py [--json] [--workers 2] [--samples-2 20000]
+
+With ``--json`` the last line is one JSON object: ``combos_per_min`` (2 jobs), ``by_jobs`` (combinations
+a minute for 3, 4 and 8 jobs), ``speedup_vs_reference``, the compile times and the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from controller.theory.sweep import run_sweep  # noqa: E402
+from controller.theory.sweepstream import run_sweep_cells  # noqa: E402
+
+QUANTA = [1.0, 10.0, 50.0]
+COMPILE_PROBE = ("import time; t = time.perf_counter(); from controller.theory import fastfluid, fluid, sweep; "
+                 "raw = sweep.sample_raw(0, 2, 0, (100, 1000), (0.1, 0.5), False, 1e4); "
+                 "fastfluid.predict_throughput('gate', sweep.on_grid(raw, 1.0), sweep.true_jobs(raw), 1.0, "
+                 "horizon_ms=2000.0); print(time.perf_counter() - t)")
+
+
+def settings(n_jobs: int, samples: int) -> dict:
+    return {"seed": 0, "jobs": [n_jobs], "samples": samples, "period_range": (100, 1000),
+            "frac_range": (0.1, 0.5), "quanta": QUANTA, "zoo": False, "zoo_link_mbps": 10_000.0,
+            "iterations": None, "horizon_ms": None, "realign_s": None, "threshold": 0.01,
+            "policies": ["shift"], "policy": "shift"}
+
+
+def per_minute(run, combinations: int) -> float:
+    started = time.perf_counter()
+    run()
+    return 60.0 * combinations / (time.perf_counter() - started)
+
+
+def compile_seconds(cold: bool) -> float:
+    """Import and first compiled simulation in a fresh process (``cold``: with an empty numba cache)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with tempfile.TemporaryDirectory() as cache:
+        if cold:
+            env["NUMBA_CACHE_DIR"] = cache
+        out = subprocess.run([sys.executable, "-c", COMPILE_PROBE], env=env, capture_output=True, text=True,
+                             check=True, cwd=REPO)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="last line: one JSON object")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--samples-2", type=int, default=20_000, help="2-job samples (× 3 quanta)")
+    parser.add_argument("--reference-samples", type=int, default=100, help="2-job samples for the reference")
+    args = parser.parse_args()
+    if args.workers < 1 or args.samples_2 < 1 or args.reference_samples < 1:
+        print("bench/sweep.py: --workers, --samples-2 and --reference-samples must be at least 1", file=sys.stderr)
+        return 2
+
+    cold, warm = compile_seconds(cold=True), compile_seconds(cold=False)
+    print(f"compile: cold {cold:.1f} s, warm (cached) {warm:.2f} s", file=sys.stderr)
+    run_sweep_cells(settings(2, 4 * args.workers), args.workers, chunk_samples=4)  # warm the cache
+    samples = {2: args.samples_2, 3: max(1, args.samples_2 // 10), 4: max(1, args.samples_2 // 20),
+               8: max(1, args.samples_2 // 100)}
+    rates = {}
+    for n, k in samples.items():
+        rates[n] = per_minute(lambda n=n, k=k: run_sweep_cells(settings(n, k), args.workers), k * len(QUANTA))
+        print(f"{n} jobs: {k * len(QUANTA)} combinations, {rates[n]:,.0f} a minute", file=sys.stderr)
+    reference = per_minute(lambda: run_sweep(settings(2, args.reference_samples), args.workers),
+                           args.reference_samples * len(QUANTA))
+    print(f"reference (pure Python), 2 jobs: {reference:,.0f} a minute", file=sys.stderr)
+    rss_mb = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
+    result = {
+        "combos_per_min": round(rates[2]),
+        "by_jobs": {str(n): round(r) for n, r in rates.items() if n != 2},
+        "speedup_vs_reference": round(rates[2] / reference, 1),
+        "reference_combos_per_min": round(reference),
+        "samples": {str(n): k * len(QUANTA) for n, k in samples.items()},
+        "reference_samples": args.reference_samples * len(QUANTA),
+        "workers": args.workers,
+        "compile_cold_s": round(cold, 2),
+        "compile_warm_s": round(warm, 2),
+        "peak_rss_mb": round(rss_mb),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "machine": f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
+                   f"{os.cpu_count()} CPUs",
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

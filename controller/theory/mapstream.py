@@ -1,0 +1,151 @@
+"""The map at scale (``shiftbed map``): chunks of combinations evaluated by the compiled fluid model and
+counted into one :class:`MapCell` per point, so memory does not grow with samples.
+
+A chunk is ``samples [start, stop)`` of one point (``controller/theory/chunks.py``). The combinations and
+their evaluation are those of ``controller/theory/mapping.py`` (its
+:func:`~controller.theory.mapping.evaluate_point` is the reference); where every policy of the map is one
+the compiled model reproduces (``fastfluid.supports``) a chunk runs all its simulations in one compiled
+batch, else each combination goes through the reference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from controller.theory import fastfluid, fluid
+from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
+from controller.theory.mapping import (
+    HELPS_THRESHOLD,
+    MAX_HORIZON_ITERATIONS,
+    MapPoint,
+    combine_point,
+    error_normals,
+    evaluate_point,
+    format_value,
+    panel_points,
+    point_arms,
+    sample_point,
+    scheduler_view,
+)
+from controller.theory.policies import PolicyKnobs, load_from_environment
+from controller.theory.sweep import on_grid, true_jobs
+from controller.theory.tally import Tally
+
+# Combinations per point by default: every fraction's 95 % Wilson interval is then at most ±2 points,
+# whatever the fraction. The widest is at 1/2, where 2398 is the fewest that do it (half-width 0.019996;
+# 2397: 0.020000); 2400 rounds that up. tests/unit/test_sweepstream.py checks it.
+DEFAULT_SAMPLES = 2400
+
+
+@dataclass
+class MapCell:
+    """What the map's cells need of a point's combinations: counts and tallies per policy and baseline."""
+
+    combinations: int = 0
+    feasible: int = 0
+    harmonic_share_sum: float = 0.0
+    noise: Tally = field(default_factory=Tally)  # random offsets against random offsets
+    vs_none: dict[str, Tally] = field(default_factory=dict)
+    vs_random: dict[str, Tally] = field(default_factory=dict)
+
+    def add(self, result: dict, threshold: float) -> None:
+        """Count one combination (a result of :func:`mapping.combine_point`)."""
+        self.combinations += 1
+        self.feasible += bool(result["feasible"])
+        self.harmonic_share_sum += result["harmonic_share"]
+        self.noise.add(result["sham_gain"], threshold)
+        for p, gain in result["gain"].items():
+            self.vs_none.setdefault(p, Tally()).add(gain, threshold)
+            self.vs_random.setdefault(p, Tally()).add(result["gain_vs_random"][p], threshold)
+
+    def merge(self, other: MapCell) -> MapCell:
+        """The cell of both (neither is changed)."""
+        def both(a: dict, b: dict) -> dict:
+            return {p: a.get(p, Tally()).merge(b.get(p, Tally())) for p in dict.fromkeys([*a, *b])}
+
+        return MapCell(self.combinations + other.combinations, self.feasible + other.feasible,
+                       self.harmonic_share_sum + other.harmonic_share_sum, self.noise.merge(other.noise),
+                       both(self.vs_none, other.vs_none), both(self.vs_random, other.vs_random))
+
+
+def map_chunk(task: tuple) -> MapCell:
+    """``(settings, point, start, stop)``: the cell of samples ``[start, stop)`` at ``point``."""
+    settings, point, start, stop = task
+    load_from_environment()
+    threshold = settings.get("threshold", HELPS_THRESHOLD)
+    policies = tuple(settings["policies"])
+    fast = all(fastfluid.supports(p) for p in ("none", "random", *policies))
+    cell = MapCell()
+    for result in (_fast if fast else _reference)(settings, point, range(start, stop), policies):
+        cell.add(result, threshold)
+    return cell
+
+
+def _combination(settings: dict, point: MapPoint, sample: int):
+    """(true jobs, the scheduler's view, the sham's seed) of one combination (as ``mapping._task``)."""
+    seed = settings["seed"]
+    raw = sample_point(seed, point, sample, settings["period_range"], settings["zoo_link_mbps"])
+    view = scheduler_view(raw, point.error, error_normals(seed, point.n_jobs, sample))
+    return raw, view, f"{seed}/{point.n_jobs}/{sample}/{point.quantum_ms:g}"
+
+
+def _reference(settings, point, samples, policies):
+    knobs = PolicyKnobs(realign_s=point.realign_s)
+    for sample in samples:
+        raw, view, sham_seed = _combination(settings, point, sample)
+        yield evaluate_point(raw, view, point.quantum_ms, policies, knobs, sham_seed)
+
+
+def _fast(settings, point, samples, policies):
+    """Every simulation of the chunk in one compiled batch, then the results."""
+    knobs, q = PolicyKnobs(realign_s=point.realign_s), point.quantum_ms
+    batch = fastfluid.Batch()
+    pending = []
+    for sample in samples:
+        raw, view, sham_seed = _combination(settings, point, sample)
+        grid, jobs, cache, slots = on_grid(list(view), q), true_jobs(list(raw)), {}, {}
+        horizon_ms = fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)
+        for arm, policy, seed in point_arms(policies, sham_seed):
+            try:
+                slots[arm] = batch.add(policy, grid, jobs, q, knobs, cache, seed, horizon_ms=horizon_ms)
+            except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
+                slots[arm] = None
+        pending.append((raw, cache[tuple(grid)], slots))
+    batch.run()
+    for raw, schedule, slots in pending:
+        thr = {arm: math.nan if slot is None else batch.throughput(slot) for arm, slot in slots.items()}
+        yield combine_point(thr, schedule, raw, policies)
+
+
+def run_map_cells(settings: dict, workers: int = 1, progress: bool = False,
+                  chunk_samples: int = CHUNK_SAMPLES, scheduler_address: str | None = None) -> dict[MapPoint, MapCell]:
+    """Every distinct point of the settings' panels (as ``mapping.run_map``), ``samples`` combinations
+    each, counted into one cell per point (not depending on ``workers``, nor on ``chunk_samples`` but for the
+    means' rounding; the same on the dask cluster at ``scheduler_address``)."""
+    points = list(dict.fromkeys(p for _, _, p in panel_points(settings["panels"], settings["default"])))
+    tasks = [(settings, p, a, b) for p in points for a, b in sample_ranges(settings["samples"], chunk_samples)]
+    out = {p: MapCell() for p in points}
+    for (_, point, _, _), cell in zip(tasks, run_chunks(map_chunk, tasks, workers, "map", progress,
+                                                        [b - a for _, _, a, b in tasks], scheduler_address),
+                                        strict=True):
+        out[point] = out[point].merge(cell)
+    return out
+
+
+def map_cells(settings: dict, cells: dict[MapPoint, MapCell]) -> list[dict]:
+    """One cell per panel × value × policy, as ``mapping.map_cells`` gives them: against ``none`` and
+    against random offsets, with the point's noise floor, feasible fraction and realised harmonic share."""
+    out = []
+    for factor, value, point in panel_points(settings["panels"], settings["default"]):
+        c = cells[point]
+        noise = c.noise.stats()
+        common = {"factor": factor, "value": format_value(factor, value),
+                  "feasible_fraction": c.feasible / c.combinations,
+                  "harmonic_share": c.harmonic_share_sum / c.combinations,
+                  "noise_helps": noise["helps"], "noise_hurts": noise["hurts"]}
+        for policy in settings["policies"]:
+            out.append({**common, "policy": policy,
+                        "vs_none": c.vs_none.get(policy, Tally()).stats(),
+                        "vs_random": c.vs_random.get(policy, Tally()).stats()})
+    return out
