@@ -16,7 +16,7 @@ BOX_NAME=${SHIFTBED_BOX_NAME:-shiftbed/debian12}
 CACHE=${SHIFTBED_BOX_CACHE:-/var/cache/shiftbed/box}
 SUITE=bookworm
 DISK_GB=8
-NEED_FREE_GB=6          # the root tree, the raw image and the box, with room to spare
+NEED_FREE_GB=${SHIFTBED_BOX_NEED_GB:-6}   # the root tree, the raw image and the box, with room to spare
 HERE=$(cd "$(dirname "$0")" && pwd)
 PROJECT_PACKAGES=${1:-}
 # What the guest needs besides the project's packages: boot, log in over ssh, vagrant rsync.
@@ -27,6 +27,11 @@ say() { echo "make box: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, a loop device and Vagrant's libvirt connection); run: sudo make box"
+mkdir -p "$CACHE"
+if ! ls "$CACHE"/shiftbed-debian12-*.box >/dev/null 2>&1; then
+    avail_gb=$(df -P --block-size=1G "$CACHE" | awk 'NR==2 {print $4}')
+    [ "$avail_gb" -ge "$NEED_FREE_GB" ] || die "not enough disk for the box: ${avail_gb} GB free in $CACHE, ${NEED_FREE_GB} GB needed (set SHIFTBED_BOX_CACHE to a larger disk)"
+fi
 for tool in mmdebstrap losetup sfdisk mkfs.ext4 extlinux qemu-img vagrant; do
     command -v "$tool" >/dev/null || die "missing $tool (make box installs it: run it through make)"
 done
@@ -47,8 +52,6 @@ if [ -f "$BOX_FILE" ] && [ -f "$STAMP" ] && vagrant box list 2>/dev/null | grep 
 fi
 
 if [ ! -f "$BOX_FILE" ]; then
-    avail_gb=$(df -P --block-size=1G "$CACHE" | awk 'NR==2 {print $4}')
-    [ "$avail_gb" -ge "$NEED_FREE_GB" ] || die "not enough disk for the box: ${avail_gb} GB free in $CACHE, ${NEED_FREE_GB} GB needed (set SHIFTBED_BOX_CACHE to a larger disk)"
     [ -f /usr/lib/syslinux/mbr/mbr.bin ] || die "missing /usr/lib/syslinux/mbr/mbr.bin (package syslinux-common)"
     VAGRANT_KEY=$(ls /usr/share/rubygems-integration/all/gems/vagrant-*/keys/vagrant.pub 2>/dev/null | head -1)
     [ -n "$VAGRANT_KEY" ] || die "Vagrant's insecure public key not found (package vagrant)"

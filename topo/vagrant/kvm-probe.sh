@@ -10,12 +10,13 @@
 set -uo pipefail
 KERNEL=$1
 WAIT_S=${SHIFTBED_KVM_PROBE_S:-30}
+KVM=${SHIFTBED_KVM_DEVICE:-/dev/kvm}
 
 why=""
-if [ ! -e /dev/kvm ]; then
-    why="no /dev/kvm (no hardware virtualisation here)"
-elif [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
-    why="no permission on /dev/kvm (add yourself to group kvm, or run as root)"
+if [ ! -e "$KVM" ]; then
+    why="no $KVM (no hardware virtualisation here)"
+elif [ ! -r "$KVM" ] || [ ! -w "$KVM" ]; then
+    why="no permission on $KVM (add yourself to group kvm, or run as root)"
 else
     out=$(timeout "$WAIT_S" qemu-system-x86_64 -enable-kvm -cpu host -m 256 -smp 1 -nographic \
           -no-reboot -kernel "$KERNEL" -append "console=ttyS0 panic=-1" 2>&1)
