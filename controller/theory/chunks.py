@@ -9,6 +9,7 @@ sweep and the map give the same answer on one process, on many, or on another ma
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 from controller.theory import parallel
@@ -16,6 +17,8 @@ from controller.theory import parallel
 # samples per chunk: large enough that a chunk's compiled batch dwarfs its dispatch (~0.1 s of work), small
 # enough that two workers stay busy to the end of a default sweep
 CHUNK_SAMPLES = 250
+# where stderr is a log, not a terminal: one progress line at most this often (not a bar redrawn with \r)
+LOG_LINE_EVERY_S = 5.0
 
 
 def sample_ranges(samples: int, size: int = CHUNK_SAMPLES) -> list[tuple[int, int]]:
@@ -28,15 +31,22 @@ def run_chunks(fn: Callable, tasks: Sequence, workers: int, label: str = "", pro
     """``fn(task)`` of every task, in task order, through :func:`parallel.run_tasks` (``workers``
     local processes, 1: here; or the dask cluster at ``scheduler_address``), with a progress bar on
     stderr (``label [###   ] done/total combinations``, ``sizes[k]`` combinations per task) when
-    ``progress``."""
+    ``progress`` (in a log: a plain line every few seconds)."""
     sizes = list(sizes) if sizes is not None else [1] * len(tasks)
     total, done = sum(sizes), 0
     step = max(1, total // 100)
+    terminal = sys.stderr.isatty()
+    last_line_s = -LOG_LINE_EVERY_S
     for k, result in enumerate(parallel.run_tasks(fn, tasks, workers, scheduler_address)):
         yield result
         before, done = done, done + sizes[k]
-        if progress and (done // step != before // step or done == total):
+        if not progress:
+            continue
+        if terminal and (done // step != before // step or done == total):
             bar = "#" * (30 * done // max(1, total))
             print(f"\r{label} [{bar:<30}] {done}/{total} combinations", end="", file=sys.stderr, flush=True)
-    if progress:
+        elif not terminal and (time.monotonic() - last_line_s >= LOG_LINE_EVERY_S or done == total):
+            last_line_s = time.monotonic()
+            print(f"{label}: {done}/{total} combinations", file=sys.stderr, flush=True)
+    if progress and terminal:
         print(file=sys.stderr)

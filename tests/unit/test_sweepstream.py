@@ -105,3 +105,13 @@ def test_the_default_map_sample_keeps_every_interval_within_two_points_and_is_ba
     n = mapstream.DEFAULT_SAMPLES
     assert max(wilson_half_width(k / n, n) for k in range(n + 1)) <= 0.02
     assert wilson_half_width(0.5, n) <= 0.02 < wilson_half_width(0.5, n - 3)  # the widest is at 1/2
+
+
+def test_progress_in_a_log_is_a_plain_line_every_few_seconds_not_a_redrawn_bar(capsys):
+    from controller.theory import chunks
+
+    results = list(chunks.run_chunks(abs, list(range(-500, 500)), 1, "sweep", progress=True))
+    assert results == [abs(x) for x in range(-500, 500)]
+    err = capsys.readouterr().err  # captured: not a terminal
+    assert "\r" not in err
+    assert err.splitlines() == ["sweep: 1/1000 combinations", "sweep: 1000/1000 combinations"]
