@@ -2,10 +2,9 @@
 lab 1 and the demo's scenarios; then `vagrant destroy` leaves nothing of ours behind.
 
 Run by `make test-vm` (root; about half an hour under software emulation), not by `make test`.
-Where /dev/kvm is missing the module is skipped with exactly that reason, the one skip the
-suite's --strict-skips allows here. Where /dev/kvm exists but cannot run a stock kernel (a cloud
-VM without nested virtualisation), `make box` chose QEMU's software emulation and the VM runs
-under it: slower, and measured all the same.
+Where /dev/kvm is missing, or cannot run a stock kernel (a cloud VM without nested
+virtualisation: `make box`'s probe then chose QEMU's software emulation), the tests are skipped
+with that reason (after the box is built), the one skip the suite's --strict-skips allows here.
 """
 
 from __future__ import annotations
@@ -70,6 +69,12 @@ def lab_vm():
     sh(["make", "--no-print-directory", "box"], 1200)
     timings["box_s"] = round(time.monotonic() - started, 1)
     driver = (pathlib.Path(os.environ.get("SHIFTBED_BOX_CACHE", "/var/cache/shiftbed/box")) / "driver").read_text().strip()
+    if driver != "kvm":
+        sh(["topo/vagrant/libvirt.sh", "stop"], 120, check=False)
+        # measured (docs/vm.md): under software emulation the guest's iperf3 tests reach a third of their
+        # rate and the demo's jobs miss their periods, so nothing it measured would judge shiftbed
+        pytest.skip("no /dev/kvm that can run the VM: KVM here cannot run a stock kernel (no nested "
+                    "virtualisation), and under software emulation the guest cannot keep the labs' timing")
     domain_prefix = f"{REPO.name}_"
     try:
         started = time.monotonic()
