@@ -267,7 +267,7 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
              "| error |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {p} | {j} | {r.iterations if r.iterations is not None else 'n/a'} | "
-              f"{_measured_cell(r)} | {_ms(r.predicted_iteration_ms)}"
+              f"{measured_cell(r)} | {_ms(r.predicted_iteration_ms)}"
               f"{f' ({r.apart_share:.0%} apart)' if r.apart_share is not None else ''} | "
               f"{_range_cell(r)} | "
               f"{_ms(r.solo_iteration_ms)} | {_pct(r.error_pct)} |" for p, j, r in rows]
@@ -307,7 +307,7 @@ def _busy_costs(rows) -> str:
     return "; ".join(f"{p}: {', '.join(items)} ms" for p, items in by_policy.items())
 
 
-def _measured_cell(r) -> str:
+def measured_cell(r) -> str:
     """The measured mean, with its standard error where the run had enough iterations for one."""
     if r.iteration_se_ms is None or r.mean_iteration_ms is None:
         return _ms(r.mean_iteration_ms)

@@ -19,7 +19,7 @@ from bokeh.embed import file_html
 from bokeh.resources import INLINE
 
 from scenarios.report import plots, story
-from scenarios.report.document import predicted_change_pct, verdicts
+from scenarios.report.document import measured_cell, predicted_change_pct, verdicts
 from scenarios.report.timeline import BURST_GAP_S, timeline
 from scenarios.results import BANDWIDTH_BIN_S, REPORT_HTML_FILE, Results, atomic_write_bytes
 
@@ -223,7 +223,7 @@ def _theory(results: Results, said: dict[str, str]) -> list[str]:
         out.append(f"<p class=\"note\">Before the run: {_e(before_note)}.</p>")
     body = "".join(
         f"<tr><td>{_e(p)}</td><td>{_e(j)}</td><td class=\"num\">{r.iterations if r.iterations is not None else 'n/a'}"
-        f"</td><td class=\"num\">{_measured(r)}</td><td class=\"num\">{_ms(before.get(p, {}).get(j))}</td>"
+        f"</td><td class=\"num\">{measured_cell(r)}</td><td class=\"num\">{_ms(before.get(p, {}).get(j))}</td>"
         f"<td class=\"num\">{_ms(r.predicted_iteration_ms)}</td><td>{story.kind_cell(r)}</td>"
         f"<td class=\"num\">{_pct(r.error_pct)}</td><td class=\"num\">{_range(r)}</td></tr>" for p, j, r in rows)
     out.append("<table id=\"theory-table\"><tr><th>policy</th><th>job</th><th>iterations</th><th>measured mean (ms)</th>"
@@ -237,12 +237,6 @@ def _theory(results: Results, said: dict[str, str]) -> list[str]:
                "a gated burst makes its window, and one run can land anywhere in the range.</p>")
     out.append(f"<p>{inline_markdown(said['Theory vs measurement'])}.</p>")
     return out
-
-
-def _measured(r) -> str:
-    if r.iteration_se_ms is None or r.mean_iteration_ms is None:
-        return _ms(r.mean_iteration_ms)
-    return f"{_ms(r.mean_iteration_ms)} ± {r.iteration_se_ms:.1f}"
 
 
 def _range(r) -> str:
