@@ -141,6 +141,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture
+def policy_registry():
+    """Whatever a test registers as a policy (and the policy files it loads) is forgotten afterwards."""
+    from controller.theory import policies
+
+    before, files_before = set(policies.POLICIES), set(policies._LOADED_FILES)
+    yield
+    for name in set(policies.POLICIES) - before:
+        del policies.POLICIES[name]
+    for key in set(policies._LOADED_FILES) - files_before:
+        del policies._LOADED_FILES[key]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

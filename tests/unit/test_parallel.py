@@ -205,14 +205,8 @@ def test_well_formed_addresses(given, used):
 
 
 @pytest.fixture
-def registry():
-    """Whatever a test registers is forgotten afterwards."""
-    before, files_before = set(policies.POLICIES), set(policies._LOADED_FILES)
-    yield
-    for name in set(policies.POLICIES) - before:
-        del policies.POLICIES[name]
-    for key in set(policies._LOADED_FILES) - files_before:
-        del policies._LOADED_FILES[key]
+def registry(policy_registry):
+    """Whatever a test registers is forgotten afterwards (tests/conftest.py)."""
 
 
 def test_a_shipped_source_registers_once_and_a_changed_one_replaces_it(registry):

@@ -30,15 +30,9 @@ jobs:
 
 
 @pytest.fixture(autouse=True)
-def clean_registry(monkeypatch):
-    """Whatever a test loads is forgotten afterwards (registry, loaded files, environment)."""
+def clean_registry(monkeypatch, policy_registry):
+    """Whatever a test loads is forgotten afterwards (registry and loaded files: tests/conftest.py; environment)."""
     monkeypatch.delenv(policies.POLICY_FILES_ENV, raising=False)
-    before, files_before = set(policies.POLICIES), set(policies._LOADED_FILES)
-    yield
-    for name in set(policies.POLICIES) - before:
-        del policies.POLICIES[name]
-    for key in set(policies._LOADED_FILES) - files_before:
-        del policies._LOADED_FILES[key]
 
 
 def policy_file(folder, tag: str, file_mode=0o644, folder_mode=0o755):

@@ -42,7 +42,6 @@ recipe_hash() {
 HASH=$(recipe_hash)
 BOX_FILE="$CACHE/shiftbed-debian12-$HASH.box"
 STAMP="$CACHE/added-$HASH"            # the box in Vagrant is this recipe's
-mkdir -p "$CACHE"
 
 if [ -f "$BOX_FILE" ] && [ -f "$STAMP" ] && vagrant box list 2>/dev/null | grep -q "^$BOX_NAME .*libvirt"; then
     say "box $BOX_NAME is up to date (recipe $HASH, $BOX_FILE)"
