@@ -50,7 +50,7 @@ import numpy as np
 from controller.theory import fluid, zoo
 from controller.theory.chunks import run_chunks
 from controller.theory.policies import PolicyKnobs, load_from_environment
-from controller.theory.schedule import JobTiming, comm_quanta, period_quanta
+from controller.theory.schedule import JobTiming
 from controller.theory.tally import mean_ci95, wilson_interval  # noqa: F401  (the sweep's API)
 
 HELPS_THRESHOLD = 0.01
@@ -117,12 +117,21 @@ def sample_raw(seed: int, n_jobs: int, sample: int, period_range: tuple[int, int
 
 def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming]:
     """The sampling model's rounding: period to nearest, comm up, comm below the period."""
-    jobs = []
-    for i, (period_ms, frac) in enumerate(raw):
-        t = max(2, period_quanta(period_ms, quantum_ms))  # room for a burst and a gap
-        c = min(comm_quanta(frac * t * quantum_ms, quantum_ms), t - 1)
-        jobs.append(JobTiming(f"j{i}", t * quantum_ms, c * quantum_ms))
-    return jobs
+    t, c = grid_quanta(np.array([[p for p, _ in raw]]), np.array([[f for _, f in raw]]), quantum_ms)
+    return [JobTiming(f"j{i}", int(ti) * quantum_ms, int(ci) * quantum_ms)
+            for i, (ti, ci) in enumerate(zip(t[0], c[0], strict=True))]
+
+
+def grid_quanta(periods_ms: np.ndarray, fracs: np.ndarray, quantum_ms: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`on_grid` of many combinations at once, in quanta: ``(periods, comms)`` as integer arrays of the
+    shape of ``periods_ms`` (the raw periods) and ``fracs`` (their communication fractions). The rounding is
+    :func:`schedule.period_quanta`'s and :func:`schedule.comm_quanta`'s, element by element."""
+    if not (np.isfinite(periods_ms).all() and math.isfinite(quantum_ms)) or quantum_ms <= 0:
+        raise ValueError(f"need finite times and a positive quantum, got {periods_ms!r}, {quantum_ms!r}")
+    t = np.maximum(2, np.maximum(1, np.floor(periods_ms / quantum_ms + 0.5))).astype(np.int64)  # room for a gap
+    x = fracs * t * quantum_ms / quantum_ms
+    c = np.minimum(np.maximum(1, np.ceil(x - 1e-9 * np.maximum(1.0, x))).astype(np.int64), t - 1)
+    return t, c
 
 
 def true_jobs(raw: list[tuple[float, float]]) -> list[fluid.FluidJob]:
@@ -165,8 +174,14 @@ def arms(policies: Sequence[str], sham_seed: int | str) -> list[tuple[str, str, 
     """(arm, policy, seed) of every simulation one combination needs: ``none``, ``shift``, each policy,
     and the sham's two arms (``random`` under two independent seeds)."""
     names = tuple(dict.fromkeys(("none", "shift", *policies)))
-    sham_base, sham = random.Random(sham_seed).sample(range(1 << 30), 2)  # two independent sets of offsets
+    sham_base, sham = sham_seeds(sham_seed)
     return [*((p, p, 0) for p in names), ("sham_base", "random", sham_base), ("sham", "random", sham)]
+
+
+def sham_seeds(sham_seed: int | str) -> tuple[int, int]:
+    """The seeds of the sham's two arms: two independent sets of random offsets."""
+    base, sham = random.Random(sham_seed).sample(range(1 << 30), 2)
+    return base, sham
 
 
 def combine(thr: dict[str, float], schedule, grid: list[JobTiming], policies: Sequence[str],

@@ -14,7 +14,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from controller.theory import fastfluid
+import numpy as np
+
+from controller.theory import fastfluid, freechunk
 from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import (
@@ -28,7 +30,7 @@ from controller.theory.sweep import (
     sample_raw,
     true_jobs,
 )
-from controller.theory.tally import Tally
+from controller.theory.tally import Tally, tally_of_array
 
 
 @dataclass
@@ -54,6 +56,20 @@ class SweepCell:
             if key.startswith("gain_"):
                 self.policies.setdefault(key[5:], Tally()).add(gain, threshold)
         self.sham.add(row["sham_gain"], threshold)
+
+    def add_arrays(self, feasible: np.ndarray, heuristic: np.ndarray, gains: dict[str, np.ndarray],
+                   first: str, threshold: float) -> None:
+        """Count many combinations at once: their schedules' flags, and ``gains[p]`` of every policy
+        (shift first, then the others) and of the ``sham`` (:func:`freechunk.gains`)."""
+        self.combinations += len(feasible)
+        self.feasible += int(feasible.sum())
+        self.heuristic += int(heuristic.sum())
+        self.shift_helps += int((gains["shift"] > threshold).sum())
+        self.policy_helps += int((gains[first] > threshold).sum())
+        for p, g in gains.items():
+            if p != "sham":
+                self.policies[p] = self.policies.get(p, Tally()).merge(tally_of_array(g, threshold))
+        self.sham = self.sham.merge(tally_of_array(gains["sham"], threshold))
 
     def merge(self, other: SweepCell) -> SweepCell:
         """The cell of both (neither is changed)."""
@@ -89,6 +105,8 @@ def sweep_chunk(task: tuple) -> tuple[dict[tuple[int, float], SweepCell], list[C
     threshold = settings.get("threshold", HELPS_THRESHOLD)
     iterations, horizon_ms = settings.get("iterations"), settings.get("horizon_ms")
     names = {"none", "shift", "random", *policies}
+    if freechunk.applies(n, names, knobs):
+        return _free(settings, n, range(start, stop), policies, threshold, iterations, horizon_ms)
     evaluated = (_fast if all(fastfluid.supports(p) for p in names) else _reference)(
         settings, n, range(start, stop), policies, knobs, threshold, iterations, horizon_ms)
     cells = {(n, q): SweepCell() for q in settings["quanta"]}
@@ -97,6 +115,25 @@ def sweep_chunk(task: tuple) -> tuple[dict[tuple[int, float], SweepCell], list[C
         cells[(n, q)].add(row, threshold)
         if rows is not None:
             rows.append(Combination(n, q, sample, **row))
+    return cells, rows
+
+
+def _free(settings, n, samples, policies, threshold, iterations, horizon_ms):
+    """``sweep_chunk`` where every arm runs free: the chunk as arrays (``controller/theory/freechunk.py``)."""
+    samples = list(samples)
+    chunk = freechunk.evaluate_chunk([_raw(settings, n, k) for k in samples], samples, settings["quanta"],
+                                     policies, lambda k, q: _sham_seed(settings, n, k, q), iterations, horizon_ms)
+    gains = freechunk.gains(chunk, policies)
+    cells = {}
+    for c, q in enumerate(chunk.quanta):
+        cells[(n, q)] = cell = SweepCell()
+        cell.add_arrays(chunk.feasible[:, c], chunk.heuristic[:, c], {p: g[:, c] for p, g in gains.items()},
+                        policies[0], threshold)
+    if not settings.get("rows"):
+        return cells, None
+    rows = [Combination(n, q, sample, **combine(freechunk.throughputs_of(chunk, r, c), chunk.schedules[r][c],
+                                                chunk.grids[r][c], policies, threshold))
+            for r, sample in enumerate(samples) for c, q in enumerate(chunk.quanta)]
     return cells, rows
 
 

@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 WILSON_Z95 = 1.959963984540054  # standard normal quantile at 0.975
 OUTCOMES = ("helps", "neutral", "hurts")
 
@@ -76,6 +78,16 @@ class Tally:
         mean, low, high = mean_interval(n, self.mean, sd)
         return {"n": n, **{k: sided[f"{k}_fraction"] for k in OUTCOMES}, "ci95": sided["ci95"],
                 "mean_gain": mean, "mean_gain_ci95": [low, high]}
+
+
+def tally_of_array(gains: np.ndarray, threshold: float) -> Tally:
+    """One tally of an array of gains, counted at once (the mean and spread to rounding as :func:`tally_of`)."""
+    finite = gains[np.isfinite(gains)]
+    if not len(finite):
+        return Tally()
+    helps, hurts = int((finite > threshold).sum()), int((finite < -threshold).sum())
+    mean = float(finite.mean())
+    return Tally(helps, len(finite) - helps - hurts, hurts, mean, float(((finite - mean) ** 2).sum()))
 
 
 def tally_of(gains: Sequence[float], threshold: float) -> Tally:
