@@ -6,7 +6,7 @@ ADDRESS``, or else one started here on loopback: ``dask scheduler`` and
 ``--workers`` single-thread ``dask worker`` processes, ended by PID at the end).
 The three runs are repeated ``--repeat`` rounds, interleaved; each backend's
 median and range of combinations per minute are printed (a combination is one
-row of sweep.csv: one job draw at one quantum), with the load average seen, and
+job draw at one quantum), with the load average seen, and
 whether every summary agrees (they must: the seed decides everything).
 
     .venv/bin/python bench/cluster.py [--json] [--workers 2] [--samples 60] [--repeat 3] [--dask-scheduler tcp://HOST:8786]
