@@ -10,8 +10,7 @@ re-alignment; everything else goes to the reference model. It takes the same ste
 the same tolerances as the reference, so the two agree to rounding (``tests/unit/test_fastfluid.py``
 checks 1e-6 on thousands of seeded combinations).
 
-The two-job schedule is the reference's closed form (:func:`controller.theory.schedule._two_jobs`): the
-first minimum of the pair's overlap table, here computed in a loop instead of with NumPy.
+The two-job schedule comes in closed form from ``controller/theory/pairschedule.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from controller.theory import fluid
+from controller.theory import fluid, pairschedule
 from controller.theory.fluidjob import EPS_MS, FluidJob
 from controller.theory.policies import (
     LEADER_GAIN,
@@ -41,13 +40,7 @@ from controller.theory.policies import (
     ShiftPolicy,
     get_policy,
 )
-from controller.theory.schedule import (
-    MAX_PERIOD_QUANTA,
-    JobTiming,
-    Schedule,
-    compute_schedule,
-    to_quanta,
-)
+from controller.theory.schedule import JobTiming
 
 # policies whose answers (offsets, windows, sharing) the compiled loop reproduces; a subclass is not one
 FAST_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy, PriorityPolicy, MltcpPolicy,
@@ -344,62 +337,6 @@ def _begin(i, now, windows, realign_ms, next_realign, aligned, state, next_t, w_
         state[i], next_t[i] = _SEND, end
 
 
-@numba.njit(cache=True)
-def two_job_table_min(t1, c1, t2, c2):
-    """(d, overlap): the first minimum of :func:`schedule.pair_overlap_table`, in quanta."""
-    g = math.gcd(t1, t2)
-    table = np.zeros(g, np.int64)
-    for delta in range(-c2 + 1, c1):
-        table[delta % g] += min(c1, delta + c2) - max(0, delta)
-    d = 0
-    for k in range(1, g):
-        if table[k] < table[d]:
-            d = k
-    return d, table[d]
-
-
-@numba.njit(cache=True)
-def two_job_tables_min(t1, c1, t2, c2):
-    """:func:`two_job_table_min` of every row: the arrays (d, overlap)."""
-    d, overlap = np.empty(len(t1), np.int64), np.empty(len(t1), np.int64)
-    for k in range(len(t1)):
-        d[k], overlap[k] = two_job_table_min(t1[k], c1[k], t2[k], c2[k])
-    return d, overlap
-
-
-def compute_schedule_fast(timings: Sequence[JobTiming], quantum_ms: float) -> Schedule:
-    """:func:`compute_schedule` with its defaults; two jobs in closed form here, more by the reference."""
-    if not in_closed_form(timings, quantum_ms):
-        return compute_schedule(timings, quantum_ms)  # more jobs, its error, or its heuristic
-    t1, c1, t2, c2 = _pair_quanta(timings, quantum_ms)
-    return pair_schedule(timings, quantum_ms, *two_job_table_min(t1, c1, t2, c2))
-
-
-def in_closed_form(timings: Sequence[JobTiming], quantum_ms: float) -> bool:
-    """Is this the two-job case :func:`compute_schedule` solves by the pair's table (on the grid, each
-    burst shorter than its period, periods within :data:`MAX_PERIOD_QUANTA`)?"""
-    if len(timings) != 2:
-        return False
-    t1, c1, t2, c2 = _pair_quanta(timings, quantum_ms)
-    return 1 <= c1 < t1 and 1 <= c2 < t2 and max(t1, t2) <= MAX_PERIOD_QUANTA
-
-
-def _pair_quanta(timings, quantum_ms):
-    a, b = timings
-    return (to_quanta(a.period_ms, quantum_ms), to_quanta(a.comm_ms, quantum_ms),
-            to_quanta(b.period_ms, quantum_ms), to_quanta(b.comm_ms, quantum_ms))
-
-
-def pair_schedule(timings: Sequence[JobTiming], quantum_ms: float, d: int, overlap: int) -> Schedule:
-    """The schedule :func:`compute_schedule` gives two jobs in closed form whose table's first minimum is
-    ``overlap`` at ``d`` quanta (:func:`two_job_table_min`)."""
-    (a, b) = timings
-    hyper = math.lcm(to_quanta(a.period_ms, quantum_ms), to_quanta(b.period_ms, quantum_ms))
-    return Schedule(tuple(timings), quantum_ms, {a.name: 0 * quantum_ms, b.name: int(d) * quantum_ms},
-                    hyper * quantum_ms, int(overlap) == 0, int(overlap) * quantum_ms, "exact", None,
-                    int(overlap) * quantum_ms, 0, None)
-
-
 def supports(policy: str) -> bool:
     """Does the compiled model reproduce ``policy`` (one of :data:`FAST_POLICIES`, not a subclass)?"""
     return type(get_policy(policy)) in FAST_POLICIES
@@ -447,7 +384,7 @@ class Batch:
         cache = schedule_cache if schedule_cache is not None else {}
         schedule = cache.get(key)
         if schedule is None:
-            schedule = cache[key] = compute_schedule_fast(scheduled, quantum_ms)
+            schedule = cache[key] = pairschedule.compute_schedule_fast(scheduled, quantum_ms)
         offsets = pol.initial_offsets_ms(schedule, random.Random(seed) if type(pol) is RandomPolicy else None)
         if jobs is not self._jobs:
             self._jobs = jobs

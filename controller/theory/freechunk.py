@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from controller.theory import fastfluid, fluid
+from controller.theory import fastfluid, fluid, pairschedule
 from controller.theory.policies import (
     NonePolicy,
     PolicyKnobs,
@@ -73,14 +73,14 @@ def evaluate_chunk(raws: list[list[tuple[float, float]]], samples: list[int], qu
     offsets = {arm: np.zeros((rows, cols, 2)) for arm in (*names, "sham_base", "sham")}
     for c, q in enumerate(quanta):
         t, k = grid_quanta(periods, fracs, q)
-        d, overlap = fastfluid.two_job_tables_min(t[:, 0], k[:, 0], t[:, 1], k[:, 1])
+        d, overlap = pairschedule.two_job_tables_min(t[:, 0], k[:, 0], t[:, 1], k[:, 1])
         for r in range(rows):
             grid = [JobTiming("j0", int(t[r, 0]) * q, int(k[r, 0]) * q), JobTiming("j1", int(t[r, 1]) * q,
                                                                                    int(k[r, 1]) * q)]
-            if t[r].max() <= MAX_PERIOD_QUANTA:  # on the grid 1 <= comm < period: fastfluid.in_closed_form
-                schedule = fastfluid.pair_schedule(grid, q, d[r], overlap[r])
+            if t[r].max() <= MAX_PERIOD_QUANTA:  # on the grid 1 <= comm < period: pairschedule.in_closed_form
+                schedule = pairschedule.pair_schedule(grid, q, d[r], overlap[r])
             else:
-                schedule = fastfluid.compute_schedule_fast(grid, q)
+                schedule = pairschedule.compute_schedule_fast(grid, q)
             schedules[r][c], grids[r][c] = schedule, grid
             feasible[r, c], heuristic[r, c] = schedule.feasible, schedule.method == "heuristic"
             base, sham = sham_seeds(sham_seed(samples[r], q))

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from controller.theory import fastfluid, fluid, sweep
+from controller.theory import fastfluid, fluid, pairschedule, sweep
 from controller.theory.policies import POLICIES, PolicyKnobs
 from controller.theory.schedule import JobTiming, compute_schedule
 
@@ -81,4 +81,4 @@ def test_two_job_schedule_in_closed_form_is_the_references():
         c1, c2 = rng.randint(1, t1 - 1), rng.randint(1, t2 - 1)
         q = rng.choice([1.0, 2.5, 10.0])
         timings = [JobTiming("j0", t1 * q, c1 * q), JobTiming("j1", t2 * q, c2 * q)]
-        assert fastfluid.compute_schedule_fast(timings, q) == compute_schedule(timings, q)
+        assert pairschedule.compute_schedule_fast(timings, q) == compute_schedule(timings, q)
