@@ -46,17 +46,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from controller.theory import schedulecompiled as compiled
 from controller.theory.conflicts import index_components, weight_matrix
+from controller.theory.optimiser import BeyondExactMethod, _exact, _heuristic, _Problem  # noqa: F401  (the API)
 
 MAX_EXACT_JOBS = 6
 MAX_PERIOD_QUANTA = 100_000
 DEFAULT_MAX_NODES = 200_000
-_PAIR_CLOSURE_LIMIT = 250_000  # gcd² up to which the last two jobs are solved jointly
-_INT64_TOTAL_LIMIT = 2**62  # a scaled total below this cannot overflow int64 in any sum the search forms
 
 
 @dataclass(frozen=True)
@@ -95,10 +95,6 @@ class Schedule:
     def overlap_fraction(self) -> float:
         """Weighted pairwise overlapped link-time per unit time (0 when separated)."""
         return self.overlap_ms / self.hyperperiod_ms if self.hyperperiod_ms else 0.0
-
-
-class BeyondExactMethod(Exception):
-    """The instance is too large for the exact optimiser (use the heuristic)."""
 
 
 # ---------------------------------------------------------------- the quantum grid
@@ -171,10 +167,7 @@ def separable(t1: int, c1: int, t2: int, c2: int) -> bool:
 
 def pair_overlap_table(t1: int, c1: int, t2: int, c2: int) -> np.ndarray:
     """``table[d]``: quanta both jobs are busy per ``lcm(t1, t2)`` when ``(s2 - s1) mod g = d``."""
-    g = math.gcd(t1, t2)
-    delta = np.arange(-c2 + 1, c1, dtype=np.int64)  # offsets where the two bursts touch
-    line = np.minimum(c1, delta + c2) - np.maximum(0, delta)
-    return np.bincount(delta % g, weights=line, minlength=g).astype(np.int64)
+    return compiled.pair_table(int(t1), int(c1), int(t2), int(c2))
 
 
 def overlap_quanta(periods: Sequence[int], comms: Sequence[int], shifts: Sequence[int],
@@ -203,211 +196,6 @@ def overlap_ms(jobs: Sequence[JobTiming], shifts_ms: dict[str, float], quantum_m
 
 
 # ---------------------------------------------------------------- N jobs
-
-
-@dataclass
-class _Problem:
-    """Integer instance with the per-pair tables, as rates on one integer scale.
-
-    The search's costs count only the *active* pairs (those whose overlap depends
-    on the shifts), each as ``table * scale // lcm``: an exact integer multiple
-    of the pair's overlap per unit time. The inert pairs add the same constant to
-    every schedule, so they change no comparison.
-    """
-
-    periods: list[int]
-    comms: list[int]
-    weights: list[list[int]] | None = None  # pair weights (None: every pair 1); weight 0 pairs are left out
-    n: int = 0
-    residue: list[int] = field(default_factory=list)  # G_i: s_i matters modulo this
-    scale: int = 1  # lcm of the active pairs' lcms: cost = overlap per unit time × scale
-    dtype: type = np.int64  # object (Python integers) when a total could overflow int64
-    # directed[i][j][x]: scaled rate when (s_j - s_i) mod g_ij == x, tiled to length G_j
-    directed: list[list[np.ndarray | None]] = field(default_factory=list)
-    pair_min: dict[tuple[int, int], int] = field(default_factory=dict)  # active pairs, scaled
-    tables: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
-
-    def __post_init__(self):
-        n = self.n = len(self.periods)
-        p, c = self.periods, self.comms
-        active = []
-        for i in range(n):
-            for j in range(i + 1, n):
-                w = 1 if self.weights is None else self.weights[i][j]
-                if w == 0:  # these two never meet: no cost
-                    continue
-                self.tables[(i, j)] = table = pair_overlap_table(p[i], c[i], p[j], c[j]) * w
-                if table.min() != table.max():  # else every relative shift costs the same: inert
-                    active.append((i, j))
-        # only active pairs constrain a shift: s_i matters modulo lcm of their gcds
-        self.residue = [math.lcm(1, *(math.gcd(p[a], p[b]) for a, b in active if i in (a, b))) for i in range(n)]
-        self.scale = math.lcm(1, *(math.lcm(p[i], p[j]) for i, j in active))
-        factor = {(i, j): self.scale // math.lcm(p[i], p[j]) for i, j in active}
-        worst = sum(int(self.tables[pair].max()) * f for pair, f in factor.items())
-        self.dtype = np.int64 if worst < _INT64_TOTAL_LIMIT else object
-        self.directed = [[None] * n for _ in range(n)]
-        for i, j in active:
-            g = math.gcd(p[i], p[j])
-            rate = self.tables[(i, j)].astype(self.dtype) * factor[(i, j)]
-            self.pair_min[(i, j)] = int(rate.min())
-            self.directed[i][j] = np.tile(rate, self.residue[j] // g)
-            self.directed[j][i] = np.tile(rate[(-np.arange(g)) % g], self.residue[i] // g)
-
-    def overlap_quanta(self, shifts: Sequence[int]) -> int:
-        """Exact integer objective: weighted pairwise overlapped quanta per hyper-period (from the tables)."""
-        p, h = self.periods, math.lcm(*self.periods)
-        return sum(int(t[(shifts[j] - shifts[i]) % len(t)]) * (h // math.lcm(p[i], p[j])) for (i, j), t in self.tables.items())
-
-    def cost(self, shifts: Sequence[int]) -> int:
-        """The active pairs' scaled cost of these shifts (exact)."""
-        rows = ((self.directed[i][j], shifts[j] - shifts[i]) for i, j in self.pair_min)
-        return sum(int(row[d % len(row)]) for row, d in rows)
-
-    def cost_array(self, i: int, shifts: Sequence[int | None]) -> np.ndarray:
-        """Cost of every residue of job i against the jobs with a shift."""
-        out = np.zeros(self.residue[i], dtype=self.dtype)
-        for j, s in enumerate(shifts):
-            if j != i and s is not None and self.directed[j][i] is not None:
-                out += _rolled(self.directed[j][i], s)
-        return out
-
-    def pairwise_bound(self) -> int:
-        """Every active pair at its own best residue, scaled: a lower bound on :meth:`cost`."""
-        return sum(self.pair_min.values())
-
-    def pairwise_bound_quanta(self) -> int:
-        """Every pair at its own best residue: a lower bound on the objective."""
-        h = math.lcm(*self.periods)
-        return sum(int(t.min()) * (h // math.lcm(self.periods[i], self.periods[j])) for (i, j), t in self.tables.items())
-
-
-def _rolled(a: np.ndarray, v: int) -> np.ndarray:
-    """``out[s] = a[(s - v) mod len(a)]`` (np.roll without its overhead)."""
-    v %= len(a)
-    return np.concatenate((a[-v:], a[:-v])) if v else a
-
-
-def _heuristic(prob: _Problem, restarts: int, seed: int) -> list[int]:
-    """Greedy dive, then coordinate descent; best of a few random restarts."""
-    rng = np.random.default_rng(seed)
-    order = sorted(range(prob.n), key=lambda i: -prob.comms[i] / prob.periods[i])
-    best, best_cost = None, math.inf
-    for attempt in range(restarts + 1):
-        shifts: list[int | None] = [None] * prob.n
-        for i in order if attempt == 0 else rng.permutation(prob.n):
-            arr = prob.cost_array(i, shifts)
-            low = np.flatnonzero(arr == arr.min())
-            shifts[i] = int(low[0] if attempt == 0 else rng.choice(low))
-        improved = True
-        while improved:
-            improved = False
-            for i in range(prob.n):
-                arr = prob.cost_array(i, shifts)
-                k = int(arr.argmin())
-                if arr[k] < arr[shifts[i]]:
-                    shifts[i], improved = k, True
-        cost = prob.cost(shifts)
-        if cost < best_cost:
-            best, best_cost = list(shifts), cost
-        if best_cost <= 0:
-            break
-    return best
-
-
-def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[int], int]:
-    """Branch and bound over residues; returns optimal shifts and nodes visited."""
-    n = prob.n
-    best = list(incumbent)
-    best_cost = prob.cost(best)
-    if best_cost <= prob.pairwise_bound():  # meets the bound: already optimal
-        return best, 0
-    anchor = max(range(n), key=lambda i: prob.residue[i])
-    key = [(prob.periods[i], prob.comms[i]) for i in range(n)]
-    w = prob.weights
-
-    def alike(i, j):  # swapping i and j changes no cost: same timing, same weight to every other job
-        return key[i] == key[j] and (w is None or all(w[i][k] == w[j][k] for k in range(n) if k not in (i, j)))
-
-    twins = [[j for j in range(n) if j != i and j != anchor and alike(i, j)] if i != anchor else [] for i in range(n)]
-    nodes = 0
-
-    def search(shifts, arrays, cost):
-        nonlocal best, best_cost, nodes
-        nodes += 1
-        if nodes > max_nodes:
-            raise BeyondExactMethod
-        free = [i for i in range(n) if shifts[i] is None]
-        if len(free) == 1:  # the last job's best residue is read off its cost array
-            i = free[0]
-            lo, hi = bounds(i, shifts)
-            v = lo + int(arrays[i][lo : hi + 1].argmin())
-            if cost + int(arrays[i][v]) < best_cost:
-                best, best_cost = list(shifts), cost + int(arrays[i][v])
-                best[i] = v
-            return
-        mins = {i: int(arrays[i].min()) for i in free}
-        rest = sum(prob.pair_min[(a, b)] for a in free for b in free if a < b and prob.directed[a][b] is not None)
-        bound = cost + rest + sum(mins.values())
-        if bound >= best_cost:
-            return
-        if len(free) == 2 and not twins[free[0]] and not twins[free[1]]:
-            i, j = free
-            g = math.gcd(prob.periods[i], prob.periods[j])
-            if prob.directed[i][j] is not None and g * g <= _PAIR_CLOSURE_LIMIT:
-                close_pair(i, j, g, shifts, arrays, cost)
-                return
-        # candidates of each free job: residues that can still beat the incumbent
-        choice, cands = None, None
-        for i in free:
-            slack = best_cost - (bound - mins[i])
-            lo, hi = bounds(i, shifts)
-            idx = np.flatnonzero(arrays[i][lo : hi + 1] < slack) + lo
-            if cands is None or len(idx) < len(cands):
-                choice, cands = i, idx
-            if len(idx) == 0:
-                return
-        values = cands[np.argsort(arrays[choice][cands], kind="stable")]
-        others = [i for i in free if i != choice]
-        for v in values:
-            v = int(v)
-            shifts[choice] = v
-            child = {i: arrays[i] if prob.directed[choice][i] is None else arrays[i] + _rolled(prob.directed[choice][i], v)
-                     for i in others}
-            search(shifts, child, cost + int(arrays[choice][v]))
-            shifts[choice] = None
-            if best_cost <= 0:
-                return
-
-    pair_matrix: dict[tuple[int, int], np.ndarray] = {}
-
-    def bounds(i, shifts):
-        """Residues of job i allowed by the ordering of identical jobs."""
-        lo = max((shifts[j] for j in twins[i] if j < i and shifts[j] is not None), default=0)
-        hi = min((shifts[j] for j in twins[i] if j > i and shifts[j] is not None), default=prob.residue[i] - 1)
-        return lo, hi
-
-    def close_pair(i, j, g, shifts, arrays, cost):
-        """Best joint residues of the last two jobs: they interact only modulo their gcd."""
-        nonlocal best, best_cost
-        a_i = arrays[i].reshape(-1, g).min(0)  # best s_i with s_i mod g = x
-        a_j = arrays[j].reshape(-1, g).min(0)
-        if (i, j) not in pair_matrix:
-            x, y = np.ogrid[:g, :g]
-            pair_matrix[(i, j)] = prob.directed[i][j][(y - x) % g]
-        total = a_i[:, None] + a_j[None, :] + pair_matrix[(i, j)]
-        k = int(total.argmin())
-        if cost + int(total.flat[k]) < best_cost:
-            rx, ry = divmod(k, g)
-            best = list(shifts)
-            best[i] = rx + g * int(arrays[i].reshape(-1, g)[:, rx].argmin())
-            best[j] = ry + g * int(arrays[j].reshape(-1, g)[:, ry].argmin())
-            best_cost = cost + int(total.flat[k])
-
-    start: list[int | None] = [None] * n
-    start[anchor] = 0
-    arrays = {i: prob.cost_array(i, start) for i in range(n) if i != anchor}
-    search(start, arrays, 0)
-    return best, nodes
 
 
 def compute_schedule(
