@@ -2,7 +2,8 @@
 (``controller/theory/schedule.py`` keeps Python integers for the rest): the pair tables, the pair's rates
 tiled to each job's residues, the first greedy dive, and the branch and bound. Each takes the same steps
 in the same order as the Python it stands for, so the answers are the same shifts, ties included
-(``tests/unit/test_schedule.py`` checks against brute force and the Python search).
+(``tests/unit/test_schedule.py`` checks against brute force and the Python search). They release the
+interpreter lock: the scheduler hub keeps answering while one of them computes a schedule.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pair_table(t1, c1, t2, c2):
     g = math.gcd(t1, t2)
     table = np.zeros(g, np.int64)
@@ -22,7 +23,7 @@ def pair_table(t1, c1, t2, c2):
     return table
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def directed_rows(table, factor, reps_j, reps_i):
     """A pair's scaled rates both ways, tiled (``optimiser._Problem.directed[i][j]`` and ``[j][i]``), and their minimum:
     ``np.tile(rate, reps_j)``, ``np.tile(rate[(-arange(g)) % g], reps_i)``, in int64."""
@@ -39,7 +40,7 @@ def directed_rows(table, factor, reps_j, reps_i):
     return forward, backward, rate.min()
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def dive(flat, start, residue, order):
     """:func:`optimiser._heuristic`'s first attempt: a greedy dive in ``order`` (each job at its first cheapest residue
     against the jobs placed), then coordinate descent until no job improves alone."""
@@ -58,7 +59,7 @@ def dive(flat, start, residue, order):
     return shifts
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def cost_row(flat, start, residue, shifts, i):
     """``optimiser._Problem.cost_array(i, shifts)`` (-1: no shift yet)."""
     length = residue[i]
@@ -72,7 +73,7 @@ def cost_row(flat, start, residue, shifts, i):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def branch_and_bound(flat, start, residue, periods, pair_min, twins, anchor, best, best_cost, max_nodes, closure_limit):
     """``optimiser._exact``'s search from ``anchor`` at 0: (best shifts, their cost, nodes visited, and whether
     the node budget ran out). ``pair_min[a, b]``: the active pair's best scaled rate (a < b);
@@ -134,7 +135,7 @@ def branch_and_bound(flat, start, residue, periods, pair_min, twins, anchor, bes
             return best, state[0], state[1], False
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _bounds(twins, shifts, residue, i):
     """Residues of job i allowed by the ordering of identical jobs."""
     lo, hi = 0, residue[i] - 1
@@ -147,7 +148,7 @@ def _bounds(twins, shifts, residue, i):
     return lo, hi
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _node(flat, start, residue, periods, pair_min, twins, shifts, here, at, cost, best, state, closure_limit, choice,
           values):
     """One node of the search (``optimiser._exact``'s ``search`` up to its loop over children): settles the
@@ -195,7 +196,7 @@ def _node(flat, start, residue, periods, pair_min, twins, shifts, here, at, cost
     return len(ordered)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _close_pair(flat, start, i, j, g, arr_i, arr_j, shifts, cost, best, state):
     """Best joint residues of the last two jobs: they interact only modulo their gcd."""
     a_i = arr_i.copy().reshape(-1, g)
@@ -217,7 +218,7 @@ def _close_pair(flat, start, i, j, g, arr_i, arr_j, shifts, cost, best, state):
         state[0] = cost + best_total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def pair_tables(periods, comms, weights):
     """Every pair's :func:`pair_table` times its weight, one array after another: (the tables, where pair
     (i, j), i < j, starts (-1: weight 0, no table), each table's minimum and maximum)."""
@@ -240,7 +241,7 @@ def pair_tables(periods, comms, weights):
     return flat, at, low, high
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def all_directed_rows(tables, at, pairs, factors, residue, periods):
     """:func:`directed_rows` of every active pair (``pairs[k] = (i, j)``, its table at ``at[i, j]`` in
     ``tables``, scaled by ``factors[k]``), one row after another: (the rows, where ``directed[i][j]`` starts
