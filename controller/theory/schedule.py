@@ -24,7 +24,8 @@ the start-time differences of their bursts are exactly ``d + g*Z`` with
 iff ``c_i + c_j <= g``, with the separating ``d`` in ``[c_i, g - c_j]``.
 Consequently ``s_i`` matters only modulo ``G_i = lcm_j gcd(T_i, T_j)``.
 
-The exact optimiser is a branch and bound over these residues: one job is
+The exact optimiser (``optimiser.py``, its inner loops compiled in ``schedulecompiled.py``) is a
+branch and bound over these residues: one job is
 anchored at 0 (a common time shift changes nothing), identical jobs (same timing,
 same weights to the others) are kept in order (swapping them changes nothing), every assignment updates, for each
 unassigned job, the cost of each of its residues against the assigned ones
