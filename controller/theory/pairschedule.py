@@ -19,15 +19,17 @@ from controller.theory.schedule import (
     compute_schedule,
     to_quanta,
 )
-from controller.theory.schedulecompiled import pair_table
 
 
 @numba.njit(cache=True)
 def two_job_table_min(t1, c1, t2, c2):
     """(d, overlap): the first minimum of :func:`schedule.pair_overlap_table`, in quanta."""
-    table = pair_table(t1, c1, t2, c2)
+    g = math.gcd(t1, t2)
+    table = np.zeros(g, np.int64)
+    for delta in range(-c2 + 1, c1):
+        table[delta % g] += min(c1, delta + c2) - max(0, delta)
     d = 0
-    for k in range(1, len(table)):
+    for k in range(1, g):
         if table[k] < table[d]:
             d = k
     return d, table[d]

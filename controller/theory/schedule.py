@@ -24,15 +24,15 @@ the start-time differences of their bursts are exactly ``d + g*Z`` with
 iff ``c_i + c_j <= g``, with the separating ``d`` in ``[c_i, g - c_j]``.
 Consequently ``s_i`` matters only modulo ``G_i = lcm_j gcd(T_i, T_j)``.
 
-The exact optimiser (``optimiser.py``, its inner loops compiled in ``schedulecompiled.py``) is a
-branch and bound over these residues: one job is
+The exact optimiser is a branch and bound over these residues: one job is
 anchored at 0 (a common time shift changes nothing), identical jobs (same timing,
 same weights to the others) are kept in order (swapping them changes nothing), every assignment updates, for each
 unassigned job, the cost of each of its residues against the assigned ones
-(forward checking with NumPy), and the bound is "cost so far + best residue of
+(forward checking), and the bound is "cost so far + best residue of
 every unassigned job + best value of every unassigned pair". A heuristic (one
 greedy dive plus coordinate descent with restarts) gives the first upper
 bound; it is also the fallback, with a gap stated against the pairwise bound.
+The tables, the dive and the search run compiled (``fastschedule.py``, numba).
 
 Exact comparisons. A pair's cost per unit time is ``O_ij(d) / lcm(T_i, T_j)``,
 a rational; the sums of three or more such rates can differ by far less than
@@ -40,24 +40,27 @@ any float tolerance. The search therefore works on one integer scale: every
 pair's table is multiplied by its (whole) weight and by ``S / lcm(T_i, T_j)``
 with ``S`` the lcm of the pair lcms (of the pairs whose cost depends on the
 shifts), so every cost, bound and comparison is an integer one: int64 when the largest possible
-total fits, else Python integers (exact, slower; only when the pair lcms share few factors).
+total fits, else Python integers (exact, slower: the same loops interpreted; only when the pair
+lcms share few factors).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
-from controller.theory import schedulecompiled as compiled
+from controller.theory import fastschedule
 from controller.theory.conflicts import index_components, weight_matrix
-from controller.theory.optimiser import BeyondExactMethod, _exact, _heuristic, _Problem  # noqa: F401  (the API)
 
 MAX_EXACT_JOBS = 6
 MAX_PERIOD_QUANTA = 100_000
 DEFAULT_MAX_NODES = 200_000
+_PAIR_CLOSURE_LIMIT = 250_000  # gcd² up to which the last two jobs are solved jointly
+_INT64_TOTAL_LIMIT = 2**62  # a scaled total below this cannot overflow int64 in any sum the search forms
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,10 @@ class Schedule:
     def overlap_fraction(self) -> float:
         """Weighted pairwise overlapped link-time per unit time (0 when separated)."""
         return self.overlap_ms / self.hyperperiod_ms if self.hyperperiod_ms else 0.0
+
+
+class BeyondExactMethod(Exception):
+    """The instance is too large for the exact optimiser (use the heuristic)."""
 
 
 # ---------------------------------------------------------------- the quantum grid
@@ -168,7 +175,10 @@ def separable(t1: int, c1: int, t2: int, c2: int) -> bool:
 
 def pair_overlap_table(t1: int, c1: int, t2: int, c2: int) -> np.ndarray:
     """``table[d]``: quanta both jobs are busy per ``lcm(t1, t2)`` when ``(s2 - s1) mod g = d``."""
-    return compiled.pair_table(int(t1), int(c1), int(t2), int(c2))
+    g = math.gcd(t1, t2)
+    delta = np.arange(-c2 + 1, c1, dtype=np.int64)  # offsets where the two bursts touch
+    line = np.minimum(c1, delta + c2) - np.maximum(0, delta)
+    return np.bincount(delta % g, weights=line, minlength=g).astype(np.int64)
 
 
 def overlap_quanta(periods: Sequence[int], comms: Sequence[int], shifts: Sequence[int],
@@ -197,6 +207,138 @@ def overlap_ms(jobs: Sequence[JobTiming], shifts_ms: dict[str, float], quantum_m
 
 
 # ---------------------------------------------------------------- N jobs
+
+
+@dataclass
+class _Problem:
+    """Integer instance with the per-pair tables, as rates on one integer scale.
+
+    The search's costs count only the *active* pairs (those whose overlap depends
+    on the shifts), each as ``table * scale // lcm``: an exact integer multiple
+    of the pair's overlap per unit time. The inert pairs add the same constant to
+    every schedule, so they change no comparison. The tables, the rates and the
+    loops over them live in :mod:`controller.theory.fastschedule`.
+    """
+
+    periods: list[int]
+    comms: list[int]
+    weights: list[list[int]] | None = None  # pair weights (None: every pair 1); weight 0 pairs are left out
+    n: int = 0
+    residue: list[int] = field(default_factory=list)  # G_i: s_i matters modulo this
+    scale: int = 1  # lcm of the active pairs' lcms: cost = overlap per unit time × scale
+    dtype: type = np.int64  # object (Python integers) when a total could overflow int64
+
+    def __post_init__(self):
+        n = self.n = len(self.periods)
+        self.arrays = [np.array(self.periods, np.int64), np.array(self.comms, np.int64),
+                       np.ones((n, n), np.int64) if self.weights is None else np.array(self.weights, np.int64)]
+        self._tables, self._start, g, lcm, top, active, residue = fastschedule.pair_tables(*self.arrays)
+        self.residue = residue.tolist()
+        self.arrays.append(residue)
+        lcms = lcm[active].tolist()  # the active pairs, in order (Python integers from here)
+        self.scale = math.lcm(1, *lcms)
+        factors = [self.scale // m for m in lcms]
+        worst = sum(t * f for t, f in zip(top[active].tolist(), factors, strict=True))
+        self.dtype = np.int64 if worst < _INT64_TOTAL_LIMIT else object
+        factor = np.zeros((n, n), self.dtype)
+        factor[active] = factors
+        rates, self._pair_min = np.zeros(2 * int(g[active].sum()), self.dtype), np.zeros((n, n), self.dtype)
+        offset = self._kernel(fastschedule.scaled_rates)(self._tables, self._start, g, active, factor, rates,
+                                                          self._pair_min)
+        self.rates = (rates, offset, g)  # what every kernel reads of the pairs
+
+    def _kernel(self, f):
+        """A fastschedule kernel as compiled (int64 costs) or as plain Python (Python integers)."""
+        return f if self.dtype is np.int64 else f.py_func
+
+    @cached_property
+    def tables(self) -> dict[tuple[int, int], np.ndarray]:
+        """``{(i, j): table}`` of every pair of positive weight, ``table[d]`` the pair's weighted overlapped
+        quanta per ``lcm(T_i, T_j)`` when ``(s_j - s_i) mod gcd = d``."""
+        g = self.rates[2]
+        return {(i, j): self._tables[self._start[i, j]:self._start[i, j] + g[i, j]]
+                for i in range(self.n) for j in range(i + 1, self.n) if g[i, j]}
+
+    @cached_property
+    def pair_min(self) -> dict[tuple[int, int], int]:
+        """``{(i, j): least scaled rate}`` of the active pairs."""
+        offset = self.rates[1]
+        return {(i, j): int(self._pair_min[i, j]) for i in range(self.n) for j in range(i + 1, self.n)
+                if offset[i, j] >= 0}
+
+    def overlap_quanta(self, shifts: Sequence[int]) -> int:
+        """Exact integer objective: weighted pairwise overlapped quanta per hyper-period (from the tables;
+        int64 when even every pair overlapping all the time would fit)."""
+        h = math.lcm(*self.periods)
+        fits = h * int(self.arrays[2].sum()) < _INT64_TOTAL_LIMIT
+        return int((fastschedule.overlap if fits else fastschedule.overlap.py_func)(
+            np.array(shifts, np.int64), self.arrays[0], self._tables, self._start, self.rates[2], h))
+
+    def cost(self, shifts: Sequence[int]) -> int:
+        """The active pairs' scaled cost of these shifts (exact)."""
+        return int(self._kernel(fastschedule.cost)(np.array(shifts, np.int64), *self.rates, 0))
+
+    def cost_array(self, i: int, shifts: Sequence[int | None]) -> np.ndarray:
+        """Cost of every residue of job i against the jobs with a shift."""
+        out = np.zeros(self.residue[i], self.dtype)
+        self._kernel(fastschedule.cost_array)(i, _assigned(shifts), *self.rates, out)
+        return out
+
+    def dive(self, order: Sequence[int], shifts: Sequence[int | None]) -> list[int]:
+        """``fastschedule.dive``: the jobs of ``order`` placed greedily, then coordinate descent."""
+        out = _assigned(shifts)
+        self._kernel(fastschedule.dive)(np.array(order, np.int64), out, *self.rates, self.arrays[3],
+                                        np.zeros(max(self.residue), self.dtype))
+        return out.tolist()
+
+    def pairwise_bound(self) -> int:
+        """Every active pair at its own best residue, scaled: a lower bound on :meth:`cost`."""
+        return sum(self.pair_min.values())
+
+    def pairwise_bound_quanta(self) -> int:
+        """Every pair at its own best residue: a lower bound on the objective."""
+        h = math.lcm(*self.periods)
+        return sum(int(t.min()) * (h // math.lcm(self.periods[i], self.periods[j])) for (i, j), t in self.tables.items())
+
+
+def _assigned(shifts: Sequence[int | None]) -> np.ndarray:
+    """Shifts as the kernels take them: -1 for a job without one."""
+    return np.array([-1 if s is None else s for s in shifts], np.int64)
+
+
+def _heuristic(prob: _Problem, restarts: int, seed: int) -> list[int]:
+    """Greedy dive, then coordinate descent (:meth:`_Problem.dive`); best of that and a few random
+    restarts, each placing the jobs in a random order, each at a random one of its cheapest residues."""
+    order = sorted(range(prob.n), key=lambda i: -prob.comms[i] / prob.periods[i])
+    best = prob.dive(order, [None] * prob.n)
+    best_cost = prob.cost(best)
+    rng = np.random.default_rng(seed) if restarts and best_cost > 0 else None
+    for _ in range(restarts if best_cost > 0 else 0):
+        shifts: list[int | None] = [None] * prob.n
+        for i in rng.permutation(prob.n):
+            arr = prob.cost_array(i, shifts)
+            shifts[i] = int(rng.choice(np.flatnonzero(arr == arr.min())))
+        shifts = prob.dive([], shifts)
+        cost = prob.cost(shifts)
+        if cost < best_cost:
+            best, best_cost = shifts, cost
+        if best_cost <= 0:
+            break
+    return best
+
+
+def _exact(prob: _Problem, incumbent: list[int], max_nodes: int) -> tuple[list[int], int]:
+    """Branch and bound over residues (``fastschedule.branch_and_bound``); returns optimal shifts and
+    nodes visited, :class:`BeyondExactMethod` past ``max_nodes``."""
+    n, dtype = prob.n, prob.dtype
+    best = np.array(incumbent, np.int64)
+    nodes = prob._kernel(fastschedule.branch_and_bound)(
+        *prob.arrays, *prob.rates, prob._pair_min, best, max_nodes, _PAIR_CLOSURE_LIMIT,
+        np.empty((n, sum(prob.residue)), dtype), np.zeros(n + 1, dtype), np.empty(n, dtype),
+        np.empty((3, max(prob.residue)), dtype))
+    if nodes > max_nodes:
+        raise BeyondExactMethod
+    return best.tolist(), nodes
 
 
 def compute_schedule(

@@ -363,38 +363,3 @@ def test_bad_pair_weights_are_named(weights, problem):
     with pytest.raises(ValueError, match=f"pair_weights: .*{problem}"):
         compute_schedule(CHAIN, 1.0, pair_weights=weights)
 
-
-def test_compiled_search_takes_the_python_searchs_steps(monkeypatch):
-    """Instances whose scaled costs fit in int64 run the dive and the branch and bound compiled; the others
-    run them in Python integers. Forced through Python, the same instances give the same incumbent, the same
-    optimum and the same number of nodes."""
-    from controller.theory import optimiser
-
-    rng = random.Random(9)
-    checked = 0
-    for _ in range(300):
-        n = rng.randint(3, 6)
-        base = rng.choice([10, 12, 20, 30])
-        periods = [base * rng.choice([1, 2, 3, 4, 6]) if rng.random() < 0.7 else rng.randint(8, 90) for _ in range(n)]
-        comms = [rng.randint(1, max(1, t // n)) for t in periods]
-        if rng.random() < 0.3:  # a job twice
-            periods[-1], comms[-1] = periods[0], comms[0]
-        fast = _Problem(periods, comms)
-        assert fast.dtype is np.int64
-        incumbent = optimiser._heuristic(fast, 0, 0)
-        try:
-            want = optimiser._exact(fast, incumbent, 20_000)
-        except BeyondExactMethod:
-            want = None
-        with monkeypatch.context() as m:
-            m.setattr(optimiser, "_INT64_TOTAL_LIMIT", 0)
-            slow = _Problem(periods, comms)
-            assert slow.dtype is object
-            assert optimiser._heuristic(slow, 0, 0) == incumbent
-            try:
-                got = optimiser._exact(slow, incumbent, 20_000)
-            except BeyondExactMethod:
-                got = None
-        assert got == want, (periods, comms)
-        checked += want is not None and want[1] > 0
-    assert checked > 50  # most went through the search, not the incumbent alone
