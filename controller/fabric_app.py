@@ -37,6 +37,7 @@ from controller.framework import (
     MAIN_DISPATCHER,
     BaseApp,
     RestService,
+    describe,
     hub,
     ofp_event,
     ofproto_v1_3,
@@ -145,6 +146,7 @@ class FabricApp(BaseApp):
             "pins": [pin.as_dict() for pin in self.forwarding.pins],
             "stats_csv": self.config.stats_csv,
             "stats_hz": self.config.stats_hz,
+            "controller": describe(),
         }
 
     # -- port counters ----------------------------------------------------------
