@@ -285,7 +285,8 @@ def _read_back(results_dir: Path) -> tuple[SummaryRecord, dict[str, PolicyChange
 
 def results_json(results_dir: Path) -> dict:
     """``--json``'s one object for a finished results folder (``shiftbed demo --json`` gives one per scenario)."""
-    return _json_view(*_read_back(results_dir), results_dir=results_dir)
+    summary, changes = _read_back(results_dir)
+    return _json_view(summary, results_dir, changes)
 
 
 def _json_view(summary: SummaryRecord, results_dir: Path, changes: dict[str, PolicyChange]) -> dict:
@@ -323,11 +324,12 @@ def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, P
         for job, j in entry.jobs.items():
             se = j.iteration_se_ms
             measured = f"{j.mean_iteration_ms:.1f}" + (f" ±{se:4.1f}" if se is not None else " " * 6)
-            print(f"{policy:<8} {job:<10} {j.iterations:>5} {measured:>17} "
-                  f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}% "
-                  + (f"{pct:>+7.1f}%" if pct is not None else " " * 8) + f" {said}"
-                  + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
-                     if j.knife_edge else "") + _state_note(j))
+            line = (f"{policy:<8} {job:<10} {j.iterations:>5} {measured:>17} "
+                    f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}% "
+                    + (f"{pct:>+7.1f}%" if pct is not None else " " * 8) + f" {said}"
+                    + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
+                       if j.knife_edge else "") + _state_note(j))
+            print(line.rstrip())
     print(f"policies: {headline(changes)}")
     if not summary.fidelity_ok:
         print(f"FIDELITY LOST: {summary.fidelity.advice}")
