@@ -22,8 +22,9 @@ each mean, not the coupling between jobs.
 
 Too wide to tell. A standard error shrinks with the square root of the
 iterations, and the degrees of freedom stay those of the batches, so a run
-``k`` times as long has an interval ``sqrt(k)`` times narrower. When the
-half-width is over the threshold, a run of ``span × (half-width /
+``k`` times as long has an interval ``sqrt(k)`` times narrower. When a
+neutral change's half-width is over the threshold (a narrower interval might
+still find it helps or hurts), a run of ``span × (half-width /
 threshold)²`` per policy would bring it to the threshold; ``span`` is the
 longest a job's iterations covered under the policy or ``none`` (iterations ×
 mean). A job under ``MIN_SE_ITERATIONS`` has no standard error; then the
