@@ -114,7 +114,7 @@ class PolicyChange:
 
     def to_json(self) -> dict:
         """The keys ``--json`` adds to the policy's entry (docs/results.md)."""
-        ci95 = None if self.low_pct is None else [round(self.low_pct, 3), round(self.high_pct, 3)]
+        ci95 = None if self.low_pct is None else [self.low_pct, self.high_pct]
         more = self.duration_to_tell_s
         return {"throughput_change_vs_none_ci95": ci95, "throughput_verdict": self.verdict,
                 "duration_to_tell_s": None if more is None else round(more, 1)}
