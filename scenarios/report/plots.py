@@ -93,10 +93,15 @@ def _default_style(draw):
     return drawn_in_default_style
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
+    """The figure as PNG bytes, without software or date metadata."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
-    atomic_write_bytes(path, buffer.getvalue())
+    fig.savefig(buffer, format="png", dpi=dpi, metadata=PNG_METADATA)
+    return buffer.getvalue()
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    atomic_write_bytes(path, png_bytes(fig))
     return path
 
 
@@ -400,18 +405,29 @@ def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
               title="outer to inner ring", title_fontsize=8)
 
 
+def schedule_circles_figure(schedule: ScheduleRecord, colors: dict) -> Figure:
+    """The schedule as CASSINI-style circles: one per job, and the hyper-period's (drawn in the
+    default style by its callers: the report, and ``shiftbed explore`` through :func:`schedule_circles_png`)."""
+    fig = Figure(figsize=(WIDTH_IN, 5.8), layout="constrained")
+    ax_jobs, ax_unified = fig.subplots(1, 2, width_ratios=[1.35, 1])
+    _draw_job_circles(ax_jobs, schedule, colors)
+    _draw_unified_circle(ax_unified, schedule, colors)
+    return fig
+
+
+@_default_style
+def schedule_circles_png(schedule: ScheduleRecord, colors: dict, dpi: int = DPI) -> bytes:
+    """:func:`schedule_circles_figure` as PNG bytes."""
+    return png_bytes(schedule_circles_figure(schedule, colors), dpi)
+
+
 @_default_style
 def draw_schedule_circles(results: Results, path: Path) -> Path:
     """The schedule as CASSINI-style circles: one per job, and the hyper-period's."""
     schedule = results.schedule
     if schedule is None or not schedule.jobs:
         return _placeholder(path, "The schedule as circles", "no schedule.json in this results folder")
-    colors = job_colors(job_order(results))
-    fig = Figure(figsize=(WIDTH_IN, 5.8), layout="constrained")
-    ax_jobs, ax_unified = fig.subplots(1, 2, width_ratios=[1.35, 1])
-    _draw_job_circles(ax_jobs, schedule, colors)
-    _draw_unified_circle(ax_unified, schedule, colors)
-    return _save(fig, path)
+    return _save(schedule_circles_figure(schedule, job_colors(job_order(results))), path)
 
 
 def draw_all(results: Results, plots_dir: Path) -> list[Path]:
