@@ -93,15 +93,10 @@ def _default_style(draw):
     return drawn_in_default_style
 
 
-def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
-    """The figure as PNG bytes, without software or date metadata."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, metadata=PNG_METADATA)
-    return buffer.getvalue()
-
-
 def _save(fig: Figure, path: Path) -> Path:
-    atomic_write_bytes(path, png_bytes(fig))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
+    atomic_write_bytes(path, buffer.getvalue())
     return path
 
 
@@ -309,7 +304,7 @@ def draw_prediction(results: Results, path: Path) -> Path:
 # --------------------------------------------------------------------------- 4: circles
 
 
-def _busy_intervals(schedule: ScheduleRecord) -> dict[str, list[tuple[float, float]]]:
+def busy_intervals(schedule: ScheduleRecord) -> dict[str, list[tuple[float, float]]]:
     """Each job's bursts within one hyper-period, as [start, end) in ms, wrapped at its end."""
     hyper_ms = schedule.hyperperiod_ms
     busy = {}
@@ -378,7 +373,7 @@ def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
         ax.text(0, 0, f"{n_arcs} bursts per hyper-period:\ntoo many to draw legibly",
                 ha="center", va="center", fontsize=11, color="0.3")
         return
-    busy = _busy_intervals(schedule)
+    busy = busy_intervals(schedule)
     step = min(0.14, 0.65 / len(schedule.jobs))
     for k, job in enumerate(schedule.jobs):
         r_outer = 1.0 - k * step
@@ -405,29 +400,18 @@ def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
               title="outer to inner ring", title_fontsize=8)
 
 
-def schedule_circles_figure(schedule: ScheduleRecord, colors: dict) -> Figure:
-    """The schedule as CASSINI-style circles: one per job, and the hyper-period's (drawn in the
-    default style by its callers: the report, and ``shiftbed explore`` through :func:`schedule_circles_png`)."""
-    fig = Figure(figsize=(WIDTH_IN, 5.8), layout="constrained")
-    ax_jobs, ax_unified = fig.subplots(1, 2, width_ratios=[1.35, 1])
-    _draw_job_circles(ax_jobs, schedule, colors)
-    _draw_unified_circle(ax_unified, schedule, colors)
-    return fig
-
-
-@_default_style
-def schedule_circles_png(schedule: ScheduleRecord, colors: dict, dpi: int = DPI) -> bytes:
-    """:func:`schedule_circles_figure` as PNG bytes."""
-    return png_bytes(schedule_circles_figure(schedule, colors), dpi)
-
-
 @_default_style
 def draw_schedule_circles(results: Results, path: Path) -> Path:
     """The schedule as CASSINI-style circles: one per job, and the hyper-period's."""
     schedule = results.schedule
     if schedule is None or not schedule.jobs:
         return _placeholder(path, "The schedule as circles", "no schedule.json in this results folder")
-    return _save(schedule_circles_figure(schedule, job_colors(job_order(results))), path)
+    colors = job_colors(job_order(results))
+    fig = Figure(figsize=(WIDTH_IN, 5.8), layout="constrained")
+    ax_jobs, ax_unified = fig.subplots(1, 2, width_ratios=[1.35, 1])
+    _draw_job_circles(ax_jobs, schedule, colors)
+    _draw_unified_circle(ax_unified, schedule, colors)
+    return _save(fig, path)
 
 
 def draw_all(results: Results, plots_dir: Path) -> list[Path]:

@@ -157,7 +157,7 @@ def timeline(results: Results):
     if bandwidth.empty:
         return None, 1
     jobs = plots.job_order(results)
-    colors = {job: _hex(rgb) for job, rgb in plots.job_colors(jobs).items()}
+    colors = {job: hex_color(rgb) for job, rgb in plots.job_colors(jobs).items()}
     layout = panels(results)
     run_s = _run_s(results)
     bins = math.ceil(run_s / BANDWIDTH_BIN_S)
@@ -182,5 +182,6 @@ def timeline(results: Results):
     return grid, merge
 
 
-def _hex(rgb: tuple) -> str:
+def hex_color(rgb: tuple) -> str:
+    """A matplotlib colour as Bokeh takes it: ``#rrggbb``."""
     return "#" + "".join(f"{round(255 * c):02x}" for c in rgb[:3])
