@@ -20,7 +20,11 @@ from bokeh.plotting import figure
 from scenarios.report import plots
 from scenarios.schedule_record import ScheduleRecord
 
-SOURCES = ("circles", "arcs", "labels", "rings", "ring_arcs", "overlaps", "ticks")
+COLUMNS = {"circles": ("x", "y", "r"), "arcs": ("x", "y", "inner", "outer", "start", "end", "color"),
+           "labels": ("x", "y", "text"), "rings": ("x", "y", "r"),
+           "ring_arcs": ("x", "y", "inner", "outer", "start", "end", "color"), "overlaps": ("x", "y", "start", "end"),
+           "ticks": ("x", "y", "text")}
+SOURCES = tuple(COLUMNS)
 UNIFIED_X = 0.0  # the hyper-period's circle is centred here, radius 1; the jobs' circles left of it
 RING = 0.14  # the jobs' arcs' width, in radii of the largest job circle
 OVERLAP_COLOR = "red"
@@ -86,6 +90,11 @@ def clock_data(schedule: ScheduleRecord, colors: dict[str, str]) -> tuple[dict[s
     title = (f"Each job's period as a circle, its burst as an arc at its shift (clockwise from 0 at the top); "
              f"right: one hyper-period = {hyper_ms:,g} ms, {verdict}{too_many}")
     return out, title
+
+
+def empty() -> dict[str, dict]:
+    """Columns with nothing in them (the page's figure before its first answer)."""
+    return {name: {c: [] for c in columns} for name, columns in COLUMNS.items()}
 
 
 def clock_figure(data: dict[str, dict], title: str):

@@ -144,8 +144,9 @@ def gains(plan: dict) -> str:
     start offsets with that baseline's 95 % interval; a cell ``data-gain="policy/job"`` holds the change
     against ``none`` as the page shows it."""
     none = plan["baselines"]["none"]["jobs"]
-    rows = [f"<tr><td>none</td><td>{_e(n)}</td><td class='num'>{_ms(r['predicted_iteration_ms'])}</td>"
-            "<td class='num'>—</td><td class='num'>—</td></tr>" for n, r in none.items()]
+    rows = [] if "none" in plan["policies"] else [
+        f"<tr><td>none</td><td>{_e(n)}</td><td class='num'>{_ms(r['predicted_iteration_ms'])}</td>"
+        "<td class='num'>—</td><td class='num'>—</td></tr>" for n, r in none.items()]
     for policy, per_job in plan["policies"].items():
         if "error" in per_job:
             rows.append(f"<tr><td>{_e(policy)}</td><td colspan='4'>not applicable: {_e(per_job['error'])}</td></tr>")
@@ -156,7 +157,8 @@ def gains(plan: dict) -> str:
                         f"<td class='num'>{_ms(r['predicted_iteration_ms'])}</td>"
                         f"<td class='num' data-gain='{_e(policy)}/{_e(name)}'>{_pct(r['change_vs_none'])}</td>"
                         f"<td class='num'>{_pct(r['change_vs_random_offsets'])} [{_pct(lo)}, {_pct(hi)}]</td></tr>")
-    thr = ", ".join(f"{_e(p)} {v:.3f}" for p, v in plan["normalised_throughput"].items() if v is not None)
+    thr = ", ".join(f"{_e(p)} {v:.3f}" for p, v in plan["normalised_throughput"].items()
+                    if v is not None and p != "none")
     rand = plan["baselines"]["random_offsets"]
     return ("<table><tr><th>policy</th><th>job</th><th>iteration (ms)</th><th>change vs none</th>"
             f"<th>vs random starts [95 %]</th></tr>{''.join(rows)}</table>"
