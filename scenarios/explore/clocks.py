@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
 
@@ -87,6 +88,7 @@ def clock_data(schedule: ScheduleRecord, colors: dict[str, str]) -> tuple[dict[s
     verdict = ("feasible: no two bursts ever overlap" if schedule.feasible else
                f"infeasible: {schedule.overlap_ms:g} ms pairwise overlap per hyper-period (red)")
     too_many = "" if n_arcs <= plots.MAX_UNIFIED_ARCS else f"; {n_arcs} bursts per hyper-period: too many to draw"
+    out = {name: {c: np.asarray(v) for c, v in columns.items()} for name, columns in out.items()}  # arrays: Bokeh takes them whole
     title = (f"Each job's period as a circle, its burst as an arc at its shift (clockwise from 0 at the top); "
              f"right: one hyper-period = {hyper_ms:,g} ms, {verdict}{too_many}")
     return out, title

@@ -66,8 +66,9 @@ class Start:
         return Edits(jobs, s.quantum_ms, s.fabric.fabric_link_mbps if s.fabric else None, s.policies)
 
 
-def load(path: str) -> Start:
+def load(path: str | Path) -> Start:
     """The scenario file, checked by the spec (InputError, one line, if it is not a scenario)."""
+    path = str(path)
     scenario = spec.load(path)
     document = yaml.safe_load(Path(path).read_text())
     if len(scenario.jobs) > MAX_JOBS:

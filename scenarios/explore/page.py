@@ -35,31 +35,33 @@ from scenarios.report import timeline
 
 WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explore")
 SLOW_S = 2.0
-STYLE = InlineStyleSheet(css="""
+STYLE_CSS = """
 :host { font-family: system-ui, sans-serif; font-size: 0.92rem; line-height: 1.45; }
 table { border-collapse: collapse; margin: 0.3rem 0; } th, td { border: 1px solid #ccc; padding: 0.15rem 0.45rem; }
 th { background: #f2f2f2; text-align: left; } td.num { text-align: right; white-space: nowrap; }
 .ok { color: #1e7e34; font-weight: 600; } .bad { color: #c0392b; font-weight: 600; }
 .note { color: #555; } .err { color: #c0392b; } code { background: #f4f4f4; padding: 0 0.2rem; }
 h2 { font-size: 1.05rem; margin: 0.8rem 0 0.2rem; border-bottom: 1px solid #ccc; }
-""")
+"""
 BURST_COLUMNS = ["policy", "link", "job", "start_s", "end_s", "megabytes"]
 WINDOW_COLUMNS = ["policy", "job", "open_s", "close_s"]
 
 
-def _div(text: str = "", name: str | None = None, **kwargs) -> Div:
-    return Div(text=text, name=name, stylesheets=[STYLE], sizing_mode="stretch_width", **kwargs)
+def _div(style: InlineStyleSheet, text: str = "", name: str | None = None, **kwargs) -> Div:
+    """A block of the page's HTML in its style (a style sheet belongs to one page's document)."""
+    return Div(text=text, name=name, stylesheets=[style], sizing_mode="stretch_width", **kwargs)
 
 
 class Control:
     """A slider and an exact number box for one value, with a message beside them (``name``: the box's key)."""
 
-    def __init__(self, label: str, name: str, value: float, start: float, end: float, step: float, changed):
+    def __init__(self, label: str, name: str, value: float, start: float, end: float, step: float, changed,
+                 style: InlineStyleSheet):
         self.name, self.changed, self._syncing = name, changed, False
         self.slider = Slider(title=label, start=start, end=max(end, value), step=step, value=value,
                              name=f"slider|{name}", width=230)
         self.box = TextInput(value=_text(value), name=f"box|{name}", width=90)
-        self.message = Div(text="", name=f"message|{name}", stylesheets=[STYLE], width=320)
+        self.message = Div(text="", name=f"message|{name}", stylesheets=[style], width=320)
         self.slider.on_change("value", self._slid)
         self.box.on_change("value", self._typed)
         self.layout = column(row(self.slider, self.box), self.message)
@@ -115,22 +117,23 @@ class Explorer:
     # ------------------------------------------------------------------ layout
 
     def _build(self, first: inputs.Edits) -> None:
-        ask = self.request
+        ask, style = self.request, InlineStyleSheet(css=STYLE_CSS)
+        self.style = style
         self.count = RadioButtonGroup(labels=[str(n) for n in range(inputs.MIN_JOBS, inputs.MAX_JOBS + 1)],
                                       active=len(first.jobs) - inputs.MIN_JOBS, name="jobs")
         self.count.on_change("active", lambda attr, old, new: self._count_changed())
         self.rows, self.controls = [], {}
         for k, name in enumerate(self.names):
             job = first.jobs[k] if k < len(first.jobs) else inputs.new_job(first.jobs)
-            period = Control("period (ms)", f"period/{k}", job.period_ms, 10, 2000, 1, ask)
-            comm = Control("burst (ms)", f"comm/{k}", job.comm_ms, 1, 1000, 1, ask)
-            jitter = Control("jitter (ms)", f"jitter/{k}", job.jitter_ms, 0, 50, 1, ask)
+            period = Control("period (ms)", f"period/{k}", job.period_ms, 10, 2000, 1, ask, style)
+            comm = Control("burst (ms)", f"comm/{k}", job.comm_ms, 1, 1000, 1, ask, style)
+            jitter = Control("jitter (ms)", f"jitter/{k}", job.jitter_ms, 0, 50, 1, ask, style)
             self.controls.update({c.name: c for c in (period, comm, jitter)})
-            self.rows.append(column(_div(f"<h2>{name}</h2>"), period.layout, comm.layout, jitter.layout,
+            self.rows.append(column(_div(style, f"<h2>{name}</h2>"), period.layout, comm.layout, jitter.layout,
                                     visible=k < len(first.jobs)))
-        self.quantum = Control("quantum (ms)", "quantum", first.quantum_ms, 1, 100, 1, ask)
+        self.quantum = Control("quantum (ms)", "quantum", first.quantum_ms, 1, 100, 1, ask, style)
         link = first.link_mbps
-        self.link = Control("shared link (Mbit/s)", "link", link or 0, 1, 1000, 1, ask)
+        self.link = Control("shared link (Mbit/s)", "link", link or 0, 1, 1000, 1, ask, style)
         self.link.slider.disabled = self.link.box.disabled = link is None
         if link is None:
             self.link.message.text = "<span class='note'>no fabric: every burst alone fills the one link</span>"
@@ -139,32 +142,33 @@ class Explorer:
         self.policies = CheckboxGroup(labels=self.policy_names, name="policies", inline=True,
                                       active=[self.policy_names.index(p) for p in first.policies])
         self.policies.on_change("active", lambda attr, old, new: ask())
-        self.policies_message = Div(text="", stylesheets=[STYLE], name="message|policies")
+        self.policies_message = Div(text="", stylesheets=[style], name="message|policies")
         self.save_path = TextInput(value=f"{Path(self.start.path).stem}-explored.yaml", name="save-path", width=230)
         self.save_button = Button(label="save as scenario", name="save", button_type="primary", width=150)
         self.save_button.on_click(self._save)
-        self.save_message = _div(name="message|save")
-        self.general = _div(name="message|general")
-        controls = column(_div(f"<b>Scenario</b> {self.start.path} — <b>jobs</b>"), self.count, *self.rows,
-                          _div("<h2>schedule and link</h2>"), self.quantum.layout, self.link.layout,
-                          _div("<h2>policies shown</h2>"), self.policies, self.policies_message,
-                          _div("<h2>save as scenario</h2><span class='note'>in the folder the explorer was "
-                               f"started in ({self.root})</span>"),
+        self.save_message = _div(style, name="message|save")
+        self.general = _div(style, name="message|general")
+        controls = column(_div(style, f"<b>Scenario</b> {view.html.escape(self.start.path)} — <b>jobs</b>"), self.count, *self.rows,
+                          _div(style, "<h2>schedule and link</h2>"), self.quantum.layout, self.link.layout,
+                          _div(style, "<h2>policies shown</h2>"), self.policies, self.policies_message,
+                          _div(style, "<h2>save as scenario</h2><span class='note'>in the folder the explorer was "
+                               f"started in ({view.html.escape(str(self.root))})</span>"),
                           row(self.save_path, self.save_button), self.save_message, width=440)
-        self.status = _div(name="status")
-        self.feasibility = _div(name="feasibility")
-        self.gains = _div(name="gains")
-        self.where = _div(name="where")
+        self.status = _div(style, name="status")
+        self.feasibility = _div(style, name="feasibility")
+        self.gains = _div(style, name="gains")
+        self.where = _div(style, name="where")
         self.clock_fig = clocks.clock_figure(clocks.empty(), "")
-        self.timeline = column(_div("<p class='note'>computing...</p>"), sizing_mode="stretch_width",
+        self.clock_sources = {name: self.clock_fig.select_one({"name": f"clocks|{name}"}) for name in clocks.SOURCES}
+        self.timeline = column(_div(style, "<p class='note'>computing...</p>"), sizing_mode="stretch_width",
                                name="timeline-holder")
-        views = column(self.status, self.general, _div("<h2>Can the bursts be kept apart?</h2>"), self.feasibility,
-                       _div("<h2>The schedule as clocks</h2>"), self.clock_fig,
-                       _div("<h2>Predicted iteration times and gains</h2>"), self.gains,
-                       _div("<h2>The shared link under each policy (fluid model)</h2><span class='note'>Pale: the "
+        views = column(self.status, self.general, _div(style, "<h2>Can the bursts be kept apart?</h2>"), self.feasibility,
+                       _div(style, "<h2>The schedule as clocks</h2>"), self.clock_fig,
+                       _div(style, "<h2>Predicted iteration times and gains</h2>"), self.gains,
+                       _div(style, "<h2>The shared link under each policy (fluid model)</h2><span class='note'>Pale: the "
                             "windows a policy holds or aligns a job to; solid: the job's data on the link; black: "
                             "two or more bursts on one link at once (they meet).</span>"), self.timeline,
-                       _div("<h2>Where this point lies on the map</h2>"), self.where,
+                       _div(style, "<h2>Where this point lies on the map</h2>"), self.where,
                        sizing_mode="stretch_width")
         self.doc.title = "shiftbed explore"
         self.doc.add_root(row(controls, views, sizing_mode="stretch_width"))
@@ -243,7 +247,7 @@ class Explorer:
             return
         self.feasibility.text, self.gains.text, self.where.text = shown.feasibility, shown.gains, shown.where
         for name in clocks.SOURCES:
-            self.clock_fig.select_one({"name": f"clocks|{name}"}).data = shown.clocks[name]
+            self.clock_sources[name].data = shown.clocks[name]
         self.clock_fig.title.text = shown.clocks_title
         self._lanes(shown)
 
@@ -263,11 +267,12 @@ class Explorer:
             grid = gridplot(figures, merge_tools=True, toolbar_location="above", sizing_mode="stretch_width")
             grid.toolbar.logo = None
             self.timeline.children = [grid]
+            self.lane_sources = {policy: tuple(grid.select_one({"name": f"{kind}|{policy}|{shown.link}"}).data_source
+                                               for kind in ("windows", "bursts")) for policy in shown.policies}
         self.x_range.update(end=shown.drawn_s, bounds=(0.0, shown.drawn_s))
-        grid = self.timeline.children[0]
-        for policy, (windows_data, bursts_data) in shown.lanes.items():
-            grid.select_one({"name": f"windows|{policy}|{shown.link}"}).data_source.data = windows_data
-            grid.select_one({"name": f"bursts|{policy}|{shown.link}"}).data_source.data = bursts_data
+        for policy, columns in shown.lanes.items():
+            for source, data in zip(self.lane_sources[policy], columns, strict=True):
+                source.data = data
 
     # ------------------------------------------------------------------ save
 
