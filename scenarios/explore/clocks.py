@@ -88,10 +88,20 @@ def clock_data(schedule: ScheduleRecord, colors: dict[str, str]) -> tuple[dict[s
     verdict = ("feasible: no two bursts ever overlap" if schedule.feasible else
                f"infeasible: {schedule.overlap_ms:g} ms pairwise overlap per hyper-period (red)")
     too_many = "" if n_arcs <= plots.MAX_UNIFIED_ARCS else f"; {n_arcs} bursts per hyper-period: too many to draw"
-    out = {name: {c: np.asarray(v) for c, v in columns.items()} for name, columns in out.items()}  # arrays: Bokeh takes them whole
+    out = {name: columns_for_bokeh(columns) for name, columns in out.items()}
     title = (f"Each job's period as a circle, its burst as an arc at its shift (clockwise from 0 at the top); "
              f"right: one hyper-period = {hyper_ms:,g} ms, {verdict}{too_many}")
     return out, title
+
+
+def columns_for_bokeh(columns: dict) -> dict:
+    """Numbers as arrays (Bokeh takes an array whole, a list item by item), text as lists (Bokeh's colours
+    and labels are lists of strings)."""
+    out = {}
+    for name, values in columns.items():
+        array = np.asarray(values)
+        out[name] = array if len(array) and array.dtype.kind in "fiub" else [str(v) for v in values]
+    return out
 
 
 def empty() -> dict[str, dict]:

@@ -59,7 +59,7 @@ class Control:
                  style: InlineStyleSheet):
         self.name, self.changed, self._syncing = name, changed, False
         self.slider = Slider(title=label, start=start, end=max(end, value), step=step, value=value,
-                             name=f"slider|{name}", width=230)
+                             name=f"slider|{name}", width=230, css_classes=[f"slider-{name.replace('/', '-')}"])
         self.box = TextInput(value=_text(value), name=f"box|{name}", width=90)
         self.message = Div(text="", name=f"message|{name}", stylesheets=[style], width=320)
         self.slider.on_change("value", self._slid)
@@ -144,7 +144,8 @@ class Explorer:
         self.policies.on_change("active", lambda attr, old, new: ask())
         self.policies_message = Div(text="", stylesheets=[style], name="message|policies")
         self.save_path = TextInput(value=f"{Path(self.start.path).stem}-explored.yaml", name="save-path", width=230)
-        self.save_button = Button(label="save as scenario", name="save", button_type="primary", width=150)
+        self.save_button = Button(label="save as scenario", name="save", button_type="primary", width=150,
+                                  css_classes=["save-button"])
         self.save_button.on_click(self._save)
         self.save_message = _div(style, name="message|save")
         self.general = _div(style, name="message|general")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from controller.theory.windows import windows_between
@@ -65,7 +64,7 @@ def view(answer: answers.Answer, save_path: str) -> View:
         bursts = link_bursts(trace.steps, policy, link, headroom, link_mbps)
         shown = windows(trace.windows, policy, answer.drawn_ms)
         columns = timeline.lanes_data(policy, link, [*jobs, MEETINGS], bursts, shown, colors)
-        lanes[policy] = tuple({k: np.asarray(v) for k, v in c.items()} for c in columns)  # arrays: Bokeh takes them whole
+        lanes[policy] = tuple(clocks.columns_for_bokeh(c) for c in columns)
     clock_columns, clock_title = clocks.clock_data(schedule(plan), colors)
     return View(status=_status(answer, save_path), feasibility=feasibility(plan), gains=gains(plan),
                 clocks=clock_columns, clocks_title=clock_title, where=where(answer), jobs=jobs,
