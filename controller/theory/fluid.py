@@ -53,7 +53,7 @@ from fractions import Fraction
 
 from controller.theory.fabricshare import JobLinks
 from controller.theory.fluidjob import EPS_MS as _EPS
-from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow
+from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow, LinkTrace
 from controller.theory.policies import (
     PROGRESS_GAIN,
     SHARING,
@@ -101,18 +101,6 @@ class FluidPolicyResult:
     def normalised_throughput(self) -> float:
         """Mean over jobs of solo period / realised iteration time (1 = no slowdown)."""
         return sum(j.solo_period_ms / j.mean_iteration_ms for j in self.jobs.values()) / len(self.jobs)
-
-
-@dataclass
-class LinkTrace:
-    """What the link carried, step by step, for a picture of it (``shiftbed explore``): each step with data
-    moving as ``(start_ms, end_ms, {job: its speed relative to alone}, meeting)``, ``meeting`` where two or more
-    bursts moved data on one link (what ``overlap_share`` counts), up to ``until_ms``; and the windows the
-    jobs ran against (:func:`simulate_policy` fills them in)."""
-
-    until_ms: float = math.inf
-    steps: list = field(default_factory=list)
-    windows: dict = field(default_factory=dict)
 
 
 def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> None:
@@ -185,8 +173,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     measured span with two or more bursts moving data on the link), ``span_ms`` and ``warmup_ms`` (the span
     measured and where it starts). ``links``: the bursts share a fabric's links max-min fairly
     (``fabricshare.JobLinks``; no ``link_headroom``); ``stats`` then gets ``overlap_by_link`` and
-    ``overlap_share`` is the busiest shared link's. ``link_trace``: if given, gets every step (see
-    :class:`LinkTrace`).
+    ``overlap_share`` is the busiest shared link's. ``link_trace``: gets every step (:class:`LinkTrace`).
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
@@ -315,16 +302,14 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if track_met and len(sending) >= 2:
             for i in sending:
                 met[i].update(k for k in sending if k != i)
-        moving = [jobs[i].name for i in sending if share[i] > 0]
-        met_on = links.meeting(moving) if links and len(moving) >= 2 else ()
+        moving = {jobs[i].name: share[i] for i in sending if share[i] > 0}
         if len(moving) >= 2:
             inside = max(0.0, min(t_next, span[1]) - max(t, span[0]))
             overlap_ms += inside
-            for link in met_on:
+            for link in links.meeting(moving) if links else ():
                 by_link[link] += inside
-        if link_trace is not None and moving and t < link_trace.until_ms and t_next > t:
-            meeting = len(moving) >= 2 and (links is None or bool(met_on))
-            link_trace.steps.append((t, t_next, {jobs[i].name: share[i] for i in sending if share[i] > 0}, meeting))
+        if link_trace is not None:
+            link_trace.record(t, t_next, moving, links, windows)
         for i in sending:
             remaining[i] -= dt * share[i]
             sent[i] += dt * share[i]
@@ -411,9 +396,7 @@ def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draw
 
 def _burst_start(ready_ms: float, window: FluidWindow | None) -> float:
     """When a burst that is ready at ``ready_ms`` actually starts."""
-    if window is None or window.takes(ready_ms):
-        return ready_ms
-    return window.next_start(ready_ms)
+    return ready_ms if window is None or window.takes(ready_ms) else window.next_start(ready_ms)
 
 
 def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZON_ITERATIONS) -> float:
@@ -431,16 +414,14 @@ def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZ
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
                     seed: int = 0, iterations: int | None = None, *, horizon_ms: float | None = None,
                     knobs: PolicyKnobs | None = None, solo_periods_ms: dict[str, float] | None = None,
-                    links: JobLinks | None = None, tcp_sharing: str = "fair",
-                    link_trace: LinkTrace | None = None) -> FluidPolicyResult:
+                    links: JobLinks | None = None, tcp_sharing: str = "fair", link_trace: LinkTrace | None = None):
     """One policy on ``jobs`` (the true jobs; default the schedule's own), against windows on the
     schedule's grid. ``iterations``: simulate that many per job (a fixed count); else over
     ``horizon_ms`` (default :func:`default_horizon_ms`). ``knobs.realign_s``: re-alignment for a
     policy that uses the schedule but enforces no windows. ``solo_periods_ms``: what each job's
     throughput is normalised to, where its simulated period is not its own (align's padding).
     ``links``: the jobs share a fabric (see :func:`simulate`). ``tcp_sharing``: the sharing (``"fair"``
-    or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``. ``link_trace``: what
-    the link carried, and the windows (see :class:`LinkTrace`)."""
+    or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``; ``link_trace``: see simulate."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
@@ -450,8 +431,6 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     length = {"iterations": iterations} if iterations is not None else {
         "horizon_ms": horizon_ms or default_horizon_ms(fluid_jobs)}
     stats: dict = {}
-    if link_trace is not None:
-        link_trace.windows = dict(windows or {})
     out = simulate(fluid_jobs, offsets, windows, waits=pol.waits_for_window, enforce=pol.enforces_windows,
                    sharing=pol.link_sharing(tcp_sharing), priority=pol.priority_order(schedule),
                    realign_ms=realign_ms,
