@@ -53,7 +53,7 @@ from fractions import Fraction
 
 from controller.theory.fabricshare import JobLinks
 from controller.theory.fluidjob import EPS_MS as _EPS
-from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow
+from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow, LinkTrace
 from controller.theory.policies import (
     PROGRESS_GAIN,
     SHARING,
@@ -132,7 +132,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              horizon_ms: float | None = None, warmup_ms: float | None = None, sharing: str = "fair",
              priority: Sequence[str] = (), realign_ms: float | None = None,
              mltcp_step_ms: float = MLTCP_STEP_MS, stats: dict | None = None,
-             links: JobLinks | None = None) -> dict[str, FluidJobResult]:
+             links: JobLinks | None = None, link_trace: LinkTrace | None = None) -> dict[str, FluidJobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts (or, with ``horizon_ms``, until
     every job has run past ``warmup_ms + horizon_ms``); per-job results.
 
@@ -173,7 +173,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     measured span with two or more bursts moving data on the link), ``span_ms`` and ``warmup_ms`` (the span
     measured and where it starts). ``links``: the bursts share a fabric's links max-min fairly
     (``fabricshare.JobLinks``; no ``link_headroom``); ``stats`` then gets ``overlap_by_link`` and
-    ``overlap_share`` is the busiest shared link's.
+    ``overlap_share`` is the busiest shared link's. ``link_trace``: gets every step (:class:`LinkTrace`).
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
@@ -302,11 +302,14 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if track_met and len(sending) >= 2:
             for i in sending:
                 met[i].update(k for k in sending if k != i)
-        if sum(share[i] > 0 for i in sending) >= 2:
+        moving = {jobs[i].name: share[i] for i in sending if share[i] > 0}
+        if len(moving) >= 2:
             inside = max(0.0, min(t_next, span[1]) - max(t, span[0]))
             overlap_ms += inside
-            for link in links.meeting(jobs[i].name for i in sending if share[i] > 0) if links else ():
+            for link in links.meeting(moving) if links else ():
                 by_link[link] += inside
+        if link_trace is not None:
+            link_trace.record(t, t_next, moving, links, windows)
         for i in sending:
             remaining[i] -= dt * share[i]
             sent[i] += dt * share[i]
@@ -393,9 +396,7 @@ def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draw
 
 def _burst_start(ready_ms: float, window: FluidWindow | None) -> float:
     """When a burst that is ready at ``ready_ms`` actually starts."""
-    if window is None or window.takes(ready_ms):
-        return ready_ms
-    return window.next_start(ready_ms)
+    return ready_ms if window is None or window.takes(ready_ms) else window.next_start(ready_ms)
 
 
 def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZON_ITERATIONS) -> float:
@@ -413,14 +414,14 @@ def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZ
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
                     seed: int = 0, iterations: int | None = None, *, horizon_ms: float | None = None,
                     knobs: PolicyKnobs | None = None, solo_periods_ms: dict[str, float] | None = None,
-                    links: JobLinks | None = None, tcp_sharing: str = "fair") -> FluidPolicyResult:
+                    links: JobLinks | None = None, tcp_sharing: str = "fair", link_trace: LinkTrace | None = None):
     """One policy on ``jobs`` (the true jobs; default the schedule's own), against windows on the
     schedule's grid. ``iterations``: simulate that many per job (a fixed count); else over
     ``horizon_ms`` (default :func:`default_horizon_ms`). ``knobs.realign_s``: re-alignment for a
     policy that uses the schedule but enforces no windows. ``solo_periods_ms``: what each job's
     throughput is normalised to, where its simulated period is not its own (align's padding).
     ``links``: the jobs share a fabric (see :func:`simulate`). ``tcp_sharing``: the sharing (``"fair"``
-    or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``."""
+    or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``; ``link_trace``: see simulate."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
@@ -433,7 +434,7 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     out = simulate(fluid_jobs, offsets, windows, waits=pol.waits_for_window, enforce=pol.enforces_windows,
                    sharing=pol.link_sharing(tcp_sharing), priority=pol.priority_order(schedule),
                    realign_ms=realign_ms,
-                   stats=stats, links=links, **length)
+                   stats=stats, links=links, link_trace=link_trace, **length)
     for name, solo in (solo_periods_ms or {}).items():
         out[name] = replace(out[name], solo_period_ms=solo)
     return FluidPolicyResult(policy, offsets, out, stats["overlap_share"], stats.get("overlap_by_link", {}))

@@ -1,4 +1,4 @@
-"""The fluid model's inputs: a job's figures (planned or measured) and its windows.
+"""The fluid model's inputs: a job's figures (planned or measured) and its windows; and what it records of the link.
 
 ``controller/theory/fluid.py`` simulates these; a run's measured figures come from
 ``scenarios/experiment/prediction.py``.
@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controller.theory.windows import last_window_index, next_window_index, window_start_ms
 
@@ -102,3 +103,22 @@ class FluidWindow:
         """End of the window containing ``t_ms``, or None outside every window."""
         end = self.last_start(t_ms) + self.length_ms
         return end if t_ms < end - EPS_MS else None
+
+
+@dataclass
+class LinkTrace:
+    """What the link carried, step by step, for a picture of it (``shiftbed explore``): each step with data
+    moving as ``(start_ms, end_ms, {job: its speed relative to alone}, meeting)``, ``meeting`` where two or more
+    bursts moved data on one link (what ``overlap_share`` counts), up to ``until_ms``; and the windows the
+    jobs ran against (``fluid.simulate`` fills them in)."""
+
+    until_ms: float = math.inf
+    steps: list = field(default_factory=list)
+    windows: dict = field(default_factory=dict)
+
+    def record(self, t0_ms: float, t1_ms: float, moving: dict, links, windows: dict) -> None:
+        """One step of ``fluid.simulate`` (``links``: its JobLinks, None for one link; ``windows``: its windows)."""
+        self.windows = windows
+        if moving and t0_ms < self.until_ms and t1_ms > t0_ms:
+            meeting = len(moving) >= 2 and (links is None or bool(links.meeting(moving)))
+            self.steps.append((t0_ms, t1_ms, moving, meeting))

@@ -69,12 +69,14 @@ def add_arguments(parser) -> None:
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,
                policies: tuple[str, ...] | None = None, iterations: int | None = None, seed: int = 0,
                horizon_ms: float | None = None, realign_s: float | None = None,
-               random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair") -> dict:
+               random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair",
+               link_traces: dict[str, fluid.LinkTrace] | None = None) -> dict:
     """The plan as a JSON-ready dict (also used by ``run`` to record the prediction).
 
     The schedules see the jobs on the grid; the fluid model runs the jobs as
     they are (their true periods and bursts) against those schedules' windows.
     ``sharing``: one of :data:`TCP_SHARING`, for the policies (and baselines) that leave sharing to TCP.
+    ``link_traces``: a :class:`fluid.LinkTrace` for each policy whose link is to be drawn (``explore``).
     """
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
@@ -100,7 +102,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         try:
             _, results[p], padding[p] = fluid.predict_policy(p, timings, jobs, q, knobs, cache, method,
                                                              seed=seed, links=fabric and fabric.links,
-                                                             tcp_sharing=sharing, **length)
+                                                             tcp_sharing=sharing,
+                                                             link_trace=(link_traces or {}).get(p), **length)
         except BeyondExactMethod as exc:
             raise InputError(f"{scenario.path}: jobs: {p}: {exc}") from None
         except ValueError as exc:
@@ -212,6 +215,8 @@ def _per_job(results: dict, p: str, padding: dict[str, float], rand: dict) -> di
                      "throughput_per_s": round(r.throughput_per_s, 4),
                      "change_vs_none": round(fluid.change_vs_none(results, p, name), 4),
                      "change_vs_random_offsets": round(rand["jobs"][name][0] / r.mean_iteration_ms - 1, 4),
+                     "change_vs_random_offsets_ci95": [round(x / r.mean_iteration_ms - 1, 4)
+                                                       for x in rand["jobs"][name][1:3]],
                      "phase_error_ms": round(r.phase_error_ms, 3),
                      "padding_ms": _num(padding[name])}  # what the policy's schedule added to the period
     return out
