@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from controller_frameworks import CONTROLLER_FRAMEWORKS
 
 from apps.hoststeal import HostBusy
-from controller_frameworks import CONTROLLER_FRAMEWORKS
 
 pytestmark = pytest.mark.root
 
