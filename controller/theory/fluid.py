@@ -262,10 +262,10 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 next_realign[i] += realign_ms
             aligned[i] = True
             if not w.takes(now):
-                state[i], next_t[i] = "wait", w.next_start(now) + REALIGN_COST_MS
+                state[i], next_t[i] = "wait", w.wait_start(now) + REALIGN_COST_MS
                 return
         if waits(len(starts[i]) - 1) and not aligned[i] and not w.takes(now):
-            state[i], next_t[i] = "wait", w.next_start(now)
+            state[i], next_t[i] = "wait", w.wait_start(now)
             return
         aligned[i] = True  # this burst has met its window start (or needs none)
         end = w.end_of_current(now) if enforce else math.inf
@@ -395,7 +395,7 @@ def _burst_start(ready_ms: float, window: FluidWindow | None) -> float:
     """When a burst that is ready at ``ready_ms`` actually starts."""
     if window is None or window.takes(ready_ms):
         return ready_ms
-    return window.next_start(ready_ms)
+    return window.wait_start(ready_ms)
 
 
 def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZON_ITERATIONS) -> float:

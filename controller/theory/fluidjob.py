@@ -76,7 +76,12 @@ class FluidWindow:
     (``controller/theory/windows.py``).
 
     ``grace_ms``: a burst ready at most this long after a window's start still
-    takes that window, late (the job driver's launch lead and tolerance).
+    takes that window, late (the job driver's launch lead and tolerance). It is
+    negative for a job that launches after its window opens (standing
+    connections: its data follows its launch within a millisecond, less than
+    ``scenarios.experiment.calibration.LAUNCH_GUARD_MS``): such a burst ready
+    less than ``-grace_ms`` before a window's start misses that window, and one
+    that waited for a window's start takes it (:meth:`takes`, :meth:`wait_start`).
     """
 
     shift_ms: float
@@ -96,7 +101,13 @@ class FluidWindow:
 
     def takes(self, t_ms: float) -> bool:
         """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
-        return t_ms - self.last_start(t_ms) <= self.grace_ms + 1e-6 and self.end_of_current(t_ms) is not None
+        late_ms = max(self.grace_ms, 0.0)
+        return t_ms - self.last_start(t_ms) <= late_ms + 1e-6 and self.end_of_current(t_ms) is not None
+
+    def wait_start(self, t_ms: float) -> float:
+        """Start of the window a burst ready at ``t_ms`` that does not go at once (:meth:`takes`) waits
+        for: the next, or with a negative grace the first that opens at least ``-grace_ms`` later."""
+        return self.next_start(t_ms - min(self.grace_ms, 0.0))
 
     def end_of_current(self, t_ms: float) -> float | None:
         """End of the window containing ``t_ms``, or None outside every window."""
