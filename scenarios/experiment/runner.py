@@ -61,6 +61,8 @@ from topo import tcp_ports
 
 log = logging.getLogger(__name__)
 
+# the results folder's file holding the traceback of each policy the model could not predict
+PREDICTION_LOG = "prediction.log"
 GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of the link (FINs pass)
 
 
@@ -311,7 +313,10 @@ class Experiment:
         self.writer.release_reserve()  # room for them on a disk the run filled
         try:
             write_port_stats(self.writer)
-            self.writer.write_json("summary.json", self.summary(complete, reason).to_dict())
+            tracebacks: dict[str, str] = {}
+            summary = self.summary(complete, reason, tracebacks)
+            self.writer.write_json("summary.json", summary.to_dict())
+            self._keep_model_failures(summary, tracebacks)
             if not (self.writer.partial_dir / "windows.csv").exists():  # no shift/gate policy ran
                 self.writer.write_table("windows.csv", pd.DataFrame(columns=["policy", "job", "open_s", "close_s"]))
         except Exception as exc:  # never lose the folder because a summary could not be computed
@@ -326,8 +331,20 @@ class Experiment:
         except Exception:
             log.exception("report failed; redraw with `shiftbed report %s`", self.writer.final_dir)
 
-    def summary(self, complete: bool, reason: str | None) -> SummaryRecord:
-        """The summary record of what the run measured so far."""
+    def _keep_model_failures(self, summary: SummaryRecord, tracebacks: dict[str, str]) -> None:
+        """Each policy the model could not predict: one line on the terminal, its traceback in
+        :data:`PREDICTION_LOG` in the results folder."""
+        if not tracebacks:
+            return
+        self.writer.write_text(PREDICTION_LOG, "".join(f"== {policy}: prediction failed\n{trace}\n"
+                                                       for policy, trace in tracebacks.items()))
+        for policy, why in summary.predictions_missing.items():
+            log.warning("%s: prediction unavailable (%s); its measurement is kept; the traceback is in %s",
+                        policy, why, PREDICTION_LOG)
+
+    def summary(self, complete: bool, reason: str | None, tracebacks: dict[str, str] | None = None) -> SummaryRecord:
+        """The summary record of what the run measured so far (``tracebacks``: see
+        ``summary.policy_summaries``)."""
         cal = self.calibration
         run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms,
                           self.schedules, self.links.meeting_pairs() if self.links is not None else None,
@@ -335,7 +352,8 @@ class Experiment:
         return build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run, record=self.record,
                              notes=self.notes, links=self.links, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
                              expected_solo_mbps=self.expected_solo_mbps,
-                             port_stats_csv=self.writer.partial_dir / "port_stats.csv", gaps=self.gaps)
+                             port_stats_csv=self.writer.partial_dir / "port_stats.csv", gaps=self.gaps,
+                             tracebacks=tracebacks)
 
 
 def _copy_if_exists(src, dst) -> None:
