@@ -167,9 +167,13 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
     raw = path / "raw"
     if not raw.is_dir():
         raise InputError(f"{path}: no raw/ folder: the measurements the model draws from are not kept")
-    scenario = scenario_spec.load(path / "scenario.yaml")
     notes: list[str] = []
     recorded = list(summary.policies)
+    unknown = [p for p in recorded if p not in POLICIES]
+    if unknown:
+        raise InputError(f"{path}: policy {unknown[0]} is not registered here: give the file that registers it "
+                         "with --policy-file")
+    scenario = scenario_spec.load(path / "scenario.yaml")
     if not recorded:  # a summary that kept no policy: the policies whose raw runs the folder kept
         recorded = [p for p in scenario.policies if kept_policy_dir(raw, p) is not None]
         if recorded:
@@ -177,10 +181,6 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
                          f"{', '.join(recorded)}")
     if not recorded:
         raise InputError(f"{path}: no policy was measured: nothing to predict")
-    unknown = [p for p in recorded if p not in POLICIES]
-    if unknown:
-        raise InputError(f"{path}: policy {unknown[0]} is not registered here: give the file that registers it "
-                         "with --policy-file")
     wiring = fabric_wiring(fabric_params(scenario))
     links = run_links(scenario, wiring)
     queue_ms = results.environment.get("queue_ms")
