@@ -73,6 +73,23 @@ MLTCP_STEP_MS = 1.0  # the model's step while mltcp bursts share the link (halvi
 REALIGN_COST_MS = 0.0
 
 
+class Unsimulated(RuntimeError):
+    """The fluid model could not simulate a policy on these jobs (a user's policy whose answers it cannot
+    run, or a fault in the model): the reason in one line. ``plan``, ``sweep`` and ``map`` count such a
+    combination as unsimulated and go on; ``run`` keeps its measurement (``scenarios/experiment/summary.py``)."""
+
+    def __init__(self, policy: str, cause: BaseException | str):
+        why = cause if isinstance(cause, str) else f"{type(cause).__name__}: {first_line(cause)}"
+        super().__init__(f"{policy}: the fluid model could not simulate it ({why})")
+        self.policy, self.why = policy, why
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, its first line only."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no message"
+
+
 @dataclass(frozen=True)
 class FluidJobResult:
     """What the fluid model predicts for one job under one policy (``scenarios/results.py`` holds what
@@ -483,7 +500,8 @@ def predict_policy(policy: str, timings: Sequence[JobTiming], jobs: Sequence[Flu
     computation is that much longer and its throughput is still normalised to
     its own period. ``schedule_cache``: schedules by the timings they were made
     from (the policies that do not change the timings share one). Returns
-    (schedule, result, padding_ms per job); ValueError if the policy cannot schedule these jobs.
+    (schedule, result, padding_ms per job); ValueError if the policy cannot schedule these jobs,
+    :class:`Unsimulated` if the model cannot simulate it on them.
     """
     knobs = knobs or PolicyKnobs()
     scheduled = tuple(get_policy(policy).scheduled_timings(timings, quantum_ms, knobs))
@@ -494,5 +512,8 @@ def predict_policy(policy: str, timings: Sequence[JobTiming], jobs: Sequence[Flu
     padding = {t.name: t.period_ms - grid[t.name] for t in scheduled}
     padded = [replace(j, period_ms=j.period_ms + padding[j.name]) for j in jobs]
     solo = {j.name: j.period_ms for j in jobs} if any(padding.values()) else None
-    result = simulate_policy(cache[scheduled], policy, padded, knobs=knobs, solo_periods_ms=solo, **kwargs)
+    try:
+        result = simulate_policy(cache[scheduled], policy, padded, knobs=knobs, solo_periods_ms=solo, **kwargs)
+    except Exception as exc:  # the schedule exists; the model could not run it
+        raise Unsimulated(policy, exc) from exc
     return cache[scheduled], result, padding
