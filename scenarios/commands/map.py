@@ -104,7 +104,6 @@ def csv_rows(cells: list[dict]) -> list[dict]:
     rows = []
     for c in cells:
         row = {k: c[k] for k in ("factor", "value", "policy")}
-        row["unsimulated"] = c.get("unsimulated", 0)
         for base in ("vs_none", "vs_random"):
             s, tag = c[base], "" if base == "vs_none" else "_vs_random"
             row[f"n{tag}"] = s["n"]
@@ -113,6 +112,7 @@ def csv_rows(cells: list[dict]) -> list[dict]:
             row[f"mean_gain{tag}"], (row[f"mean_gain{tag}_lo"], row[f"mean_gain{tag}_hi"]) = (
                 s["mean_gain"], s["mean_gain_ci95"])
         row.update({k: c[k] for k in ("noise_helps", "noise_hurts", "feasible_fraction", "harmonic_share")})
+        row["unsimulated"] = c.get("unsimulated", 0)  # combinations the model could not simulate (not in n)
         rows.append({k: round(v, 5) if isinstance(v, float) else v for k, v in row.items()})
     return rows
 
