@@ -21,6 +21,7 @@ from pathlib import Path
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
 from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, PREDICTION_MISSING, run_exit_code
+from scenarios.results import PREDICTION_LOG
 from scenarios.spec import MAX_DURATION_S
 from scenarios.summary_record import JobSummary, SummaryRecord
 
@@ -200,7 +201,8 @@ def run(args, display=None) -> int:
         print(f"shiftbed run: fidelity lost (exit {FIDELITY_LOST}); every figure is kept in {results_dir}",
               file=sys.stderr)
     for policy, why in summary.predictions_missing.items():
-        print(f"shiftbed run: no prediction for {policy} ({why}); its measurement is kept", file=sys.stderr)
+        print(f"shiftbed run: no prediction for {policy} ({why}); its measurement is kept; the model's traceback "
+              f"is in {results_dir / PREDICTION_LOG}", file=sys.stderr)
     if code == PREDICTION_MISSING:
         print(f"shiftbed run: results kept, prediction missing (exit {PREDICTION_MISSING}); every figure is kept in "
               f"{results_dir}", file=sys.stderr)

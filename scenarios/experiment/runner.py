@@ -51,7 +51,7 @@ from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
 from scenarios.experiment.summary import build_summary
-from scenarios.results import ResultsWriter
+from scenarios.results import PREDICTION_LOG, ResultsWriter
 from scenarios.routes import link_names
 from scenarios.runlinks import RunLinks, run_links
 from scenarios.schedule_record import schedule_record
@@ -61,8 +61,6 @@ from topo import tcp_ports
 
 log = logging.getLogger(__name__)
 
-# the results folder's file holding the traceback of each policy the model could not predict
-PREDICTION_LOG = "prediction.log"
 GATE_FLOOR_SHARE = 0.02  # outside its windows a gated job keeps this share of the link (FINs pass)
 
 
@@ -316,7 +314,7 @@ class Experiment:
             tracebacks: dict[str, str] = {}
             summary = self.summary(complete, reason, tracebacks)
             self.writer.write_json("summary.json", summary.to_dict())
-            self._keep_model_failures(summary, tracebacks)
+            self._keep_model_failures(tracebacks)
             if not (self.writer.partial_dir / "windows.csv").exists():  # no shift/gate policy ran
                 self.writer.write_table("windows.csv", pd.DataFrame(columns=["policy", "job", "open_s", "close_s"]))
         except Exception as exc:  # never lose the folder because a summary could not be computed
@@ -331,16 +329,12 @@ class Experiment:
         except Exception:
             log.exception("report failed; redraw with `shiftbed report %s`", self.writer.final_dir)
 
-    def _keep_model_failures(self, summary: SummaryRecord, tracebacks: dict[str, str]) -> None:
-        """Each policy the model could not predict: one line on the terminal, its traceback in
-        :data:`PREDICTION_LOG` in the results folder."""
-        if not tracebacks:
-            return
-        self.writer.write_text(PREDICTION_LOG, "".join(f"== {policy}: prediction failed\n{trace}\n"
-                                                       for policy, trace in tracebacks.items()))
-        for policy, why in summary.predictions_missing.items():
-            log.warning("%s: prediction unavailable (%s); its measurement is kept; the traceback is in %s",
-                        policy, why, PREDICTION_LOG)
+    def _keep_model_failures(self, tracebacks: dict[str, str]) -> None:
+        """The traceback of each policy the model could not predict, in :data:`PREDICTION_LOG` in the
+        results folder (``shiftbed run`` says one line per policy, from the summary)."""
+        if tracebacks:
+            self.writer.write_text(PREDICTION_LOG, "".join(f"== {policy}: prediction failed\n{trace}\n"
+                                                           for policy, trace in tracebacks.items()))
 
     def summary(self, complete: bool, reason: str | None, tracebacks: dict[str, str] | None = None) -> SummaryRecord:
         """The summary record of what the run measured so far (``tracebacks``: see

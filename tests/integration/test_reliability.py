@@ -554,6 +554,7 @@ def test_a_policy_the_model_cannot_simulate_keeps_every_measurement_and_exits_4(
     assert "Traceback" not in stderr, stderr[-3000:]
     said = [line for line in stderr.splitlines() if line.startswith("shiftbed run: no prediction for unmodelled")]
     assert len(said) == 1 and "its measurement is kept" in said[0], stderr[-3000:]
+    assert said[0].endswith(f"the model's traceback is in {folder / 'prediction.log'}"), said
     if code == 4:
         assert f"shiftbed run: results kept, prediction missing (exit 4); every figure is kept in {folder}" in stderr
     assert "Traceback" in (folder / "prediction.log").read_text()
@@ -563,6 +564,23 @@ def test_a_policy_the_model_cannot_simulate_keeps_every_measurement_and_exits_4(
     report = (folder / "report.md").read_text()
     assert "| unmodelled | a |" in report and "unavailable (the model failed)" in report
     assert "No prediction for `unmodelled`: the model could not simulate it (ValueError: sharing must be" in report
+    # a folder whose summary kept no policy and no solo figures is predicted again from its raw runs alone:
+    # the same measurement, and none's prediction as the run made it
+    bare = tmp_path / "bare"
+    shutil.copytree(folder, bare)
+    stripped = {**summary, "policies": {}, "fidelity": {**summary["fidelity"], "solo": {}}}
+    (bare / "summary.json").write_text(json.dumps(stripped))
+    again = subprocess.run([SHIFTBED, "report", "--repredict", str(bare), "--json", "--policy-file", str(policy_file)],
+                           capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert again.returncode == 0, again.stderr
+    redone = json.loads(again.stdout)
+    rows = {(r["policy"], r["job"]): r for r in redone["jobs"]}
+    assert set(rows) == {("none", "a")}, redone
+    assert rows[("none", "a")]["measured_ms"] == pytest.approx(none["jobs"]["a"]["mean_iteration_ms"], rel=1e-9)
+    assert rows[("none", "a")]["prediction_ms"] == pytest.approx(none["jobs"]["a"]["predicted_iteration_ms"],
+                                                                 rel=1e-9)
+    assert any(n.startswith("unmodelled: no prediction") for n in redone["notes"]), redone["notes"]
+    assert any("kept no policy" in n for n in redone["notes"]) and any("no solo figures" in n for n in redone["notes"])
 
 
 # ---------------------------------------------------------------------------- environment
