@@ -174,16 +174,11 @@ UNMODELLED = REPO / "tests" / "policies" / "unmodelled.py"
 
 
 @pytest.fixture
-def unmodelled():
+def unmodelled(policy_registry):
     """The policy the model cannot simulate (tests/policies/unmodelled.py), registered for one test."""
-    from controller.theory import policies
+    from controller.theory.policies import load_policy_file
 
-    before, files_before = set(policies.POLICIES), set(policies._LOADED_FILES)
-    yield policies.load_policy_file(UNMODELLED)[0]
-    for name in set(policies.POLICIES) - before:
-        del policies.POLICIES[name]
-    for key in set(policies._LOADED_FILES) - files_before:
-        del policies._LOADED_FILES[key]
+    return load_policy_file(UNMODELLED)[0]
 
 
 def test_a_policy_the_model_cannot_simulate_keeps_its_measurement_and_says_why(unmodelled):

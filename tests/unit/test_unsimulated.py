@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.theory import fluid, mapping, mapstream, policies, sweep, sweepstream
+from controller.theory import fluid, mapping, mapstream, sweep, sweepstream
 from scenarios import spec
 from scenarios.commands import plan
 
@@ -16,14 +16,11 @@ UNMODELLED = REPO / "tests" / "policies" / "unmodelled.py"
 
 
 @pytest.fixture
-def unmodelled():
-    """The policy registered for one test, removed afterwards."""
-    before, files_before = set(policies.POLICIES), set(policies._LOADED_FILES)
-    yield policies.load_policy_file(UNMODELLED)[0]
-    for name in set(policies.POLICIES) - before:
-        del policies.POLICIES[name]
-    for key in set(policies._LOADED_FILES) - files_before:
-        del policies._LOADED_FILES[key]
+def unmodelled(policy_registry):
+    """The policy the model cannot simulate (tests/policies/unmodelled.py), registered for one test."""
+    from controller.theory.policies import load_policy_file
+
+    return load_policy_file(UNMODELLED)[0]
 
 
 def test_the_model_says_in_one_line_what_it_could_not_simulate(unmodelled):
