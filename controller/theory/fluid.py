@@ -79,15 +79,15 @@ class Unsimulated(RuntimeError):
     combination as unsimulated and go on; ``run`` keeps its measurement (``scenarios/experiment/summary.py``)."""
 
     def __init__(self, policy: str, cause: BaseException | str):
-        why = cause if isinstance(cause, str) else f"{type(cause).__name__}: {first_line(cause)}"
+        why = cause if isinstance(cause, str) else exception_line(cause)
         super().__init__(f"{policy}: the fluid model could not simulate it ({why})")
         self.policy, self.why = policy, why
 
 
-def first_line(exc: BaseException) -> str:
-    """An exception's message, its first line only."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "no message"
+def exception_line(exc: BaseException) -> str:
+    """An exception in one line: ``Type: the first line of its message`` (the type alone without one)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import logging
 import traceback
 from pathlib import Path
 
+from controller.theory.fluid import exception_line
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import MeasureLog
 from scenarios.experiment.fidelity import judge_fidelity
@@ -109,7 +110,7 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
         try:
             predictions[policy], model = _predicted_jobs(run, record, policy, link_mbps, queue_ms, links)
         except Exception as exc:  # the model's failure is said, never the measurement's
-            missing[policy] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no message'}"
+            missing[policy] = exception_line(exc)
             trace = traceback.format_exc()
             if tracebacks is not None:
                 tracebacks[policy] = trace
