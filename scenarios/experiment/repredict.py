@@ -169,18 +169,18 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
         raise InputError(f"{path}: no raw/ folder: the measurements the model draws from are not kept")
     notes: list[str] = []
     recorded = list(summary.policies)
-    unknown = [p for p in recorded if p not in POLICIES]
-    if unknown:
-        raise InputError(f"{path}: policy {unknown[0]} is not registered here: give the file that registers it "
-                         "with --policy-file")
-    scenario = scenario_spec.load(path / "scenario.yaml")
-    if not recorded:  # a summary that kept no policy: the policies whose raw runs the folder kept
-        recorded = [p for p in scenario.policies if kept_policy_dir(raw, p) is not None]
+    if not recorded:  # a summary that kept no policy: the policies measured, in the order they ran
+        recorded = [p for p in dict.fromkeys(results.iterations.get("policy", ())) if kept_policy_dir(raw, p)]
         if recorded:
             notes.append("summary.json kept no policy: measured again from the raw runs of "
                          f"{', '.join(recorded)}")
     if not recorded:
         raise InputError(f"{path}: no policy was measured: nothing to predict")
+    unknown = [p for p in recorded if p not in POLICIES]
+    if unknown:
+        raise InputError(f"{path}: policy {unknown[0]} is not registered here: give the file that registers it "
+                         "with --policy-file")
+    scenario = scenario_spec.load(path / "scenario.yaml")
     wiring = fabric_wiring(fabric_params(scenario))
     links = run_links(scenario, wiring)
     queue_ms = results.environment.get("queue_ms")
