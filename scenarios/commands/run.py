@@ -4,8 +4,8 @@ Thin adapter: validates everything first (exit 2 on bad input, nothing
 built), then hands over to :class:`scenarios.experiment.runner.Experiment`. SIGTERM
 is turned into the same path as Ctrl-C: the jobs stop, every measurement so
 far is kept in a results folder marked incomplete, the fabric is torn down,
-and the exit status is 130. A run that measured but lost fidelity exits 3
-(``scenarios/exitcodes.py``).
+and the exit status is 130. A run that measured but lost fidelity exits 3, one that
+measured with fidelity but has no prediction for some policy 4 (``scenarios/exitcodes.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
-from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, run_exit_code
+from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, PREDICTION_MISSING, run_exit_code
+from scenarios.results import PREDICTION_LOG
 from scenarios.spec import MAX_DURATION_S
 from scenarios.summary_record import JobSummary, SummaryRecord
 
@@ -203,6 +204,12 @@ def run(args, display=None) -> int:
     if code == FIDELITY_LOST:
         print(f"shiftbed run: fidelity lost (exit {FIDELITY_LOST}); every figure is kept in {results_dir}",
               file=sys.stderr)
+    for policy, why in summary.predictions_missing.items():
+        print(f"shiftbed run: no prediction for {policy} ({why}); its measurement is kept; the model's traceback "
+              f"is in {results_dir / PREDICTION_LOG}", file=sys.stderr)
+    if code == PREDICTION_MISSING:
+        print(f"shiftbed run: results kept, prediction missing (exit {PREDICTION_MISSING}); every figure is kept in "
+              f"{results_dir}", file=sys.stderr)
     return code
 
 
@@ -324,8 +331,9 @@ def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, P
         for job, j in entry.jobs.items():
             se = j.iteration_se_ms
             measured = f"{j.mean_iteration_ms:.1f}" + (f" ±{se:4.1f}" if se is not None else " " * 6)
-            line = (f"{policy:<8} {job:<10} {j.iterations:>5} {measured:>17} "
-                    f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}% "
+            predicted = (f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}%" if j.predicted_iteration_ms
+                         is not None and j.error_pct is not None else f"{'unavailable':>13} {'-':>7}")
+            line = (f"{policy:<8} {job:<10} {j.iterations:>5} {measured:>17} {predicted} "
                     + (f"{pct:>+7.1f}%" if pct is not None else " " * 8) + f" {said}"
                     + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
                        if j.knife_edge else "") + _state_note(j))

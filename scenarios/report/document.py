@@ -270,13 +270,15 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
              "| error |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {p} | {j} | {r.iterations if r.iterations is not None else 'n/a'} | "
-              f"{measured_cell(r)} | {_ms(r.predicted_iteration_ms)}"
-              f"{f' ({r.apart_share:.0%} apart)' if r.apart_share is not None else ''} | "
+              f"{measured_cell(r)} | {predicted_cell(results.summary.policies[p], r)} | "
               f"{_range_cell(r)} | "
               f"{_ms(r.solo_iteration_ms)} | {_pct(r.error_pct)} |" for p, j, r in rows]
     lines.append("")
     if not rows:
         lines = []
+    for p, why in results.summary.predictions_missing.items():
+        lines += [f"No prediction for `{p}`: the model could not simulate it ({why}). Its measurement is kept "
+                  "above; `shiftbed report --repredict` predicts the folder again with the model installed.", ""]
     errors = [(abs(r.error_pct), p, j, r.error_pct) for p, j, r in rows if r.error_pct is not None]
     if not errors:
         lines += ["No prediction error could be computed.", ""]
@@ -308,6 +310,14 @@ def _busy_costs(rows) -> str:
         cost = BUSY_START_MS if r.busy_start_ms is None else r.busy_start_ms
         by_policy.setdefault(p, []).append(f"{j} {cost:.1f}")
     return "; ".join(f"{p}: {', '.join(items)} ms" for p, items in by_policy.items())
+
+
+def predicted_cell(policy, r) -> str:
+    """The predicted mean (with a free-running job's share apart), or why the model gave none."""
+    if policy.prediction_unavailable:
+        return "unavailable (the model failed)"
+    apart = f" ({r.apart_share:.0%} apart)" if r.apart_share is not None else ""
+    return f"{_ms(r.predicted_iteration_ms)}{apart}"
 
 
 def measured_cell(r) -> str:
