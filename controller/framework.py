@@ -16,6 +16,7 @@ without stalling the hub (:func:`run_blocking`), a sleep that does not yield
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -66,6 +67,7 @@ HUB = getattr(hub, "HUB_TYPE", "eventlet")
 OFP_HANDLER_APP = f"{PACKAGE}.controller.ofp_handler"
 
 
+@functools.cache
 def version() -> str:
     if NAME == "ryu":
         return importlib.import_module("ryu").version
