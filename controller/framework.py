@@ -55,8 +55,6 @@ hub = _module("lib.hub")
 ofp_event = _module("controller.ofp_event")
 _handler = _module("controller.handler")
 ofproto_v1_3 = _module("ofproto.ofproto_v1_3")
-ofproto_v1_3_parser = _module("ofproto.ofproto_v1_3_parser")
-ofproto_parser = _module("ofproto.ofproto_parser")
 
 BaseApp = app_manager.RyuApp if NAME == "ryu" else app_manager.OSKenApp
 set_ev_cls = _handler.set_ev_cls
