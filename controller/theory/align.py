@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from controller.theory.schedule import (
     DEFAULT_MAX_NODES,
     BeyondExactMethod,
@@ -133,27 +135,46 @@ def _verified(jobs, quantum_ms, padded, method, max_nodes) -> Schedule | None:
 def _candidates(periods, comms, share) -> list[tuple[tuple[int, ...], bool]]:
     """``(P, framed)`` with ``P_j = ceil(T_j / F) * F`` for every frame ``F``, within the share, cheapest first.
 
-    ``framed``: some frame that yields ``P`` holds every burst (a TDM frame).
+    ``framed``: some frame that yields ``P`` holds every burst (a TDM frame). Every frame at once as arrays,
+    ranked by the losses in floating point; candidates whose mean losses lie within rounding of each other
+    are then put in the exact order (:func:`_cost`).
     """
+    t = np.array(periods, np.int64)
     total_comm = sum(comms)
-    cost, framed = {}, {}
-    for frame in range(1, max(total_comm, max(periods)) + 1):
-        padded = tuple(-(-t // frame) * frame for t in periods)
-        if padded not in cost and _within(periods, padded, share):
-            cost[padded] = (*_losses(periods, padded), sum(padded) - sum(periods), padded)
-        if padded in cost:
-            framed[padded] = framed.get(padded, False) or frame >= total_comm
-    return [(padded, framed[padded]) for padded in sorted(cost, key=cost.__getitem__)]
+    frames = np.arange(1, max(total_comm, max(periods)) + 1, dtype=np.int64)
+    padded = -(-t[None, :] // frames[:, None]) * frames[:, None]
+    keep = np.all(padded - t <= share * t * (1 + 1e-12), axis=1)
+    padded, frames = padded[keep], frames[keep]
+    if not len(frames):
+        return []
+    order = np.lexsort(padded.T[::-1])  # the same padding next to each other
+    padded, frames = padded[order], frames[order]
+    first = np.ones(len(frames), np.bool_)
+    first[1:] = np.any(padded[1:] != padded[:-1], axis=1)
+    starts = np.flatnonzero(first)
+    framed = np.maximum.reduceat(frames >= total_comm, starts)
+    padded = padded[starts]
+    ratio = t / padded
+    ranked = np.lexsort((*padded.T[::-1], padded.sum(axis=1), -ratio.min(axis=1), -ratio.sum(axis=1)))
+    rows = list(zip(map(tuple, padded[ranked].tolist()), framed[ranked].tolist(), strict=True))
+    mean = -ratio.sum(axis=1)[ranked]
+    tied = np.flatnonzero(np.diff(mean) <= 1e-9)  # rows k and k + 1 within rounding of each other
+    run_starts = tied[np.r_[True, np.diff(tied) > 1]] if len(tied) else tied
+    run_ends = tied[np.r_[np.diff(tied) > 1, True]] + 2 if len(tied) else tied
+    for a, b in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
+        rows[a:b] = sorted(rows[a:b], key=lambda row: _cost(periods, row[0]))
+    return rows
+
+
+def _cost(periods, padded) -> tuple:
+    """A candidate's rank, exactly: mean loss, largest loss, total padding, then the periods themselves."""
+    return (*_losses(periods, padded), sum(padded) - sum(periods), padded)
 
 
 def _losses(periods, padded) -> tuple[Fraction, Fraction]:
     """Mean and largest throughput loss ``1 - T/P``, exactly."""
     losses = [1 - Fraction(t, p) for t, p in zip(periods, padded, strict=True)]
     return sum(losses, Fraction(0)) / len(losses), max(losses)
-
-
-def _within(periods, padded, share) -> bool:
-    return all(p - t <= share * t * (1 + 1e-12) for t, p in zip(periods, padded, strict=True))
 
 
 def _pairwise_separable(periods, comms) -> bool:
