@@ -1,13 +1,15 @@
 """The align decision: padded periods admit a zero-overlap schedule at the least mean loss."""
 
+import itertools
 import math
+import random
 from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.theory.align import Alignment, align_periods
+from controller.theory.align import Alignment, _candidates, align_periods
 from controller.theory.schedule import JobTiming, compute_schedule, separable, to_quanta
 
 
@@ -172,15 +174,13 @@ def candidates_by_definition(periods, comms, share):
             losses = [1 - Fraction(t, p) for t, p in zip(periods, padded, strict=True)]
             cost[padded] = (sum(losses) / len(losses), max(losses), sum(padded) - sum(periods), padded)
             framed[padded] = framed.get(padded, False) or frame >= total_comm
-    return [(padded, framed[padded]) for padded in sorted(cost, key=cost.__getitem__)]
+    return [(padded, framed[padded], all(c1 + c2 <= math.gcd(p1, p2) for (p1, c1), (p2, c2)
+                                        in itertools.combinations(zip(padded, comms, strict=True), 2)))
+            for padded in sorted(cost, key=cost.__getitem__)]
 
 
 def test_the_candidates_come_in_their_exact_order():
     """The arrays' ranking (floating point, exact within rounding) is the exact one, ties included."""
-    import random
-
-    from controller.theory.align import _candidates
-
     rng = random.Random(5)
     cases = [((6, 6), (1, 1), 1.0), ((4, 6, 12), (1, 1, 1), math.inf), ((10, 15), (3, 4), 0.0)]
     for _ in range(400):
