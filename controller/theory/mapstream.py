@@ -91,7 +91,8 @@ def _combination(settings: dict, point: MapPoint, sample: int):
     """(true jobs, the scheduler's view, the sham's seed) of one combination (as ``mapping._task``)."""
     seed = settings["seed"]
     raw = sample_point(seed, point, sample, settings["period_range"], settings["zoo_link_mbps"])
-    view = scheduler_view(raw, point.error, error_normals(seed, point.n_jobs, sample))
+    normals = error_normals(seed, point.n_jobs, sample) if point.error else [0.0] * point.n_jobs  # 0 × z is 0
+    view = scheduler_view(raw, point.error, normals)
     return raw, view, f"{seed}/{point.n_jobs}/{sample}/{point.quantum_ms:g}"
 
 
