@@ -62,7 +62,7 @@ def _last_start(shift, period, t):
     return shift + math.floor((t - shift) / period + EPS_MS) * period
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _shares(sending, count, sharing, headroom, rank, sent, remaining, share, weight, key, order):
     """Each sending burst's speed relative to alone, as ``policies.link_shares`` computes it (``rank`` as
     floats; ``weight``, ``key`` and ``order``: scratch, one entry per job, so that no event allocates)."""
@@ -98,7 +98,7 @@ def _shares(sending, count, sharing, headroom, rank, sent, remaining, share, wei
         share[i] = min(1.0, headroom[i] / count)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _sorted(items, count, key, out):
     """``out[:count]``: ``items[:count]`` stably sorted by ``key[item]`` (Python's ``sorted``)."""
     for a in range(count):
