@@ -147,8 +147,9 @@ def run_map_cells(settings: dict, workers: int = 1, progress: bool = False,
     groups: dict[tuple, list[MapPoint]] = {}
     for p in points:
         groups.setdefault(draws_alike(p), []).append(p)
-    tasks = [(settings, tuple(group), a, b) for group in groups.values()
-             for a, b in sample_ranges(settings["samples"], chunk_samples)]
+    # the groups interleaved, so that the costly ones (the zoo's, four jobs') do not all come last
+    tasks = [(settings, tuple(group), a, b) for a, b in sample_ranges(settings["samples"], chunk_samples)
+             for group in groups.values()]
     out = {p: MapCell() for p in points}
     for cells in run_chunks(map_chunk, tasks, workers, "map", progress,
                             [(b - a) * len(group) for _, group, a, b in tasks], scheduler_address):
