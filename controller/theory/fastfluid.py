@@ -443,13 +443,14 @@ class Batch:
         self._means = simulate_many(*arrays, self.iterations or 0, 2, float(fluid.WARMUP_ITERATIONS),
                                     fluid.MLTCP_STEP_MS)
         self.seconds = time.process_time() - started
+        self._rows, self._stuck = self._means.tolist(), np.isnan(self._means).any(axis=1).tolist()
 
     def throughput(self, handle: tuple[int, int]) -> float:
         """The normalised throughput (mean over jobs of solo period / mean iteration time) of a slot;
         ``fluid.Unsimulated`` where the compiled loop made no progress on it."""
         solo, slot = handle
-        means = self._means[slot]
-        if np.isnan(means).any():
+        means = self._rows[slot]
+        if self._stuck[slot]:
             raise fluid.Unsimulated(self._policies[slot], "fluid model made no progress (window or time values "
                                                           "out of range)")
         total = 0.0
