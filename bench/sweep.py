@@ -14,7 +14,7 @@ The map (``controller/theory/mapstream.py``) by policy and number of jobs: one p
 ``--map-samples`` combinations, each of them ``none``, random offsets, the policy and the noise floor's
 second arm, as ``make map`` runs them; every map policy at 2 jobs, ``shift`` at 3 and 4.
 
-    .venv/bin/python bench/sweep.py [--json] [--workers 2] [--samples-2 20000] [--map-samples 2400]
+    .venv/bin/python bench/sweep.py [--json] [--workers 2] [--samples-2 20000] [--map-samples 12000]
 
 With ``--json`` the last line is one JSON object: ``combos_per_min`` (2 jobs), ``by_jobs`` (combinations
 a minute for 3, 4 and 8 jobs), ``map_by_jobs_and_policy`` (the map's combinations a minute, by number of
@@ -87,7 +87,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--samples-2", type=int, default=20_000, help="2-job samples (× 3 quanta)")
     parser.add_argument("--reference-samples", type=int, default=100, help="2-job samples for the reference")
-    parser.add_argument("--map-samples", type=int, default=2400, help="map combinations per policy and N")
+    parser.add_argument("--map-samples", type=int, default=12_000, help="map combinations per policy and N")
     args = parser.parse_args()
     if min(args.workers, args.samples_2, args.reference_samples, args.map_samples) < 1:
         print("bench/sweep.py: --workers, --samples-2, --reference-samples and --map-samples must be at least 1",
