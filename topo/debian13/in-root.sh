@@ -30,7 +30,7 @@ stage() {
 }
 
 # The last line of a log that says something (make's own closing line names only the target).
-last_words() { grep -v -e '^make: \*\*\*' -e '^\s*$' "$1" | tail -1; }
+last_words() { grep -v -E -e '^make(\[[0-9]+\])?: (\*\*\*|Entering|Leaving)' -e '^\s*$' "$1" | tail -1; }
 
 # judge check|demo: its saved JSON object against tests/platform_verdict.py, the problems to its log
 judge() {
