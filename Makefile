@@ -37,15 +37,20 @@ help:
 
 install: apt $(STAMP) link ovs
 
-# Ryu 4.34, the controller, runs on Python 3.11 only (its eventlet pin needs modules 3.12 removed);
-# Debian 12's python3 is 3.11. Said in one line before pip runs, not deep inside it.
+# The Pythons shiftbed was run on, each with its constraints file: 3.11 (Debian 12; the controller on
+# Ryu 4.34, os-ken beside it), 3.12 and 3.13 (Debian 13; os-ken). Said in one line before pip runs.
+SUPPORTED_PYTHONS := 3.11 3.12 3.13
+PYTHON_VERSION := $(shell $(SYSTEM_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+CONSTRAINTS := $(if $(filter 3.11,$(PYTHON_VERSION)),requirements.txt,requirements-py$(PYTHON_VERSION).txt)
+
 python-check:
 	@v=$$($(SYSTEM_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
-	case "$$v" in \
-	    3.11) ;; \
-	    "") echo "make install: no $(SYSTEM_PYTHON); shiftbed needs Debian 12 (bookworm) with its python3 3.11 (the Vagrantfile makes such a VM)" >&2; exit 1 ;; \
-	    *) echo "make install: $(SYSTEM_PYTHON) is Python $$v; shiftbed needs 3.11, as Debian 12 (bookworm) has it: Ryu 4.34 does not run on 3.12 or later (the Vagrantfile makes a Debian 12 VM)" >&2; exit 1 ;; \
-	esac
+	case " $(SUPPORTED_PYTHONS) " in \
+	    *" $$v "*) [ -n "$$v" ] && exit 0 ;; \
+	esac; \
+	if [ -z "$$v" ]; then echo "make install: no $(SYSTEM_PYTHON); shiftbed needs Python 3.11, 3.12 or 3.13 there (Debian 12 or 13; the Vagrantfile makes a Debian 12 VM)" >&2; \
+	else echo "make install: $(SYSTEM_PYTHON) is Python $$v; shiftbed runs on 3.11, 3.12 and 3.13 (Debian 12 or 13; Ryu 4.34 needs 3.11, os-ken 4.2 3.10-3.13): use one of those, or the lab VM (Vagrantfile, Debian 12)" >&2; fi; \
+	exit 1
 
 # Idempotent; a $(BINDIR)/shiftbed that is not a link (not ours) is left alone.
 link:
@@ -80,12 +85,16 @@ apt-packages:
 
 # The venv is built from Debian's Python with system site packages so that the
 # Debian `mininet` module is importable. pyproject.toml declares what shiftbed needs (and the
-# `bench` extra, OR-Tools); requirements.txt, as the constraints file, pins each version.
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml setup.py | python-check
+# `bench` extra, OR-Tools); the constraints file of this Python line (requirements.txt for 3.11,
+# requirements-py3.X.txt for the others) pins each version.
+$(STAMP): requirements.txt requirements-py3.12.txt requirements-py3.13.txt requirements-dev.txt pyproject.toml setup.py | python-check
 	@test -x $(PY) || $(SYSTEM_PYTHON) -m venv --system-site-packages $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -c requirements.txt \
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -c $(CONSTRAINTS) \
 	    -r requirements-dev.txt -e ".[bench]"
-	$(PY) -W ignore::RuntimeWarning -m controller.ryu_hook --install-pth   # (runpy warns: the .pth already imported it) Ryu 4.34's eventlet shim for the stock ryu-manager too
+	@# Ryu 4.34's eventlet shim for the stock ryu-manager too, where Ryu is installed (runpy warns: the .pth already imported it)
+	@if $(PY) -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("ryu") is None)'; then \
+	    $(PY) -W ignore::RuntimeWarning -m controller.ryu_hook --install-pth; fi
+	@$(PY) -m controller --describe >/dev/null || { echo "make install: no controller framework runs in $(VENV) (neither Ryu nor os-ken; see the line above)" >&2; exit 1; }
 	@touch $@
 
 # Start Open vSwitch if it is not answering (no systemd needed), with the malloc

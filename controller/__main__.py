@@ -1,19 +1,22 @@
-"""``python -m controller [apps...] [--ofp-port N] [--wsapi-port N] [--config FILE]``.
+"""``python -m controller [apps...] [--framework NAME] [--ofp-port N] [--wsapi-port N] [--config FILE]``.
 
-Runs ``ryu-manager`` in this process with the eventlet shim applied. Without
-apps it runs the fabric app; with apps (module names or files) it runs the
-fabric app *and* them, e.g. ``python -m controller controller.scheduler_app``.
-Both listeners are on 127.0.0.1 unless ``--ofp-host`` / ``--wsapi-host`` say
-otherwise: the fabric's switches connect over loopback, and any host that
-reaches an OpenFlow port could otherwise join the fabric as a switch.
+Runs the fabric app, and any extra apps, on Ryu or os-ken (``controller/framework.py``
+chooses: Ryu where it runs, else os-ken; ``--framework`` or ``$SHIFTBED_CONTROLLER``
+to say which). With apps (module names or files) it runs the fabric app *and* them,
+e.g. ``python -m controller controller.scheduler_app``. Both listeners are on
+127.0.0.1 unless ``--ofp-host`` / ``--wsapi-host`` say otherwise: the fabric's
+switches connect over loopback, and any host that reaches an OpenFlow port could
+otherwise join the fabric as a switch. ``--describe`` prints, as JSON, which
+framework, version and hub would run, and exits.
 """
 
 import argparse
+import json
 import os
 import sys
 
-import controller.ryu_compat  # noqa: F401,I001  (before ryu)
 from controller.fabric_config import CONFIG_ENV
+from controller.framework_choice import FRAMEWORK_ENV, FrameworkError
 
 FABRIC_APP = "controller.fabric_app"
 DEFAULT_OFP_PORT = 6653
@@ -21,19 +24,22 @@ DEFAULT_WSAPI_PORT = 8080
 LOOPBACK = "127.0.0.1"
 
 
-def ryu_argv(args) -> list[str]:
-    """The ``ryu-manager`` command line (Ryu 4.34's options) for parsed ``args``."""
+def manager_argv(args) -> tuple[list[str], list[str]]:
+    """The apps to load and the framework's own options (Ryu's names, which os-ken keeps)."""
     apps = [FABRIC_APP] + [app for app in args.apps if app not in (FABRIC_APP, "controller/fabric_app.py")]
-    argv = apps + ["--ofp-listen-host", args.ofp_host, "--ofp-tcp-listen-port", str(args.ofp_port),
-                   "--wsapi-host", args.wsapi_host, "--wsapi-port", str(args.wsapi_port)]
+    argv = ["--ofp-listen-host", args.ofp_host, "--ofp-tcp-listen-port", str(args.ofp_port),
+            "--wsapi-host", args.wsapi_host, "--wsapi-port", str(args.wsapi_port)]
     if args.verbose:
         argv.append("--verbose")
-    return argv
+    return apps, argv
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[2])
-    p.add_argument("apps", nargs="*", help="extra Ryu apps (module names or .py files)")
+    p.add_argument("apps", nargs="*", help="extra apps (module names or .py files)")
+    p.add_argument("--framework", choices=("ryu", "os-ken"),
+                   help=f"Ryu or os-ken (default: ${FRAMEWORK_ENV}, else Ryu where it runs, else os-ken)")
+    p.add_argument("--describe", action="store_true", help="print the framework, its version and hub as JSON")
     p.add_argument("--config", help=f"fabric config JSON (else ${CONFIG_ENV}, else defaults)")
     p.add_argument("--ofp-port", type=int, default=DEFAULT_OFP_PORT)
     p.add_argument("--ofp-host", default=LOOPBACK, help=f"OpenFlow listen address (default: {LOOPBACK})")
@@ -50,9 +56,18 @@ def main(argv=None) -> int:
         if not os.path.isfile(args.config):
             cli.error(f"--config: no such file: {args.config}")
         os.environ[CONFIG_ENV] = os.path.abspath(args.config)
-    from ryu.cmd import manager
-
-    return manager.main(args=ryu_argv(args), prog="python -m controller") or 0
+    if args.framework:
+        os.environ[FRAMEWORK_ENV] = args.framework
+    try:
+        from controller import framework
+    except FrameworkError as exc:  # raised as it chooses: one line
+        print(f"python -m controller: {exc}", file=sys.stderr)
+        return 2
+    if args.describe:
+        print(json.dumps(framework.describe()))
+        return 0
+    apps, options = manager_argv(args)
+    return framework.run_apps(apps, options, prog="python -m controller")
 
 
 if __name__ == "__main__":

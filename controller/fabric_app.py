@@ -1,9 +1,9 @@
-"""The Ryu fabric app (OpenFlow 1.3): sends what ``controller/forwarding.py`` computes.
+"""The fabric app (OpenFlow 1.3, on Ryu or os-ken): sends what ``controller/forwarding.py`` computes.
 
 The rules become OpenFlow messages in ``controller/openflow.py``; this app
 connects switches, sends those messages, polls port counters and answers REST.
 
-Run it with ``.venv/bin/python -m controller`` or
+Run it with ``.venv/bin/python -m controller`` (either framework) or, on Ryu,
 ``.venv/bin/ryu-manager controller/fabric_app.py``; the config (fabric
 parameters, pins, port-stats CSV) comes from ``$SHIFTBED_FABRIC_CONFIG``
 (see ``controller/fabric_config.py``).
@@ -15,7 +15,7 @@ For other Ryu apps in the same ``ryu-manager``:
 answered), ``.forwarding`` is the :class:`~controller.forwarding.FabricForwarding`
 in force and ``.set_pins(pins)`` re-pins at run time.
 
-REST (same WSGI server as other apps, ``--wsapi-port``):
+REST (the one server the apps share, ``controller/framework.py``, ``--wsapi-port``):
 ``GET /fabric/status`` and ``PUT /fabric/pins`` (body: a JSON list of pins).
 
 Every rule this app installs carries :data:`FABRIC_COOKIE`; it only ever
@@ -23,39 +23,41 @@ deletes rules with that cookie, so other apps' rules (the window scheduler's)
 are left alone.
 """
 
-import controller.ryu_compat  # noqa: F401,I001  (must come before every ryu import)
-
 import csv
 import json
 import logging
 import time
 
-from ryu.app.wsgi import ControllerBase, Response, WSGIApplication, route
-from ryu.base import app_manager
-from ryu.controller import ofp_event
-from ryu.controller.handler import CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
-from ryu.lib import hub
-from ryu.ofproto import ofproto_v1_3
-
 from controller import openflow
 from controller.fabric_config import load_config
 from controller.forwarding import FORWARDING_TABLES, FabricForwarding, Pin
+from controller.framework import (
+    CONFIG_DISPATCHER,
+    DEAD_DISPATCHER,
+    MAIN_DISPATCHER,
+    BaseApp,
+    RestService,
+    describe,
+    hub,
+    ofp_event,
+    ofproto_v1_3,
+    set_ev_cls,
+)
 from topo.wiring import switch_name_for_dpid
 
 FABRIC_COOKIE = 0x5B0F_AB00_0000_0000
 FABRIC_COOKIE_MASK = 0xFFFF_FF00_0000_0000
 STATS_COLUMNS = ["time_s", "dpid", "switch", "port", "rx_bytes", "tx_bytes", "rx_packets",
                  "tx_packets", "rx_dropped", "tx_dropped", "rx_errors", "tx_errors"]
-APP_KEY = "fabric_app"
 
 log = logging.getLogger(__name__)
 
 
-class FabricApp(app_manager.RyuApp):
+class FabricApp(BaseApp):
     """Proactive leaf-spine forwarding plus OpenFlow port-counter polling."""
 
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
-    _CONTEXTS = {"wsgi": WSGIApplication}
+    _CONTEXTS = {"rest": RestService}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -73,7 +75,9 @@ class FabricApp(app_manager.RyuApp):
             self._stats_writer.writerow(STATS_COLUMNS)
             self._stats_file.flush()
             self._poller = hub.spawn(self._poll_port_stats)
-        kwargs["wsgi"].register(FabricRest, {APP_KEY: self})
+        rest = kwargs["rest"]
+        rest.add("GET", "/fabric/status", lambda _body: (200, self.status()))
+        rest.add("PUT", "/fabric/pins", self.put_pins)
         log.info("fabric %s, %d pin(s), stats %s at %.1f Hz", self.config.params.as_dict(),
                  len(self.config.pins), self.config.stats_csv, self.config.stats_hz)
 
@@ -142,6 +146,7 @@ class FabricApp(app_manager.RyuApp):
             "pins": [pin.as_dict() for pin in self.forwarding.pins],
             "stats_csv": self.config.stats_csv,
             "stats_hz": self.config.stats_hz,
+            "controller": describe(),
         }
 
     # -- port counters ----------------------------------------------------------
@@ -181,35 +186,21 @@ class FabricApp(app_manager.RyuApp):
             self._stats_file.close()
         super().close()
 
+    # -- REST --------------------------------------------------------------------------
 
-class FabricRest(ControllerBase):
-    """``GET /fabric/status``; ``PUT /fabric/pins`` with a JSON list of pins (400 on bad input)."""
-
-    def __init__(self, req, link, data, **config):
-        super().__init__(req, link, data, **config)
-        self.app = data[APP_KEY]
-
-    @route("fabric", "/fabric/status", methods=["GET"])
-    def get_status(self, req, **_kwargs):
-        return _json_response(200, self.app.status())
-
-    @route("fabric", "/fabric/pins", methods=["PUT"])
-    def put_pins(self, req, **_kwargs):
+    def put_pins(self, body: bytes) -> tuple[int, dict]:
+        """``PUT /fabric/pins`` with a JSON list of pins: 400 on bad input, before any switch is touched."""
         try:
-            body = json.loads(req.body or b"null")
-            if not isinstance(body, list):
+            doc = json.loads(body or b"null")
+            if not isinstance(doc, list):
                 raise ValueError("body: must be a JSON list of pins")
-            pins = [Pin.from_dict(item) if isinstance(item, dict) else _not_a_pin(item) for item in body]
-            FabricForwarding(self.app.config.params, tuple(pins))  # validate before touching switches
+            pins = [Pin.from_dict(item) if isinstance(item, dict) else _not_a_pin(item) for item in doc]
+            FabricForwarding(self.config.params, tuple(pins))  # validate before touching switches
         except (ValueError, TypeError) as exc:
-            return _json_response(400, {"error": str(exc)})
-        self.app.set_pins(pins)
-        return _json_response(200, self.app.status())
+            return 400, {"error": str(exc)}
+        self.set_pins(pins)
+        return 200, self.status()
 
 
 def _not_a_pin(item):
     raise ValueError(f"pin: must be a JSON object, got {item!r}")
-
-
-def _json_response(status: int, body: dict) -> Response:
-    return Response(status=status, content_type="application/json", charset="utf-8", body=json.dumps(body))

@@ -28,6 +28,25 @@ class ControllerError(RuntimeError):
     """The controller process died or did not become ready; the message holds its log tail."""
 
 
+def describe_framework(env: dict | None = None) -> dict:
+    """Which framework ``python -m controller`` runs here (``framework``, ``version``, ``hub``, ``python``).
+
+    Asked of a child process, since importing the framework (eventlet under Ryu) must stay
+    out of a process that builds Mininet networks. ``ControllerError`` with its one-line reason.
+    """
+    environ = {**os.environ, **(env or {})}
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environ.get("PYTHONPATH")]))
+    try:
+        done = subprocess.run([sys.executable, "-m", "controller", "--describe"], capture_output=True, text=True,
+                              timeout=60, cwd=REPO_ROOT, env=environ)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ControllerError(f"python -m controller --describe: {exc}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exited {done.returncode}"])[-1]
+        raise ControllerError(last.removeprefix("python -m controller: "))
+    return json.loads(done.stdout)
+
+
 def free_tcp_port() -> int:
     """A TCP port that is free on 127.0.0.1 right now."""
     with socket.socket() as sock:

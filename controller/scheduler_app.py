@@ -1,11 +1,11 @@
-"""The LCM window scheduler as a thin Ryu app: REST in, gate messages out, on time.
+"""The LCM window scheduler as a thin controller app: REST in, gate messages out, on time.
 
 Run next to the fabric app: ``python -m controller controller.scheduler_app``.
 Requests are validated and the state is kept by
 :class:`controller.scheduler.SchedulerCore` (plain, unit-tested);
 :class:`controller.gate.WindowGate` decides which flow-mods each edge needs.
-This app only (1) answers REST on the fabric app's WSGI server (127.0.0.1 by
-default), (2) fires the gate's edges from a ``hub`` green thread on the
+This app only (1) answers REST on the server it shares with the fabric app
+(127.0.0.1 by default), (2) fires the gate's edges from a ``hub`` task on the
 controller's wall clock — sleep in the hub until ~2 ms before the edge, then
 in a plain, high-resolution sleep until it is due, send the edge's flow-mods
 and a barrier — and (3) records for each edge its due time, the time its
@@ -20,61 +20,61 @@ docs/gate.md), so a measured constant can be pre-compensated; lateness in
 Gate rules carry :data:`GATE_COOKIE`, so the fabric app never deletes them and
 ``POST /shiftbed/stop`` removes all of them (and the meters) at once.
 
-The schedule is computed on a native thread (``eventlet.tpool``), not in the
-hub. Ryu's hub is eventlet: every green thread — the edge firer, each
-switch connection's echo replies and barriers, each REST request — runs in
-one OS thread, and CPU-bound NumPy work never yields, so ``hub.spawn`` would
-only move the stall to another green thread. On a native thread the
-computation lets the hub run (the interpreter hands the GIL over every few
-ms, NumPy releases it), and its size is bounded before it starts
+The schedule is computed on a native thread (``framework.run_blocking``), not
+in the hub. Under an eventlet hub (Ryu) every green thread — the edge firer,
+each switch connection's echo replies and barriers, each REST request — runs
+in one OS thread, and CPU-bound NumPy work never yields, so ``hub.spawn``
+would only move the stall to another green thread; under os-ken's native hub
+every task is a thread already. On a native thread the computation lets the
+hub run (the interpreter hands the GIL over every few ms, NumPy and the
+compiled search release it), and its size is bounded before it starts
 (``controller/limits.py``). Requests that change the state are served one at
 a time (:attr:`SchedulerApp.changes`), since a request now yields while its
 schedule is computed; jobs and policy are refused while the gate runs, so a
 computation never competes with the edges.
 """
 
-import controller.ryu_compat  # noqa: F401,I001  (must come before every ryu import)
-
 import itertools
-import json
 import logging
 import time
 
-from eventlet import patcher, tpool
-from ryu.app.wsgi import ControllerBase, Response, WSGIApplication, route
-from ryu.base import app_manager
-from ryu.controller import ofp_event
-from ryu.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
-from ryu.lib import hub
-from ryu.ofproto import ofproto_v1_3
-
-from controller.theory.policies import load_from_environment
-from controller.scheduler import ApiError, SchedulerCore, parse_body
 from controller import openflow
+from controller.framework import (
+    DEAD_DISPATCHER,
+    MAIN_DISPATCHER,
+    BaseApp,
+    RestService,
+    hub,
+    ofp_event,
+    ofproto_v1_3,
+    precise_sleep,
+    run_blocking,
+    set_ev_cls,
+)
 from controller.gate import GateWindow, WindowGate
+from controller.scheduler import ApiError, SchedulerCore, parse_body
+from controller.theory.policies import load_from_environment
 
 GATE_COOKIE = 0x5B0F_6A7E_0000_0000
-APP_KEY = "scheduler_app"
 HORIZON_S = 0.5  # edges are computed this far ahead
 HUB_SLEEP_MARGIN_S = 0.002  # the hub's epoll sleeps wake up to ~1 ms late; the rest is a precise sleep
-precise_sleep = patcher.original("time").sleep  # not eventlet's: blocks the hub, burns no CPU
 MAX_EDGE_RECORDS = 100_000
 
 log = logging.getLogger(__name__)
 
 
-class SchedulerApp(app_manager.RyuApp):
+class SchedulerApp(BaseApp):
     """Window scheduler: REST API + edge firing; see the module docstring."""
 
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
-    _CONTEXTS = {"wsgi": WSGIApplication}
+    _CONTEXTS = {"rest": RestService}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         names = load_from_environment()  # policy files the run was given (SHIFTBED_POLICY_FILES)
         if names:
             log.info("policies loaded from files: %s", ", ".join(names))
-        self.core = SchedulerCore(compute_with=tpool.execute)
+        self.core = SchedulerCore(compute_with=run_blocking)
         self.changes = hub.Semaphore(1)  # one state-changing request at a time
         self.datapaths = {}
         self.gate: WindowGate | None = None
@@ -83,7 +83,7 @@ class SchedulerApp(app_manager.RyuApp):
         self.edges = []  # dicts: due_s, sent_s, barrier_s, job, opening
         self._pending = {}  # (dpid, xid) -> edge record
         self.errors = []
-        kwargs["wsgi"].register(SchedulerRest, {APP_KEY: self})
+        SchedulerRest(self).register(kwargs["rest"])
 
     # -- switches ----------------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
@@ -222,75 +222,73 @@ class SchedulerApp(app_manager.RyuApp):
                 "openflow_errors": len(self.errors), "last_errors": self.errors[-5:]}
 
 
-class SchedulerRest(ControllerBase):
+class SchedulerRest:
     """``/shiftbed/...``: every handler answers JSON; bad requests get 4xx, never a crash."""
 
-    def __init__(self, req, link, data, **config):
-        super().__init__(req, link, data, **config)
-        self.app: SchedulerApp = data[APP_KEY]
+    def __init__(self, app: SchedulerApp):
+        self.app = app
 
-    def _answer(self, fn, status=200):
+    def register(self, rest) -> None:
+        rest.add("GET", "/shiftbed/jobs", self.list_jobs)
+        rest.add("POST", "/shiftbed/jobs", self.add_job)
+        rest.add("DELETE", "/shiftbed/jobs/{name}", self.remove_job)
+        rest.add("GET", "/shiftbed/schedule", self.get_schedule)
+        rest.add(("POST", "PUT"), "/shiftbed/policy", self.set_policy)
+        rest.add("POST", "/shiftbed/stop", self.stop)
+        rest.add("GET", "/shiftbed/status", self.get_status)
+        rest.add("GET", "/shiftbed/edges", self.get_edges)
+
+    @staticmethod
+    def _answer(fn, status=200) -> tuple[int, dict]:
         try:
-            return _json(status, fn())
+            return status, fn()
         except ApiError as exc:
-            return _json(exc.status, exc.body())
+            return exc.status, exc.body()
         except Exception as exc:  # a bug must not take the controller down
             log.exception("scheduler REST handler failed")
-            return _json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"[:300], "status": 500})
+            return 500, {"error": f"internal error: {type(exc).__name__}: {exc}"[:300], "status": 500}
 
-    @route("shiftbed", "/shiftbed/jobs", methods=["GET"])
-    def list_jobs(self, req, **_kw):
-        return self._answer(lambda: {"jobs": [j.as_dict() for j in self.app.core.jobs.values()]})
-
-    def _change(self, fn, status=200):
+    def _change(self, fn, status=200) -> tuple[int, dict]:
         """Answer a request that changes the state, after any other such request has finished."""
         def serialised():
             with self.app.changes:
                 return fn()
         return self._answer(serialised, status)
 
-    @route("shiftbed", "/shiftbed/jobs", methods=["POST"])
-    def add_job(self, req, **_kw):
+    def list_jobs(self, _body):
+        return self._answer(lambda: {"jobs": [j.as_dict() for j in self.app.core.jobs.values()]})
+
+    def add_job(self, body):
         def do():
-            job = self.app.core.add_job(parse_body(req.body))
+            job = self.app.core.add_job(parse_body(body))
             return {"job": job.as_dict(), "schedule": self.app.core.schedule_doc()}
         return self._change(do, 201)
 
-    @route("shiftbed", "/shiftbed/jobs/{name}", methods=["DELETE"])
-    def remove_job(self, req, name, **_kw):
+    def remove_job(self, _body, name):
         def do():
             self.app.core.remove_job(name)
             return {"removed": name, "schedule": self.app.core.schedule_doc()}
         return self._change(do)
 
-    @route("shiftbed", "/shiftbed/schedule", methods=["GET"])
-    def get_schedule(self, req, **_kw):
+    def get_schedule(self, _body):
         return self._answer(self.app.core.schedule_doc)
 
-    @route("shiftbed", "/shiftbed/policy", methods=["POST", "PUT"])
-    def set_policy(self, req, **_kw):
+    def set_policy(self, body):
         def do():
-            self.app.core.set_policy(parse_body(req.body))
+            self.app.core.set_policy(parse_body(body))
             if self.app.core.enforces_windows:
                 self.app.start_gate()
             return self.app.core.schedule_doc()
         return self._change(do)
 
-    @route("shiftbed", "/shiftbed/stop", methods=["POST"])
-    def stop(self, req, **_kw):
+    def stop(self, _body):
         def do():
             self.app.stop_gate()
             return self.app.status()
         return self._change(do)
 
-    @route("shiftbed", "/shiftbed/status", methods=["GET"])
-    def get_status(self, req, **_kw):
+    def get_status(self, _body):
         return self._answer(self.app.status)
 
-    @route("shiftbed", "/shiftbed/edges", methods=["GET"])
-    def get_edges(self, req, **_kw):
+    def get_edges(self, _body):
         return self._answer(lambda: {"edges": list(self.app.edges)})
-
-
-def _json(status: int, body: dict) -> Response:
-    return Response(status=status, content_type="application/json", charset="utf-8", body=json.dumps(body))

@@ -21,7 +21,7 @@ from scenarios import exitcodes
 from scenarios.errors import EnvironmentProblem, InputError
 
 SUBCOMMANDS = {
-    "check": ("scenarios.commands.check", "environment doctor: OVS, datapath, Ryu, iperf3, a tiny fabric"),
+    "check": ("scenarios.commands.check", "environment doctor: OVS, datapath, controller framework, iperf3, a tiny fabric"),
     "plan": ("scenarios.commands.plan", "theory only: LCM, gcd feasibility, shifts, predicted iteration times"),
     "sweep": ("scenarios.commands.sweep", "theory over many job combinations: how often does `shift` help?"),
     "map": ("scenarios.commands.map", "theory: which policy wins, and by how much, one factor at a time"),
@@ -32,7 +32,7 @@ SUBCOMMANDS = {
     "demo": ("scenarios.commands.demo", "run the demo scenarios and print where the reports are"),
 }
 
-VERBOSE_COMMANDS = ("run", "demo", "check")  # the subcommands that build a fabric: they have -v
+VERBOSE_COMMANDS = ("run", "demo", "check")  # the subcommands that build a fabric: they have -v and --controller
 
 
 def configure_logging(verbosity: int) -> None:
@@ -81,8 +81,19 @@ def main(argv=None) -> int:
             if name in VERBOSE_COMMANDS:
                 sub_parser.add_argument("-v", "--verbose", action="count", default=0,
                                         help="more detail on stderr (-vv: debug, libraries included)")
+                sub_parser.add_argument("--controller", choices=("ryu", "os-ken"),
+                                        help="the controller's framework (default: $SHIFTBED_CONTROLLER, else Ryu "
+                                             "where it runs, else os-ken)")
     args = parser.parse_args(argv)
     configure_logging(getattr(args, "verbose", 0))
+    if getattr(args, "controller", None):
+        from controller.framework_choice import FRAMEWORK_ENV, FrameworkError, choose
+
+        try:
+            os.environ[FRAMEWORK_ENV] = choose(args.controller)  # the controller process inherits it
+        except FrameworkError as exc:
+            print(f"shiftbed {args.command}: --controller: {exc}", file=sys.stderr)
+            return exitcodes.BAD_INPUT
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
     try:
         return int(module.run(args) or 0)

@@ -14,9 +14,7 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 from scenarios.errors import InputError
 
@@ -65,12 +63,13 @@ def components() -> tuple[dict, list[str]]:
         found[tool] = shutil.which(tool) is not None
         if not found[tool]:
             problems.append(f"{tool}: missing; run `{fix}` (or `{INSTALL_HINT}`)")
-    ryu = subprocess.run([sys.executable, "-c", "import controller.ryu_compat, ryu.cmd.manager, ryu.app.wsgi"],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
-    found["ryu"] = ryu.returncode == 0
-    if not found["ryu"]:
-        last = (ryu.stderr.strip().splitlines() or ["?"])[-1]
-        problems.append(f"Ryu: not importable ({last}); run `{INSTALL_HINT}`")
+    from controller.process import ControllerError, describe_framework
+
+    try:
+        found["controller"] = describe_framework()  # Ryu or os-ken, its version and hub
+    except ControllerError as exc:
+        found["controller"] = None
+        problems.append(f"controller: {exc}")
     try:
         import mininet.net  # noqa: F401
 
@@ -141,7 +140,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        for key in ("root", "ovs_version", "datapath", "mininet", "ryu", "iperf3", "tcpdump", "ethtool", "mtu",
+        for key in ("root", "ovs_version", "datapath", "mininet", "controller", "iperf3", "tcpdump", "ethtool", "mtu",
                     "ovs_tx_sndbuf_bytes", "startup_s", "configured_mbps", "realized_mbps", "ratio", "host_busy"):
             print(f"{key:16} {report.get(key)}", file=sys.stderr)
         for problem in problems:

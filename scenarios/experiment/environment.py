@@ -13,6 +13,14 @@ from scenarios.version import baked_commit, checkout_commit
 REPO = Path(__file__).resolve().parents[2]
 
 
+def controller_record(fabric) -> dict | None:
+    """``{framework, version, hub, python}`` from the running controller's ``/fabric/status``."""
+    try:
+        return fabric.controller.status().get("controller")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def environment_record(fabric) -> dict:
     """Versions and settings a reader needs to reproduce the run."""
 
@@ -26,7 +34,8 @@ def environment_record(fabric) -> dict:
     return {
         "shiftbed_commit": checkout_commit(REPO) or baked_commit(),  # as `shiftbed --version` names it
         "ovs_version": fabric.ovs_version,
-        "ryu_version": output([str(Path(os.sys.executable)), "-c", "import ryu; print(ryu.version)"]),
+        # the framework the run's controller ran on, as it says itself: ryu or os-ken, version, hub
+        "controller": controller_record(fabric),
         "iperf3_version": iperf.splitlines()[0] if iperf else None,
         "kernel": platform.release(),
         "python": platform.python_version(),

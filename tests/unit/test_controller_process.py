@@ -1,9 +1,11 @@
-"""The controller starts both ways (python -m controller, stock ryu-manager) and its REST refuses bad pins.
+"""The controller starts on every framework installed here (python -m controller; on Ryu also the
+stock ryu-manager) and its REST refuses bad pins.
 
-No switches and no root needed: a real ryu-manager process on free ports.
+No switches and no root needed: a real controller process on free ports, once per framework.
 """
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from controller.fabric_config import CONFIG_ENV, FabricConfig
+from controller.framework_choice import FRAMEWORK_ENV, installed
 from controller.process import ControllerProcess, free_tcp_port
 from topo.wiring import FabricParams
 
@@ -48,23 +51,49 @@ def listening_addresses(port: int) -> list[str]:
     return found
 
 
-def test_the_ryu_command_line_listens_on_loopback_unless_told_otherwise():
-    from controller.__main__ import parser, ryu_argv
+def test_the_command_line_listens_on_loopback_unless_told_otherwise():
+    from controller.__main__ import manager_argv, parser
 
-    argv = ryu_argv(parser().parse_args(["controller.scheduler_app", "--ofp-port", "6700"]))
-    assert argv[:2] == ["controller.fabric_app", "controller.scheduler_app"]
-    options = dict(zip(argv[2::2], argv[3::2], strict=True))
+    apps, argv = manager_argv(parser().parse_args(["controller.scheduler_app", "--ofp-port", "6700"]))
+    assert apps == ["controller.fabric_app", "controller.scheduler_app"]
+    options = dict(zip(argv[::2], argv[1::2], strict=True))
     assert options == {"--ofp-listen-host": "127.0.0.1", "--ofp-tcp-listen-port": "6700",
                        "--wsapi-host": "127.0.0.1", "--wsapi-port": "8080"}
-    argv = ryu_argv(parser().parse_args(["--ofp-host", "0.0.0.0", "--wsapi-host", "::1"]))
+    _, argv = manager_argv(parser().parse_args(["--ofp-host", "0.0.0.0", "--wsapi-host", "::1"]))
     assert argv[argv.index("--ofp-listen-host") + 1] == "0.0.0.0" and argv[argv.index("--wsapi-host") + 1] == "::1"
 
 
-def test_python_m_controller_serves_status_and_validates_pins(config_path):
-    controller = ControllerProcess(config_path)
+def describe(framework: str | None) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if k != FRAMEWORK_ENV}
+    argv = [sys.executable, "-m", "controller", "--describe"] + (["--framework", framework] if framework else [])
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("framework", installed())
+def test_describe_names_the_framework_its_version_and_hub(framework):
+    code, out, err = describe(framework)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["framework"] == framework and doc["version"] and doc["hub"] in ("eventlet", "native")
+    assert doc["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_the_default_framework_is_the_first_installed_and_a_bad_name_is_one_line():
+    code, out, _ = describe(None)
+    assert code == 0 and json.loads(out)["framework"] == installed()[0]
+    done = subprocess.run([sys.executable, "-m", "controller", "--describe"], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, FRAMEWORK_ENV: "floodlight"}, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().count("\n") == 0 and "must be one of ryu, os-ken" in done.stderr
+
+
+@pytest.mark.parametrize("framework", installed())
+def test_python_m_controller_serves_status_and_validates_pins(config_path, framework):
+    controller = ControllerProcess(config_path, env={FRAMEWORK_ENV: framework})
     controller.start()
     try:
-        # Ryu took the option: OpenFlow and REST listen on 127.0.0.1 only
+        # the framework took the option: OpenFlow and REST listen on 127.0.0.1 only
         assert listening_addresses(controller.ofp_port) == ["0100007F"]
         assert listening_addresses(controller.wsapi_port) == ["0100007F"]
         status = controller.status()
@@ -76,16 +105,20 @@ def test_python_m_controller_serves_status_and_validates_pins(config_path):
         assert code == 400
         code, body = put(f"{controller.rest_url}/fabric/pins", [{"spine": 2, "dst_port_range": [5201, 5210]}])
         assert code == 200 and body["pins"][0]["spine"] == 2
+        code, body = put(f"{controller.rest_url}/fabric/nothing", [])
+        assert code == 404 and "no such resource" in body["error"]
+        code, body = put(f"{controller.rest_url}/fabric/status", [])
+        assert code == 405 and "GET" in body["error"]
         assert controller.alive()
     finally:
         controller.stop()
     assert not controller.alive()
 
 
-def test_stock_ryu_manager_runs_the_app_file(config_path):
+def stock_ryu_manager_runs_the_app_file(config_path):
+    """Where Ryu is installed, its own ``ryu-manager`` runs the app file and serves its REST."""
     ryu_manager = Path(sys.executable).parent / "ryu-manager"
-    if not ryu_manager.exists():
-        pytest.skip("no ryu-manager next to this Python")
+    assert ryu_manager.exists(), "Ryu is installed but its ryu-manager is not next to this Python"
     import sysconfig
 
     from controller.ryu_hook import PTH_NAME
@@ -111,3 +144,7 @@ def test_stock_ryu_manager_runs_the_app_file(config_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+if "ryu" in installed():  # only where Ryu is (Python 3.11); os-ken 4.x has no manager script
+    test_stock_ryu_manager_runs_the_app_file = stock_ryu_manager_runs_the_app_file

@@ -1,18 +1,29 @@
-"""Plain rules → OpenFlow 1.3 messages (controller/openflow.py), built and encoded by Ryu's real v1.3
-parser without a switch; each flow-mod is decoded again and compared with the rule it came from."""
+"""Plain rules → OpenFlow 1.3 messages (controller/openflow.py), built and encoded by the framework's
+real v1.3 parser (Ryu's or os-ken's) without a switch; each flow-mod is decoded again and compared with
+the rule it came from. The module runs on the framework chosen here; the last test runs it again, in a
+process of its own, on every other framework installed."""
 
-import controller.ryu_compat  # noqa: F401,I001  (before every ryu import)
-
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from ryu.ofproto import ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser
 
 from controller import openflow
 from controller.forwarding import GOTO_TABLE_AFTER_GATE, FabricForwarding, FlowRule, GroupRule, Pin
+from controller.framework_choice import FRAMEWORK_ENV, PACKAGES, choose, installed
 from controller.gate import DataFlow, GateFlowMod, MeterMod
 from topo.wiring import FabricParams, leaf_dpid
 
+FRAMEWORK = choose()
+if FRAMEWORK == "ryu":
+    importlib.import_module("controller.ryu_compat")  # the eventlet shim, before Ryu
+ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser = (
+    importlib.import_module(f"{PACKAGES[FRAMEWORK]}.ofproto.{name}")
+    for name in ("ofproto_parser", "ofproto_v1_3", "ofproto_v1_3_parser"))
 OFP = ofproto_v1_3
 COOKIE = 0x5B0F_0000_0000_0001
 
@@ -128,3 +139,12 @@ def test_meters_are_added_with_one_drop_band_and_deleted_by_id():
         msg.serialize()
     with pytest.raises(TypeError):
         openflow.gate_message(datapath(), FlowRule(0x101, 0, 1, {}), COOKIE)
+
+
+@pytest.mark.parametrize("framework", [f for f in installed() if f != FRAMEWORK])
+def test_the_same_messages_on_every_other_framework(framework):
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                           "-k", "not every_other_framework"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, FRAMEWORK_ENV: framework}, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout

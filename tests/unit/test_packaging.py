@@ -17,10 +17,14 @@ SYSTEM_PYTHON = Path("/usr/bin/python3")
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
 
-def pins() -> dict[str, str]:
-    """requirements.txt: package name (lower case) -> the exact version pinned."""
+# Each Python line shiftbed was run on, and the constraints file `make install` takes there.
+CONSTRAINTS = {"3.11": "requirements.txt", "3.12": "requirements-py3.12.txt", "3.13": "requirements-py3.13.txt"}
+
+
+def pins(constraints: str = "requirements.txt") -> dict[str, str]:
+    """A constraints file: package name (lower case) -> the exact version pinned."""
     out = {}
-    for line in (REPO / "requirements.txt").read_text().splitlines():
+    for line in (REPO / constraints).read_text().splitlines():
         line = line.split("#")[0].strip()
         if line:
             req = Requirement(line)
@@ -30,9 +34,14 @@ def pins() -> dict[str, str]:
     return out
 
 
-def test_every_declared_dependency_is_pinned_inside_its_range_and_every_pin_is_declared():
-    declared = [Requirement(r) for r in PYPROJECT["dependencies"] + PYPROJECT["optional-dependencies"]["bench"]]
-    pinned = pins()
+@pytest.mark.parametrize("python, constraints", CONSTRAINTS.items())
+def test_every_declared_dependency_is_pinned_inside_its_range_and_every_pin_is_declared(python, constraints):
+    """For each Python line, what pyproject.toml declares there (environment markers evaluated for it)."""
+    marker_env = {"python_version": python, "python_full_version": f"{python}.0"}
+    declared = [req for req in (Requirement(r) for r in PYPROJECT["dependencies"]
+                                + PYPROJECT["optional-dependencies"]["bench"])
+                if req.marker is None or req.marker.evaluate(marker_env)]
+    pinned = pins(constraints)
     for req in declared:
         assert req.name.lower() in pinned, f"{req.name}: declared in pyproject.toml, not pinned in requirements.txt"
         assert req.specifier.contains(pinned[req.name.lower()]), f"{req}: the pin {pinned[req.name.lower()]} is outside"
@@ -51,12 +60,38 @@ def test_only_the_milp_baseline_imports_ortools_and_only_benchmarks_and_tests_im
             assert "controller.theory.milp" not in imported, f"{name} imports the milp baseline"  # any form
 
 
-def test_the_python_requirement_is_the_one_ryu_runs_on():
-    assert PYPROJECT["requires-python"] == ">=3.11,<3.12"
+def test_the_python_requirement_is_the_lines_shiftbed_was_run_on():
+    assert PYPROJECT["requires-python"] == ">=3.11,<3.14"
+    from packaging.specifiers import SpecifierSet
+    assert [v for v in ("3.10", "3.11", "3.12", "3.13", "3.14") if SpecifierSet(PYPROJECT["requires-python"]).contains(f"{v}.0")] \
+        == list(CONSTRAINTS)
+
+
+def test_ryu_only_where_it_runs_and_os_ken_everywhere():
+    by_name = {Requirement(r).name.lower(): Requirement(r) for r in PYPROJECT["dependencies"]}
+    assert by_name["ryu"].marker.evaluate({"python_version": "3.11"})
+    assert not by_name["ryu"].marker.evaluate({"python_version": "3.12"})
+    assert by_name["os-ken"].marker is None
+    for python, constraints in CONSTRAINTS.items():
+        assert ("ryu" in pins(constraints)) == (python == "3.11"), constraints
+
+
+@pytest.mark.parametrize("version", list(CONSTRAINTS))
+def test_make_install_takes_the_constraints_of_its_python_line(tmp_path, version):
+    fake = tmp_path / "python3"
+    fake.write_text(f"#!/bin/sh\necho {version}\n")
+    fake.chmod(0o755)
+    check = subprocess.run(["make", "-s", "--no-print-directory", "python-check", f"SYSTEM_PYTHON={fake}"],
+                           cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and check.stderr == "", check.stderr
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "-W", "pyproject.toml", ".venv/.shiftbed-installed",
+                          f"SYSTEM_PYTHON={fake}"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert f"-c {CONSTRAINTS[version]} " in dry.stdout, dry.stdout
 
 
 @pytest.mark.parametrize("version, says", [
-    ("3.13", "is Python 3.13; shiftbed needs 3.11"), ("3.12", "is Python 3.12; shiftbed needs 3.11"),
+    ("3.14", "is Python 3.14; shiftbed runs on 3.11, 3.12 and 3.13"),
+    ("3.10", "is Python 3.10; shiftbed runs on 3.11, 3.12 and 3.13"),
     (None, "no "),
 ])
 def test_make_install_refuses_an_unsupported_python_in_one_line_before_pip(tmp_path, version, says):
@@ -68,7 +103,7 @@ def test_make_install_refuses_an_unsupported_python_in_one_line_before_pip(tmp_p
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     lines = [line for line in done.stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
     assert done.returncode != 0 and len(lines) == 1 and says in lines[0], done.stderr
-    assert "Ryu 4.34" in lines[0] or "Debian 12" in lines[0]
+    assert "Debian 12" in lines[0] and "VM" in lines[0]
 
 
 def test_the_link_that_makes_sudo_shiftbed_work_is_idempotent_and_uninstall_removes_only_ours(tmp_path):
@@ -108,8 +143,10 @@ def test_pip_install_into_a_fresh_venv_gives_a_shiftbed_that_names_its_version_a
     source.mkdir()
     commit = source_copy(source)
     subprocess.run([str(SYSTEM_PYTHON), "-m", "venv", str(venv)], check=True, timeout=120)
+    python = subprocess.run([str(SYSTEM_PYTHON), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
     pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
-                          "-c", str(source / "requirements.txt"), str(source)],
+                          "-c", str(source / CONSTRAINTS[python]), str(source)],
                          capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stderr[-3000:]
     shiftbed = venv / "bin" / "shiftbed"

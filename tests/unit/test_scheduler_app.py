@@ -1,6 +1,7 @@
 """The scheduler app computes schedules off the hub and serves state changes one at a time.
 
-A real `python -m controller controller.scheduler_app` on free ports, no switches, no root.
+A real `python -m controller controller.scheduler_app` on free ports, no switches, no root, once
+on every framework installed here (Ryu's eventlet hub, os-ken's native threads).
 The instance below takes ~0.4 s to schedule on a 0.5 ms grid (its exact search runs out
 of budget, then the heuristic answers): long enough to see whether the hub still serves.
 Its periods are products of two of four primes near 100, so every job keeps residues as
@@ -15,6 +16,7 @@ import pytest
 import requests
 
 from controller.fabric_config import FabricConfig
+from controller.framework_choice import FRAMEWORK_ENV, installed
 from controller.process import ControllerProcess
 from topo.wiring import FabricParams
 
@@ -27,11 +29,11 @@ def job(name: str, period_ms: float, comm_ms: float, port: int) -> dict:
             "flows": [{"dpid": 0x101, "src_ip": "10.0.0.1", "dst_ip": "10.0.0.2", "tcp_src": port}]}
 
 
-@pytest.fixture(scope="module")
-def scheduler(tmp_path_factory):
+@pytest.fixture(scope="module", params=installed())
+def scheduler(tmp_path_factory, request):
     path = tmp_path_factory.mktemp("scheduler") / "fabric.json"
     FabricConfig(FabricParams(spines=1, leaves=2, hosts_per_leaf=1)).write(str(path))
-    controller = ControllerProcess(path, apps=("controller.scheduler_app",))
+    controller = ControllerProcess(path, apps=("controller.scheduler_app",), env={FRAMEWORK_ENV: request.param})
     controller.start()
     yield controller
     controller.stop()
