@@ -5,7 +5,8 @@ every policy.
 Shared by the lab VM's test (tests/vm) and the Debian 13 root's run (topo/debian13/in-root.sh), which
 runs it as a script on a saved JSON object: the problems, one line each, and exit status 1 if any.
 
-    python tests/platform_verdict.py check|demo FILE
+    python tests/platform_verdict.py check FILE [FRAMEWORK]   (FRAMEWORK: the controller's that check must name)
+    python tests/platform_verdict.py demo FILE
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ MIN_CHECK_RATIO = 0.9
 DEMO_SCENARIOS = {"classroom", "two-jobs-coprime"}
 
 
-def check_problems(report: dict) -> list[str]:
-    """`shiftbed check --json`'s object: its own problems, or a realized rate below 90 % of the link's."""
+def check_problems(report: dict, framework: str | None = None) -> list[str]:
+    """`shiftbed check --json`'s object: its own problems, a realized rate below 90 % of the link's, or
+    a controller framework other than ``framework`` (when given)."""
     problems = [f"check: {problem}" for problem in report.get("problems", [])]
+    found = (report.get("controller") or {}).get("framework")
+    if framework and found != framework:
+        problems.append(f"check: the controller runs on {found}, not {framework}")
     if report.get("ok") is not True and not problems:
         problems.append("check: not ok")
     if report.get("ratio") is None or report["ratio"] < MIN_CHECK_RATIO:
@@ -56,8 +61,8 @@ def demo_problems(doc: dict) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("check", "demo"):
-        print("usage: python tests/platform_verdict.py check|demo FILE", file=sys.stderr)
+    if argv[:1] not in (["check"], ["demo"]) or len(argv) not in (2, 3) or (argv[0] == "demo" and len(argv) == 3):
+        print("usage: python tests/platform_verdict.py check FILE [FRAMEWORK], or demo FILE", file=sys.stderr)
         return 2
     text = Path(argv[1]).read_text().strip()
     try:
@@ -65,7 +70,7 @@ def main(argv: list[str]) -> int:
     except json.JSONDecodeError as exc:
         print(f"{argv[0]}: {argv[1]} holds no JSON object ({exc})")
         return 1
-    problems = (check_problems if argv[0] == "check" else demo_problems)(doc)
+    problems = check_problems(doc, *argv[2:]) if argv[0] == "check" else demo_problems(doc)
     print("\n".join(problems) if problems else f"{argv[0]}: ok")
     return 1 if problems else 0
 
