@@ -114,6 +114,10 @@ class SwapError(RuntimeError):
     """The host's Open vSwitch could not be put back; the message says what to run."""
 
 
+class Refused(SwapError):
+    """The host's Open vSwitch must not be stopped; nothing was changed."""
+
+
 class Swap:
     """The host's Open vSwitch out of the way of a root's, and back: the decisions, over an :class:`OvsControl`."""
 
@@ -125,17 +129,20 @@ class Swap:
         """A refusal, or None: nothing is changed."""
         return refusal(self.ovs.probe())
 
-    def stop(self) -> str | None:
-        """Recover an interrupted run, then stop the host's Open vSwitch if it runs. A refusal, or None."""
+    def stop(self) -> str:
+        """Recover an interrupted run, then stop the host's Open vSwitch if it runs: what was done, in
+        words. :class:`Refused`, with nothing changed, while it has bridges that are not shiftbed's."""
         self.restore()
         host = self.ovs.probe()
         problem = refusal(host)
         if problem:
-            return problem
+            raise Refused(problem)
         SwapState(host_was_running=host.running, manager=host.manager).save(self.state_path)
-        if host.running:
-            self.ovs.stop(host.manager)
-        return None
+        if not host.running:
+            return "the host's Open vSwitch is not running: none to stop, none to start afterwards"
+        self.ovs.stop(host.manager)
+        bridges = f"shiftbed's bridges {', '.join(sorted(host.bridges))}" if host.bridges else "no bridges"
+        return f"stopped the host's Open vSwitch (it had {bridges}) until the root's is done"
 
     def track(self, pid: int) -> None:
         state = SwapState.load(self.state_path)
@@ -172,11 +179,12 @@ def main(argv: list[str]) -> int:
         return 2
     swap = Swap(Path(argv[1]))
     try:
-        if argv[0] in ("check", "stop"):
-            problem = swap.check() if argv[0] == "check" else swap.stop()
+        if argv[0] == "check":
+            problem = swap.check()
             if problem:
-                print(f"make test-debian13: {problem}", file=sys.stderr)
-                return 1
+                raise Refused(problem)
+        elif argv[0] == "stop":
+            print(f"make test-debian13: {swap.stop()}", file=sys.stderr)
         elif argv[0] == "track":
             swap.track(int(argv[2]))
         else:

@@ -46,13 +46,14 @@ judge() {
 
 stage install make install || { fail install "$(last_words "$OUT/install.log")"; exit 1; }
 stage unit make unit || fail unit "$(grep -E '^(FAILED|ERROR)|[0-9]+ (passed|failed)' "$OUT/unit.log" | tail -1)"
-if stage check sh -c ".venv/bin/shiftbed check --json > $OUT/check.json"; then judge check os-ken   # the controller on os-ken: Ryu does not run on this Python
+# check and demo print their JSON object whether or not they pass: the verdict reads it for the reasons
+stage check sh -c ".venv/bin/shiftbed check --json > $OUT/check.json"
+if [ -s "$OUT/check.json" ]; then judge check os-ken   # the controller on os-ken: Ryu does not run on this Python
 else fail check "$(last_words "$OUT/check.log")"; fi
 stage lab1 $PY -m pytest -q -rfEs --strict-skips -p no:cacheprovider tests/labs/test_labs_root.py::test_lab1_fabric \
     || fail lab1 "$(grep -E '^(FAILED|ERROR|SKIPPED)|[0-9]+ (passed|failed)' "$OUT/lab1.log" | tail -1)"
-# exit status 3: it measured, and lost fidelity (the verdict says where)
-if stage demo sh -c ".venv/bin/shiftbed demo --duration $DEMO_DURATION_S --json > $OUT/demo.json; s=\$?; [ \$s = 0 ] || [ \$s = 3 ]"
-then judge demo; else fail demo "$(last_words "$OUT/demo.log")"; fi
+stage demo sh -c ".venv/bin/shiftbed demo --duration $DEMO_DURATION_S --json > $OUT/demo.json"
+if [ -s "$OUT/demo.json" ]; then judge demo; else fail demo "$(last_words "$OUT/demo.log")"; fi
 
 controller=$($PY -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["controller"]))' "$OUT/check.json" \
     2>/dev/null || echo null)   # the framework, its version and hub, the Python it runs on

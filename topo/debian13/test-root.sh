@@ -39,10 +39,14 @@ if [ "${1:-}" = --inside ]; then
     mkdir -p "$M/root/.cache/pip" "$CACHE/pip"
     mount --bind "$CACHE/pip" "$M/root/.cache/pip"   # pip's downloads, kept from run to run
     cp /etc/resolv.conf "$M/etc/resolv.conf"
-    in_root() {
-        chroot "$M" /usr/bin/env -u PYTHONPATH -u VIRTUAL_ENV HOME=/root \
-            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
-    }
+    # The root becomes this mount namespace's own root (pivot_root, not chroot): Mininet enters a host's
+    # namespaces (mnexec -a), and entering a mount namespace resets a process's root to that namespace's,
+    # which under chroot would be the host's. The host's tree is then detached altogether.
+    cd "$M"
+    pivot_root . mnt
+    cd /
+    umount -l /mnt
+    in_root() { /usr/bin/env -u PYTHONPATH -u VIRTUAL_ENV HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
     # An interrupt (Ctrl-C, or the host's SIGTERM) goes to every process of the root as SIGINT, which
     # shiftbed answers by tearing down its network; none of the host's processes is in this namespace.
     set -m   # the run in a job of its own: SIGINT reaches it (a background job would ignore it)
@@ -55,7 +59,7 @@ if [ "${1:-}" = --inside ]; then
     done
     trap - INT TERM
     # what an interrupted fabric left (its run records are in this root's /run), then the root's OVS
-    if [ -x "$M/shiftbed/.venv/bin/shiftbed" ]; then in_root /shiftbed/.venv/bin/shiftbed clean >&2 || true; fi
+    if [ -x /shiftbed/.venv/bin/shiftbed ]; then in_root /shiftbed/.venv/bin/shiftbed clean >&2 || true; fi
     in_root /usr/share/openvswitch/scripts/ovs-ctl stop >/dev/null 2>&1 || true
     exit "$status"
 fi
@@ -63,7 +67,7 @@ fi
 # --- on the host ---
 PACKAGES=${1:-}
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, mounts and Open vSwitch); run: sudo make test-debian13"
-for tool in unshare chroot findmnt git python3; do
+for tool in unshare pivot_root findmnt git python3; do
     command -v "$tool" >/dev/null || die "missing $tool"
 done
 cd "$REPO"
@@ -89,8 +93,10 @@ finish() {
     left=$(findmnt -rn -o TARGET | grep -F "$RUN" || true)
     if [ -n "$left" ]; then
         echo "make test-debian13: mounts left under $RUN: $(echo $left)" >&2; status=1
-    else
+    elif [ "$status" = 0 ]; then
         rm -rf --one-file-system "$RUN"
+    else   # what the failed stages wrote (results, logs) stays for a look, until the next run
+        echo "make test-debian13: the root's files of this run stay in $RUN/upper until the next run" >&2
     fi
     echo "make test-debian13: $( [ $status = 0 ] && echo passed || echo failed) in $((SECONDS - started)) s; logs in $OUT" >&2
     exit "$status"
