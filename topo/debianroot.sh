@@ -16,12 +16,12 @@ recipe_hash() {
 
 # apt_sources_for SUITE: the host's apt sources (deb822) for Debian release SUITE: the same mirrors,
 # with the host's own release name in every suite replaced (bookworm-security -> trixie-security).
+HOST_APT_SOURCES=${HOST_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+HOST_CODENAME=${HOST_CODENAME:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
 apt_sources_for() {
-    local host_codename
-    host_codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-    [ -f /etc/apt/sources.list.d/debian.sources ] || die "no /etc/apt/sources.list.d/debian.sources: this is not a Debian 12 or later host"
-    [ -n "$host_codename" ] || die "/etc/os-release names no VERSION_CODENAME"
-    sed -E "/^Suites:/ s/\b$host_codename\b/$1/g" /etc/apt/sources.list.d/debian.sources
+    [ -f "$HOST_APT_SOURCES" ] || die "no $HOST_APT_SOURCES: this host is not Debian 12 or later"
+    [ -n "$HOST_CODENAME" ] || die "/etc/os-release names no VERSION_CODENAME"
+    sed -E "/^Suites:/ s/\b$HOST_CODENAME\b/$1/g" "$HOST_APT_SOURCES"
 }
 
 # trust_host_cas ROOT: the root trusts what the host trusts (an intercepting proxy's CA, for one),

@@ -24,7 +24,6 @@ die() { echo "make test-debian13: $*" >&2; exit 1; }
 . "$HERE/../debianroot.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, mounts and Open vSwitch); run: sudo make test-debian13"
-command -v mmdebstrap >/dev/null || die "missing mmdebstrap (make test-debian13 installs it: run it through make)"
 mkdir -p "$CACHE"
 HASH=$(echo "$PROJECT_PACKAGES $BASE_PACKAGES" | recipe_hash "$0" "$HERE/../debianroot.sh")
 ROOT="$CACHE/root-$HASH"
@@ -34,6 +33,7 @@ if [ -d "$ROOT" ]; then
     exit 0
 fi
 need_free_gb "$CACHE" "$NEED_FREE_GB" "the Debian 13 root" SHIFTBED_ROOT_CACHE
+command -v mmdebstrap >/dev/null || die "missing mmdebstrap (make test-debian13 installs it: run it through make)"
 
 WORK="$CACHE/work"
 if [ -d "$WORK" ]; then
