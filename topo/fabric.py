@@ -205,8 +205,14 @@ class Fabric:
         if os.geteuid() != 0:
             raise FabricError("building a fabric needs root: run with sudo")
         started = time.monotonic()
-        self.ovs_version = ensure_ovs_running()
+        # The lock first: while another fabric holds it (or `make test-debian13`, whose root runs its
+        # own Open vSwitch meanwhile), nothing is started, the host's Open vSwitch included.
         self._lock.acquire(self.run_id)
+        try:
+            self.ovs_version = ensure_ovs_running()
+        except BaseException:
+            self._lock.release()
+            raise
         try:
             self._clean_stale_runs()
             self._refuse_conflicts()

@@ -115,7 +115,9 @@ git -C "$RUN/upper/shiftbed" fetch -q --depth 1 "file://$REPO" "$(git rev-parse 
 git -C "$RUN/upper/shiftbed" reset -q FETCH_HEAD
 
 hostovs stop    # recovers an interrupted run first; refuses, touching nothing, as check does
-unshare --mount --pid --fork --propagation private "$0" --inside "$ROOT" 9>&- &
+# The root keeps the host's fabric lock (fd 9) while any of its processes lives, even if this script is
+# killed; its first process is asked to end (SIGTERM) if unshare is.
+unshare --mount --pid --fork --kill-child=TERM --propagation private "$0" --inside "$ROOT" &
 ns=$!
 for _ in $(seq 50); do   # the namespace's first process, a child of unshare
     init=$(cat "/proc/$ns/task/$ns/children" 2>/dev/null || true)
