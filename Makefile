@@ -151,6 +151,7 @@ bench: install
 	$(PY) bench/solver.py
 	$(PY) bench/fabric.py
 	$(PY) bench/sweep.py
+	$(PY) bench/explore.py
 
 # The map and sweeps in docs/theory.md (8 min 39 s on 2 cores): the one-factor-at-a-time map, the job-mix
 # panel finely at 2 and 3 jobs, and the four sweeps, all into the map's folder (so the map first). 2400

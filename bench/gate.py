@@ -1,9 +1,14 @@
-"""Benchmark the window gate on the real fabric: gate and wire edge error per switch, burst overhead.
+"""Benchmark the window gate on the real fabric: gate and wire edge error per switch, REST latency, burst overhead.
 
 Per gated switch, the gate's own edge error, the edge error on the wire and the
-queueing between them, idle and under load; and the fixed cost of a burst.
+queueing between them, idle and under load; the scheduler's REST latency; and
+the fixed cost of a burst. The edges and the REST latency are measured once per
+controller framework and hub (``--controller``; by default every one installed:
+Ryu's eventlet hub, os-ken's native threads and os-ken on eventlet), one fabric
+after the other in the same run, so they compare on the same machine.
 
-``sudo .venv/bin/python bench/gate.py [--json]`` (root; one fabric at a time).
+``sudo .venv/bin/python bench/gate.py [--json] [--controller ryu,os-ken,os-ken/eventlet]``
+(root; one fabric at a time).
 
 Edge error: four gated jobs, each a constant-rate UDP probe (3.2 Mbit/s,
 200-byte datagrams, one per 0.5 ms; iperf3 ``-u -R``, so the server host
@@ -51,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from apps import hoststeal, iperf  # noqa: E402
 from apps.capture import Capture  # noqa: E402
+from controller.framework_choice import FRAMEWORK_ENV, installed  # noqa: E402
 from controller.gate import TOGGLES  # noqa: E402
 from controller.scheduler_client import SchedulerClient  # noqa: E402
 from scenarios.analysis import gatecheck  # noqa: E402
@@ -71,6 +77,15 @@ MIN_PROBE_PACKETS = 100  # fewer: the probe's UDP set-up datagram was lost, no s
 BULK_FIRST_PORT = 9201
 GATE_IDLE_P95_MS, GATE_LOAD_P95_MS = 2.0, 3.0
 MAX_ADVANCE_MS = 50.0  # the scheduler's bound on advance_ms
+REST_GETS, REST_CHANGES = 200, 30  # GET /shiftbed/status; POST + DELETE /shiftbed/jobs pairs
+# A framework and its hub: how the controller process is told to run them.
+VARIANT_ENV = {"ryu": {FRAMEWORK_ENV: "ryu"}, "os-ken": {FRAMEWORK_ENV: "os-ken", "OSKEN_HUB_TYPE": "native"},
+               "os-ken/eventlet": {FRAMEWORK_ENV: "os-ken", "OSKEN_HUB_TYPE": "eventlet"}}
+
+
+def default_variants() -> list[str]:
+    found = installed()
+    return [v for v in VARIANT_ENV if v.split("/")[0] in found]
 
 
 @dataclass(frozen=True)
@@ -268,6 +283,46 @@ def burst_overhead(fabric, work: Path, interface: str, n: int = 20, nbytes: int 
             "errors": sum(bool(r.error) for r in results)}
 
 
+def rest_latency(rest_url: str) -> dict:
+    """The scheduler's REST answer times (ms): ``GET /shiftbed/status`` and a job added then removed."""
+    import requests
+
+    scheduler = SchedulerClient(rest_url)
+    gets, changes = [], []
+    with requests.Session() as session:
+        for _ in range(REST_GETS):
+            started = time.perf_counter()
+            session.get(f"{rest_url}/shiftbed/status", timeout=5).raise_for_status()
+            gets.append((time.perf_counter() - started) * 1000)
+        for i in range(REST_CHANGES):
+            body = {"name": f"lat{i}", "period_ms": 200, "comm_ms": 40, "workers": ["h1", "h5"],
+                    "flows": [{"dpid": leaf_dpid(1), "src_ip": "10.0.0.1", "dst_ip": "10.0.0.5", "tcp_src": 9000 + i}]}
+            started = time.perf_counter()
+            scheduler.add_job(body)
+            scheduler.remove_job(body["name"])
+            changes.append((time.perf_counter() - started) * 1000)
+
+    def stats(v):
+        return {"n": len(v), "p50": float(np.percentile(v, 50)), "p95": float(np.percentile(v, 95)),
+                "max": float(np.max(v))}
+
+    return {"get_status_ms": stats(gets), "add_and_remove_job_ms": stats(changes)}
+
+
+def framework_table(frameworks: dict) -> list[dict]:
+    """One row per framework: the worst switch's gate p95 idle and loaded, and the REST p95s."""
+    rows = []
+    for name, f in frameworks.items():
+        switches = f["per_switch"].values()
+        worst = {key: max((s[key] for s in switches if s[key] is not None), default=None)
+                 for key in ("gate_idle_p95_ms", "gate_load_p95_ms", "queueing_load_p95_ms")}
+        rows.append({"controller": name, **f["controller"], **worst,
+                     "rest_get_p95_ms": f["rest_latency"]["get_status_ms"]["p95"],
+                     "rest_change_p95_ms": f["rest_latency"]["add_and_remove_job_ms"]["p95"],
+                     "host_disturbed": any(s["host_disturbed"] for s in switches)})
+    return rows
+
+
 def markdown(result: dict) -> str:
     """The rows and the per-switch verdicts as markdown tables."""
     def ms(summary: dict, key: str) -> str:
@@ -275,22 +330,28 @@ def markdown(result: dict) -> str:
         return "-" if value is None else f"{value:.2f}"
 
     lines = [f"machine: {result['machine']}", "",
-             "| switch | jobs | load | advance ms | gate edges | gate missed | gate mean ms | gate p95 ms "
+             "| controller | framework | version | hub | gate p95 idle ms | gate p95 load ms | queue p95 load ms "
+             "| REST GET p95 ms | REST add+remove p95 ms | host disturbed |", "|" + "---|" * 10]
+    for r in result["by_controller"]:
+        lines.append(f"| {r['controller']} | {r['framework']} | {r['version']} | {r['hub']} "
+                     f"| {ms(r, 'gate_idle_p95_ms')} | {ms(r, 'gate_load_p95_ms')} | {ms(r, 'queueing_load_p95_ms')} "
+                     f"| {ms(r, 'rest_get_p95_ms')} | {ms(r, 'rest_change_p95_ms')} | {r['host_disturbed']} |")
+    lines += ["", "| controller | switch | jobs | load | advance ms | gate edges | gate missed | gate mean ms | gate p95 ms "
              "| gate max ms | gate signed mean ms | wire edges | wire missed | wire p95 ms | wire signed mean ms "
              "| queue p50 ms | queue p95 ms | queue max ms | host steal % |",
-             "|" + "---|" * 18]
+             "|" + "---|" * 19]
     for r in result["edges"]:
         g, w, q = r["gate_edge_ms"], r["wire_edge_ms"], r["queueing_ms"]
-        lines.append(f"| {r['switch']} | {r['jobs']} | {'yes' if r['load'] else 'no'} | {r['advance_ms']} "
+        lines.append(f"| {r['controller']} | {r['switch']} | {r['jobs']} | {'yes' if r['load'] else 'no'} | {r['advance_ms']} "
                      f"| {g['n']} | {g['missed']} | {ms(g, 'mean')} | {ms(g, 'p95')} | {ms(g, 'max')} "
                      f"| {ms(g, 'signed_mean')} | {w['n']} | {w['missed']} | {ms(w, 'p95')} "
                      f"| {ms(w, 'signed_mean')} | {ms(q, 'p50')} | {ms(q, 'p95')} | {ms(q, 'max')} "
                      f"| {ms(r['host_steal_pct'], 'mean_pct')} |")
-    lines += ["", "| switch | advance ms | gate p95 idle ms | gate p95 load ms | queue p95 load ms "
+    lines += ["", "| controller | switch | advance ms | gate p95 idle ms | gate p95 load ms | queue p95 load ms "
                   f"| idle ok (<= {GATE_IDLE_P95_MS}) | load ok (<= {GATE_LOAD_P95_MS}) | host disturbed |",
-              "|" + "---|" * 8]
-    for switch, s in result["per_switch"].items():
-        lines.append(f"| {switch} | {s['advance_ms']} | {ms(s, 'gate_idle_p95_ms')} | {ms(s, 'gate_load_p95_ms')} "
+              "|" + "---|" * 9]
+    for name, switch, s in ((n, sw, v) for n, f in result["frameworks"].items() for sw, v in f["per_switch"].items()):
+        lines.append(f"| {name} | {switch} | {s['advance_ms']} | {ms(s, 'gate_idle_p95_ms')} | {ms(s, 'gate_load_p95_ms')} "
                      f"| {ms(s, 'queueing_load_p95_ms')} | {s['gate_idle_p95_ok']} | {s['gate_load_p95_ok']} "
                      f"| {s['host_disturbed']} |")
     lines += ["", f"burst overhead: {json.dumps(result['burst_overhead'])}",
@@ -307,7 +368,16 @@ def main(argv=None) -> int:
     parser.add_argument("--toggle", choices=TOGGLES, default=TOGGLES[0],
                         help="how an edge changes the gate: change the rate of its meter, delete/add its "
                              "rule, or modify it (default: %(default)s, the scheduler's)")
+    parser.add_argument("--controller", default=",".join(default_variants()),
+                        help="comma-separated frameworks/hubs to measure, one fabric each: "
+                             f"{', '.join(VARIANT_ENV)} (default: those installed, %(default)s)")
     args = parser.parse_args(argv)
+    variants = [v.strip() for v in args.controller.split(",") if v.strip()]
+    wrong = [v for v in variants if v not in VARIANT_ENV or v.split("/")[0] not in installed()]
+    if not variants or wrong:
+        print(f"bench/gate.py: --controller: {', '.join(wrong) or 'empty'}: must be among the installed "
+              f"{', '.join(default_variants())}", file=sys.stderr)
+        return 2
     if not 0.0 <= args.advance_ms <= MAX_ADVANCE_MS:  # also refuses nan
         print(f"bench/gate.py: --advance-ms: must be in [0, {MAX_ADVANCE_MS:g}] ms, got {args.advance_ms}",
               file=sys.stderr)
@@ -321,22 +391,30 @@ def main(argv=None) -> int:
 
     plan = bench_plan(fabric_wiring(PARAMS))
     started = time.monotonic()
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="shiftbed-bench-gate-") as tmp, \
-            Fabric(PARAMS, FabricController(apps=("controller.scheduler_app",),
-                                            pins=(Pin(spine=SPINE), Pin(spine=SPINE, proto="udp")))) as fabric:
-        work = Path(tmp)
-        for advance_ms in dict.fromkeys((args.advance_ms, 0.0)):
-            for load in (False, True):
-                rows += edge_run(fabric, work, plan, load, advance_ms, args.toggle)
-                for row in rows[-len(GATED_LEAVES):]:
-                    print(json.dumps(row), file=sys.stderr)
-        overhead = burst_overhead(fabric, work, plan.uplink_if[1])
+    rows, frameworks, overhead = [], {}, None
+    for variant in variants:
+        with tempfile.TemporaryDirectory(prefix="shiftbed-bench-gate-") as tmp, \
+                Fabric(PARAMS, FabricController(apps=("controller.scheduler_app",),
+                                                pins=(Pin(spine=SPINE), Pin(spine=SPINE, proto="udp")),
+                                                env=VARIANT_ENV[variant])) as fabric:
+            work = Path(tmp)
+            described = fabric.controller.status()["controller"]
+            mine = []
+            for advance_ms in dict.fromkeys((args.advance_ms, 0.0)):
+                for load in (False, True):
+                    for row in edge_run(fabric, work, plan, load, advance_ms, args.toggle):
+                        mine.append({"controller": variant, **row})
+                        print(json.dumps(mine[-1]), file=sys.stderr)
+            frameworks[variant] = {"controller": described, "per_switch": per_switch(mine, args.advance_ms),
+                                   "rest_latency": rest_latency(fabric.controller.rest_url)}
+            rows += mine
+            if overhead is None:  # the burst's cost is the hosts' and iperf3's, not the controller's
+                overhead = burst_overhead(fabric, work, plan.uplink_if[1])
     result = {"machine": machine(), "toggle": args.toggle, "link_mbps": LINK_MBPS, "period_ms": PERIOD_MS, "comm_ms": COMM_MS,
               "probe_mbps": PROBE_MBPS, "captures": {leaf_name(leaf): [plan.ingress_if[leaf], plan.uplink_if[leaf]]
                                                      for leaf in GATED_LEAVES},
-              "edges": rows, "per_switch": per_switch(rows, args.advance_ms), "burst_overhead": overhead,
-              "elapsed_s": time.monotonic() - started}
+              "by_controller": framework_table(frameworks), "frameworks": frameworks,
+              "edges": rows, "burst_overhead": overhead, "elapsed_s": time.monotonic() - started}
     print(json.dumps(result) if args.json else markdown(result))
     return 0
 

@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "plan": ("scenarios.commands.plan", "theory only: LCM, gcd feasibility, shifts, predicted iteration times"),
     "sweep": ("scenarios.commands.sweep", "theory over many job combinations: how often does `shift` help?"),
     "map": ("scenarios.commands.map", "theory: which policy wins, and by how much, one factor at a time"),
+    "explore": ("scenarios.commands.explore", "a page in the browser: change a period or a burst, see every policy's gain"),
     "run": ("scenarios.commands.run", "full emulation of one scenario under one or more policies"),
     "report": ("scenarios.commands.report", "redraw plots and report.md from a results folder"),
     "compare": ("scenarios.commands.compare", "one table and one plot across runs, scenarios and policies"),

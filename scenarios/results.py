@@ -69,6 +69,7 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 REPORT_HTML_FILE = "report.html"  # the same report as one page for a browser, the timeline zoomable
 PLOTS_DIR = "plots"
+PREDICTION_LOG = "prediction.log"  # only where the model could not predict a policy: its traceback
 # Held in the partial folder while a run measures, given back before the summary and the report are
 # written: they need ~3 MB (four PNGs, summary.json, report.md, report.html), so a full disk cannot cost them.
 RESERVE_FILE = ".reserve"

@@ -129,18 +129,22 @@ class PolicySummary:
     offsets_ms: dict[str, float] = field(default_factory=dict)  # each job's first burst after the epoch, as run
     throughput_change_vs_none_pct: float | None = field(default=None, metadata=OPTIONAL)
     predicted_throughput_change_vs_none_pct: float | None = field(default=None, metadata=OPTIONAL)
+    # why the model gave no prediction for this policy (one line); its measurement is kept all the same
+    prediction_unavailable: str | None = field(default=None, metadata=OPTIONAL)
 
     def to_dict(self) -> dict[str, Any]:
         return _as_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> PolicySummary:
+        missing = data.get("prediction_unavailable")
         return cls(jobs={str(job): JobSummary.from_dict(j) for job, j in (data.get("jobs") or {}).items()},
                    epoch_s=_number(data.get("epoch_s")),
                    offsets_ms={str(job): float(ms) for job, ms in (data.get("offsets_ms") or {}).items()},
                    throughput_change_vs_none_pct=_number(data.get("throughput_change_vs_none_pct")),
                    predicted_throughput_change_vs_none_pct=_number(
-                       data.get("predicted_throughput_change_vs_none_pct")))
+                       data.get("predicted_throughput_change_vs_none_pct")),
+                   prediction_unavailable=None if missing is None else str(missing))
 
 
 @dataclass(frozen=True)
@@ -266,6 +270,11 @@ class SummaryRecord:
     gaps: tuple[Gap, ...] = ()
     format: str = FORMAT
     results_dir: str = ""
+
+    @property
+    def predictions_missing(self) -> dict[str, str]:
+        """Per measured policy the model gave no prediction for, why (``PolicySummary.prediction_unavailable``)."""
+        return {p: e.prediction_unavailable for p, e in self.policies.items() if e.prediction_unavailable}
 
     def to_dict(self) -> dict[str, Any]:
         return _as_dict(self)

@@ -248,7 +248,7 @@ def _limits(period, horizon_ms, warmup_ms, iterations, warmup, sharing, step_ms)
     return 0.0, math.inf, math.inf, target, 1000 * n * target
 
 
-# The ends, streamed: per job how many, the last, and what the mean needs (fluid._mean_iteration)
+# The ends, streamed: per job how many, the last, and what the mean needs (fluidjob.mean_iteration)
 _COUNT, _LAST, _FIRST_AT, _FIRST, _SECOND, _INNER_AT, _INNER = range(7)
 
 
@@ -292,7 +292,7 @@ def _end(ends, i, t, horizon_ms, span0, span1, warmup):
 
 @numba.njit(cache=True)
 def _means(ends, horizon_ms, warmup):
-    """Each job's mean iteration time from its streamed ends (``fluid._mean_iteration``)."""
+    """Each job's mean iteration time from its streamed ends (``fluidjob.mean_iteration``)."""
     n = ends.shape[0]
     out = np.empty(n)
     for i in range(n):
@@ -346,7 +346,8 @@ def predict_throughput(policy: str, timings: Sequence[JobTiming], jobs: Sequence
                        knobs: PolicyKnobs | None = None, schedule_cache: dict | None = None, seed: int = 0, *,
                        iterations: int | None = None, horizon_ms: float | None = None) -> float:
     """The normalised throughput that ``fluid.predict_policy(...)[1].normalised_throughput`` gives, for a
-    policy :func:`supports` accepts. ValueError as there where the policy cannot schedule the jobs."""
+    policy :func:`supports` accepts. ValueError as there where the policy cannot schedule the jobs,
+    ``fluid.Unsimulated`` where the model cannot simulate it."""
     batch = Batch(iterations=iterations)
     slot = batch.add(policy, timings, jobs, quantum_ms, knobs, schedule_cache, seed, horizon_ms=horizon_ms)
     batch.run()
@@ -362,6 +363,7 @@ class Batch:
     def __init__(self, iterations: int | None = None):
         self.iterations = iterations
         self._inputs: list[tuple] = []
+        self._policies: list[str] = []  # per slot, the policy first added there (to name it)
         self._solo: list[list[float]] = []
         self._slots: dict[tuple, int] = {}
         self._means: np.ndarray | None = None
@@ -425,6 +427,7 @@ class Batch:
                     raise ValueError(f"need 0 < comm_ms < period_ms and link_headroom >= 1, got {c}, {p}, {h}")
             slot = self._slots[inputs] = len(self._inputs)
             self._inputs.append(inputs)
+            self._policies.append(policy)
         self._solo.append(solo)
         return len(self._solo) - 1, slot
 
@@ -440,13 +443,15 @@ class Batch:
         self._means = simulate_many(*arrays, self.iterations or 0, 2, float(fluid.WARMUP_ITERATIONS),
                                     fluid.MLTCP_STEP_MS)
         self.seconds = time.process_time() - started
-        if np.isnan(self._means).any():
-            raise RuntimeError("fluid model made no progress (window or time values out of range)")
 
     def throughput(self, handle: tuple[int, int]) -> float:
-        """The normalised throughput (mean over jobs of solo period / mean iteration time) of a slot."""
+        """The normalised throughput (mean over jobs of solo period / mean iteration time) of a slot;
+        ``fluid.Unsimulated`` where the compiled loop made no progress on it."""
         solo, slot = handle
         means = self._means[slot]
+        if np.isnan(means).any():
+            raise fluid.Unsimulated(self._policies[slot], "fluid model made no progress (window or time values "
+                                                          "out of range)")
         total = 0.0
         for p, m in zip(self._solo[solo], means, strict=True):
             total += p / m

@@ -53,7 +53,7 @@ from fractions import Fraction
 
 from controller.theory.fabricshare import JobLinks
 from controller.theory.fluidjob import EPS_MS as _EPS
-from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow
+from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow, LinkTrace, mean_iteration
 from controller.theory.policies import (
     PROGRESS_GAIN,
     SHARING,
@@ -63,6 +63,7 @@ from controller.theory.policies import (
     link_shares,
 )
 from controller.theory.schedule import JobTiming, Schedule, compute_schedule
+from controller.theory.unsimulated import Unsimulated, exception_line  # noqa: F401  (fluid.Unsimulated)
 
 WARMUP_ITERATIONS = 2  # of the longest job, before the horizon starts
 MIN_HORIZON_ITERATIONS = 40  # the horizon is at least this many periods of the longest job
@@ -132,7 +133,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
              horizon_ms: float | None = None, warmup_ms: float | None = None, sharing: str = "fair",
              priority: Sequence[str] = (), realign_ms: float | None = None,
              mltcp_step_ms: float = MLTCP_STEP_MS, stats: dict | None = None,
-             links: JobLinks | None = None) -> dict[str, FluidJobResult]:
+             links: JobLinks | None = None, link_trace: LinkTrace | None = None) -> dict[str, FluidJobResult]:
     """Run until every job has finished ``warmup + iterations`` bursts (or, with ``horizon_ms``, until
     every job has run past ``warmup_ms + horizon_ms``); per-job results.
 
@@ -173,7 +174,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     measured span with two or more bursts moving data on the link), ``span_ms`` and ``warmup_ms`` (the span
     measured and where it starts). ``links``: the bursts share a fabric's links max-min fairly
     (``fabricshare.JobLinks``; no ``link_headroom``); ``stats`` then gets ``overlap_by_link`` and
-    ``overlap_share`` is the busiest shared link's.
+    ``overlap_share`` is the busiest shared link's. ``link_trace``: gets every step (:class:`LinkTrace`).
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
@@ -262,10 +263,10 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
                 next_realign[i] += realign_ms
             aligned[i] = True
             if not w.takes(now):
-                state[i], next_t[i] = "wait", w.next_start(now) + REALIGN_COST_MS
+                state[i], next_t[i] = "wait", w.wait_start(now) + REALIGN_COST_MS
                 return
         if waits(len(starts[i]) - 1) and not aligned[i] and not w.takes(now):
-            state[i], next_t[i] = "wait", w.next_start(now)
+            state[i], next_t[i] = "wait", w.wait_start(now)
             return
         aligned[i] = True  # this burst has met its window start (or needs none)
         end = w.end_of_current(now) if enforce else math.inf
@@ -302,11 +303,14 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         if track_met and len(sending) >= 2:
             for i in sending:
                 met[i].update(k for k in sending if k != i)
-        if sum(share[i] > 0 for i in sending) >= 2:
+        moving = {jobs[i].name: share[i] for i in sending if share[i] > 0}
+        if len(moving) >= 2:
             inside = max(0.0, min(t_next, span[1]) - max(t, span[0]))
             overlap_ms += inside
-            for link in links.meeting(jobs[i].name for i in sending if share[i] > 0) if links else ():
+            for link in links.meeting(moving) if links else ():
                 by_link[link] += inside
+        if link_trace is not None:
+            link_trace.record(t, t_next, moving, links, windows)
         for i in sending:
             remaining[i] -= dt * share[i]
             sent[i] += dt * share[i]
@@ -353,7 +357,7 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     out = {}
     for i, job in enumerate(jobs):
         mine = ends[i][:target[i]] if counts is not None else ends[i]
-        count, mean = _mean_iteration(mine, warmup, span if horizon_ms is not None else None)
+        count, mean = mean_iteration(mine, warmup, span if horizon_ms is not None else None)
         k = len(starts[i]) - 1
         burst_start = _burst_start(starts[i][k], gate[i] if waits(k) else None)
         period = gate[i].period_ms if gate[i] else job.period_ms  # gated: against its window grid
@@ -362,20 +366,6 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
         out[job.name] = FluidJobResult(job.name, job.period_ms, count, mean, 1000.0 / mean, lag,
                                        0.0 if abs(phase) < 1e-6 else phase)
     return out
-
-
-def _mean_iteration(ends: list[float], warmup: int, span: tuple[float, float] | None) -> tuple[int, float]:
-    """(iterations counted, mean iteration ms): after ``warmup`` bursts, or over the bursts that end in
-    ``span`` (at least two of them, taking the first after it if need be; infinite if there are none)."""
-    if span is None:
-        e = ends[warmup:]
-        return len(e) - 1, (e[-1] - e[0]) / (len(e) - 1)
-    inside = [k for k, x in enumerate(ends) if x >= span[0] - _EPS]
-    if len(inside) < 2:
-        return 0, math.inf
-    a = inside[0]
-    b = max([k for k in inside if ends[k] <= span[1] + _EPS] + [a + 1])
-    return b - a, (ends[b] - ends[a]) / (b - a)
 
 
 def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draws: int = 16, seed: int = 0,
@@ -393,9 +383,7 @@ def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draw
 
 def _burst_start(ready_ms: float, window: FluidWindow | None) -> float:
     """When a burst that is ready at ``ready_ms`` actually starts."""
-    if window is None or window.takes(ready_ms):
-        return ready_ms
-    return window.next_start(ready_ms)
+    return ready_ms if window is None or window.takes(ready_ms) else window.wait_start(ready_ms)
 
 
 def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZON_ITERATIONS) -> float:
@@ -413,14 +401,14 @@ def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZ
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
                     seed: int = 0, iterations: int | None = None, *, horizon_ms: float | None = None,
                     knobs: PolicyKnobs | None = None, solo_periods_ms: dict[str, float] | None = None,
-                    links: JobLinks | None = None, tcp_sharing: str = "fair") -> FluidPolicyResult:
+                    links: JobLinks | None = None, tcp_sharing: str = "fair", link_trace: LinkTrace | None = None):
     """One policy on ``jobs`` (the true jobs; default the schedule's own), against windows on the
     schedule's grid. ``iterations``: simulate that many per job (a fixed count); else over
     ``horizon_ms`` (default :func:`default_horizon_ms`). ``knobs.realign_s``: re-alignment for a
     policy that uses the schedule but enforces no windows. ``solo_periods_ms``: what each job's
     throughput is normalised to, where its simulated period is not its own (align's padding).
     ``links``: the jobs share a fabric (see :func:`simulate`). ``tcp_sharing``: the sharing (``"fair"``
-    or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``."""
+    or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``; ``link_trace``: see simulate."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
     offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
@@ -433,7 +421,7 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     out = simulate(fluid_jobs, offsets, windows, waits=pol.waits_for_window, enforce=pol.enforces_windows,
                    sharing=pol.link_sharing(tcp_sharing), priority=pol.priority_order(schedule),
                    realign_ms=realign_ms,
-                   stats=stats, links=links, **length)
+                   stats=stats, links=links, link_trace=link_trace, **length)
     for name, solo in (solo_periods_ms or {}).items():
         out[name] = replace(out[name], solo_period_ms=solo)
     return FluidPolicyResult(policy, offsets, out, stats["overlap_share"], stats.get("overlap_by_link", {}))
@@ -483,7 +471,8 @@ def predict_policy(policy: str, timings: Sequence[JobTiming], jobs: Sequence[Flu
     computation is that much longer and its throughput is still normalised to
     its own period. ``schedule_cache``: schedules by the timings they were made
     from (the policies that do not change the timings share one). Returns
-    (schedule, result, padding_ms per job); ValueError if the policy cannot schedule these jobs.
+    (schedule, result, padding_ms per job); ValueError if the policy cannot schedule these jobs,
+    :class:`Unsimulated` if the model cannot simulate it on them.
     """
     knobs = knobs or PolicyKnobs()
     scheduled = tuple(get_policy(policy).scheduled_timings(timings, quantum_ms, knobs))
@@ -494,5 +483,8 @@ def predict_policy(policy: str, timings: Sequence[JobTiming], jobs: Sequence[Flu
     padding = {t.name: t.period_ms - grid[t.name] for t in scheduled}
     padded = [replace(j, period_ms=j.period_ms + padding[j.name]) for j in jobs]
     solo = {j.name: j.period_ms for j in jobs} if any(padding.values()) else None
-    result = simulate_policy(cache[scheduled], policy, padded, knobs=knobs, solo_periods_ms=solo, **kwargs)
+    try:
+        result = simulate_policy(cache[scheduled], policy, padded, knobs=knobs, solo_periods_ms=solo, **kwargs)
+    except Exception as exc:  # the schedule exists; the model could not run it
+        raise Unsimulated(policy, exc) from exc
     return cache[scheduled], result, padding

@@ -1,4 +1,4 @@
-"""The fluid model's inputs: a job's figures (planned or measured) and its windows.
+"""The fluid model's inputs: a job's figures (planned or measured) and its windows; and what it records of the link.
 
 ``controller/theory/fluid.py`` simulates these; a run's measured figures come from
 ``scenarios/experiment/prediction.py``.
@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controller.theory.windows import last_window_index, next_window_index, window_start_ms
 
@@ -76,7 +77,12 @@ class FluidWindow:
     (``controller/theory/windows.py``).
 
     ``grace_ms``: a burst ready at most this long after a window's start still
-    takes that window, late (the job driver's launch lead and tolerance).
+    takes that window, late (the job driver's launch lead and tolerance). It is
+    negative for a job that launches after its window opens (standing
+    connections: its data follows its launch within a millisecond, less than
+    ``scenarios.experiment.calibration.LAUNCH_GUARD_MS``): such a burst ready
+    less than ``-grace_ms`` before a window's start misses that window, and one
+    that waited for a window's start takes it (:meth:`takes`, :meth:`wait_start`).
     """
 
     shift_ms: float
@@ -96,9 +102,48 @@ class FluidWindow:
 
     def takes(self, t_ms: float) -> bool:
         """Does a burst ready at ``t_ms`` go at once: a window start, or within the grace after one?"""
-        return t_ms - self.last_start(t_ms) <= self.grace_ms + 1e-6 and self.end_of_current(t_ms) is not None
+        late_ms = max(self.grace_ms, 0.0)
+        return t_ms - self.last_start(t_ms) <= late_ms + 1e-6 and self.end_of_current(t_ms) is not None
+
+    def wait_start(self, t_ms: float) -> float:
+        """Start of the window a burst ready at ``t_ms`` that does not go at once (:meth:`takes`) waits
+        for: the next, or with a negative grace the first that opens at least ``-grace_ms`` later."""
+        return self.next_start(t_ms - min(self.grace_ms, 0.0))
 
     def end_of_current(self, t_ms: float) -> float | None:
         """End of the window containing ``t_ms``, or None outside every window."""
         end = self.last_start(t_ms) + self.length_ms
         return end if t_ms < end - EPS_MS else None
+
+
+@dataclass
+class LinkTrace:
+    """What the link carried, step by step, for a picture of it (``shiftbed explore``): each step with data
+    moving as ``(start_ms, end_ms, {job: its speed relative to alone}, meeting)``, ``meeting`` where two or more
+    bursts moved data on one link (what ``overlap_share`` counts), up to ``until_ms``; and the windows the
+    jobs ran against (``fluid.simulate`` fills them in)."""
+
+    until_ms: float = math.inf
+    steps: list = field(default_factory=list)
+    windows: dict = field(default_factory=dict)
+
+    def record(self, t0_ms: float, t1_ms: float, moving: dict, links, windows: dict) -> None:
+        """One step of ``fluid.simulate`` (``links``: its JobLinks, None for one link; ``windows``: its windows)."""
+        self.windows = windows
+        if moving and t0_ms < self.until_ms and t1_ms > t0_ms:
+            meeting = len(moving) >= 2 and (links is None or bool(links.meeting(moving)))
+            self.steps.append((t0_ms, t1_ms, moving, meeting))
+
+
+def mean_iteration(ends: list[float], warmup: int, span: tuple[float, float] | None) -> tuple[int, float]:
+    """(iterations counted, mean iteration ms): after ``warmup`` bursts, or over the bursts that end in
+    ``span`` (at least two of them, taking the first after it if need be; infinite if there are none)."""
+    if span is None:
+        e = ends[warmup:]
+        return len(e) - 1, (e[-1] - e[0]) / (len(e) - 1)
+    inside = [k for k, x in enumerate(ends) if x >= span[0] - EPS_MS]
+    if len(inside) < 2:
+        return 0, math.inf
+    a = inside[0]
+    b = max([k for k in inside if ends[k] <= span[1] + EPS_MS] + [a + 1])
+    return b - a, (ends[b] - ends[a]) / (b - a)

@@ -40,6 +40,7 @@ from controller.theory.policies import PolicyKnobs, get_policy
 from controller.theory.sweep import (
     HELPS_THRESHOLD,
     MAX_HORIZON_ITERATIONS,
+    arm_throughputs,
     in_parallel,
     mean_ci95,
     on_grid,
@@ -231,14 +232,11 @@ def evaluate_point(raw: Sequence[tuple[float, float]], view: Sequence[tuple[floa
     cache: dict = {}
 
     def throughput(policy: str, seed: int = 0) -> float:
-        try:
-            return fluid.predict_policy(policy, grid, jobs, quantum_ms, knobs, cache, seed=seed,
-                                        horizon_ms=horizon_ms)[1].normalised_throughput
-        except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
-            return math.nan
+        return fluid.predict_policy(policy, grid, jobs, quantum_ms, knobs, cache, seed=seed,
+                                    horizon_ms=horizon_ms)[1].normalised_throughput
 
-    thr = {arm: throughput(policy, seed) for arm, policy, seed in point_arms(policies, sham_seed)}
-    return combine_point(thr, cache[tuple(grid)], raw, policies)
+    thr, unsimulated = arm_throughputs(point_arms(policies, sham_seed), throughput)
+    return combine_point(thr, cache[tuple(grid)], raw, policies, unsimulated)
 
 
 def point_arms(policies: Sequence[str], sham_seed: int | str) -> list[tuple[str, str, int]]:
@@ -250,9 +248,10 @@ def point_arms(policies: Sequence[str], sham_seed: int | str) -> list[tuple[str,
 
 
 def combine_point(thr: dict[str, float], schedule, raw: Sequence[tuple[float, float]],
-                  policies: Sequence[str]) -> dict:
+                  policies: Sequence[str], unsimulated: Sequence[str] = ()) -> dict:
     """One combination's result from its arms' throughputs (:func:`point_arms`) and the grid's own schedule
-    (every policy that keeps the timings shares it)."""
+    (every policy that keeps the timings shares it); ``unsimulated``: the arms the model could not
+    simulate (``sweep.arm_throughputs``)."""
     none, rand, sham = thr["none"], thr["random"], thr["sham"]
     mine = {p: thr[p] for p in policies}
     return {"throughput_none": none, "throughput_random": rand,
@@ -260,7 +259,8 @@ def combine_point(thr: dict[str, float], schedule, raw: Sequence[tuple[float, fl
             "gain": {p: mine[p] / none - 1 for p in policies},
             "gain_vs_random": {p: (sham if p == "random" else mine[p]) / rand - 1 for p in policies},
             "sham_gain": sham / rand - 1, "feasible": schedule.feasible,
-            "harmonic_share": sum(harmonic_jobs([p for p, _ in raw])) / len(raw)}
+            "harmonic_share": sum(harmonic_jobs([p for p, _ in raw])) / len(raw),
+            "unsimulated": list(unsimulated)}
 
 
 def _task(args) -> dict:
@@ -324,6 +324,7 @@ def map_cells(settings: dict, results: dict[MapPoint, list[dict]]) -> list[dict]
                   "noise_helps": noise["helps"], "noise_hurts": noise["hurts"]}
         for policy in settings["policies"]:
             cells.append({**common, "policy": policy,
+                          "unsimulated": sum(policy in r.get("unsimulated", ()) for r in rows),
                           "vs_none": _stats([r["gain"][policy] for r in rows], threshold),
                           "vs_random": _stats([r["gain_vs_random"][policy] for r in rows], threshold)})
     return cells

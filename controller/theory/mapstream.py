@@ -10,7 +10,6 @@ batch, else each combination goes through the reference.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from controller.theory import fastfluid, fluid
@@ -30,6 +29,7 @@ from controller.theory.mapping import (
 )
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import on_grid, true_jobs
+from controller.theory.sweepstream import batch_throughputs
 from controller.theory.tally import Tally
 
 # Combinations per point by default: every fraction's 95 % Wilson interval is then at most ±2 points,
@@ -48,10 +48,13 @@ class MapCell:
     noise: Tally = field(default_factory=Tally)  # random offsets against random offsets
     vs_none: dict[str, Tally] = field(default_factory=dict)
     vs_random: dict[str, Tally] = field(default_factory=dict)
+    unsimulated: dict[str, int] = field(default_factory=dict)  # per arm, combinations the model could not simulate
 
     def add(self, result: dict, threshold: float) -> None:
         """Count one combination (a result of :func:`mapping.combine_point`)."""
         self.combinations += 1
+        for arm in result.get("unsimulated", ()):
+            self.unsimulated[arm] = self.unsimulated.get(arm, 0) + 1
         self.feasible += bool(result["feasible"])
         self.harmonic_share_sum += result["harmonic_share"]
         self.noise.add(result["sham_gain"], threshold)
@@ -66,7 +69,9 @@ class MapCell:
 
         return MapCell(self.combinations + other.combinations, self.feasible + other.feasible,
                        self.harmonic_share_sum + other.harmonic_share_sum, self.noise.merge(other.noise),
-                       both(self.vs_none, other.vs_none), both(self.vs_random, other.vs_random))
+                       both(self.vs_none, other.vs_none), both(self.vs_random, other.vs_random),
+                       {k: self.unsimulated.get(k, 0) + other.unsimulated.get(k, 0)
+                        for k in dict.fromkeys([*self.unsimulated, *other.unsimulated])})
 
 
 def map_chunk(task: tuple) -> MapCell:
@@ -114,8 +119,8 @@ def _fast(settings, point, samples, policies):
         pending.append((raw, cache[tuple(grid)], slots))
     batch.run()
     for raw, schedule, slots in pending:
-        thr = {arm: math.nan if slot is None else batch.throughput(slot) for arm, slot in slots.items()}
-        yield combine_point(thr, schedule, raw, policies)
+        thr, unsimulated = batch_throughputs(batch, slots)
+        yield combine_point(thr, schedule, raw, policies, unsimulated)
 
 
 def run_map_cells(settings: dict, workers: int = 1, progress: bool = False,
@@ -145,7 +150,7 @@ def map_cells(settings: dict, cells: dict[MapPoint, MapCell]) -> list[dict]:
                   "harmonic_share": c.harmonic_share_sum / c.combinations,
                   "noise_helps": noise["helps"], "noise_hurts": noise["hurts"]}
         for policy in settings["policies"]:
-            out.append({**common, "policy": policy,
+            out.append({**common, "policy": policy, "unsimulated": c.unsimulated.get(policy, 0),
                         "vs_none": c.vs_none.get(policy, Tally()).stats(),
                         "vs_random": c.vs_random.get(policy, Tally()).stats()})
     return out

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.theory import policies
+from controller.theory.fluid import exception_line
 
 CONNECT_TIMEOUT_S = 5.0  # to reach the scheduler, and for it to have a worker
 BATCHES_PER_WORKER = 20  # tasks are cut into about this many batches per worker (process or thread)
@@ -114,7 +115,7 @@ def _connect(address: str):
         client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise SchedulerUnavailable(f"dask scheduler {address}: not reachable within {CONNECT_TIMEOUT_S:g} s "
-                                   f"({_first_line(exc)})") from None
+                                   f"({exception_line(exc)})") from None
     try:
         client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
         mine, theirs = code_fingerprint(), client.run(code_fingerprint)
@@ -124,7 +125,7 @@ def _connect(address: str):
                                    f"{CONNECT_TIMEOUT_S:g} s (start `dask worker {address}`)") from None
     except Exception as exc:  # what a worker that cannot import shiftbed raises is the worker's own
         client.close()
-        raise SchedulerUnavailable(f"dask scheduler {address}: a worker cannot run shiftbed ({_first_line(exc)}); "
+        raise SchedulerUnavailable(f"dask scheduler {address}: a worker cannot run shiftbed ({exception_line(exc)}); "
                                    "install the project on every worker (docs/scale.md)") from None
     other = sorted(w for w, fp in theirs.items() if fp != mine)
     if other:
@@ -132,11 +133,6 @@ def _connect(address: str):
         raise SchedulerUnavailable(f"dask scheduler {address}: worker {other[0]} runs other theory code or "
                                    "Python/numpy versions than this machine; install the same commit everywhere")
     return client
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _run_batch(fn: Callable, batch: list, policy_sources: dict[str, str]) -> list:

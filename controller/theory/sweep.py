@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,6 +95,7 @@ class Combination:
     throughput_sham: float = math.nan
     sham_gain: float = math.nan
     per_policy: dict = field(default_factory=dict)  # throughput_<p>, gain_<p> (CSV columns)
+    unsimulated: str = ""  # the arms the model could not simulate, ";"-separated (their throughput: NaN)
 
 
 # ---------------------------------------------------------------- sampling and evaluation
@@ -153,14 +154,27 @@ def evaluate(raw: list[tuple[float, float]], quantum_ms: float, policies: tuple[
     cache: dict = {}
 
     def throughput(policy: str, seed: int = 0) -> float:
-        try:
-            return fluid.predict_policy(policy, grid, jobs, quantum_ms, knobs, cache, seed=seed,
-                                        **length)[1].normalised_throughput
-        except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
-            return math.nan
+        return fluid.predict_policy(policy, grid, jobs, quantum_ms, knobs, cache, seed=seed,
+                                    **length)[1].normalised_throughput
 
-    thr = {arm: throughput(policy, seed) for arm, policy, seed in arms(policies, sham_seed)}
-    return combine(thr, cache[tuple(grid)], grid, policies, threshold)
+    thr, unsimulated = arm_throughputs(arms(policies, sham_seed), throughput)
+    return combine(thr, cache[tuple(grid)], grid, policies, threshold, unsimulated)
+
+
+def arm_throughputs(arms_: Iterable[tuple], throughput: Callable[..., float]) -> tuple[dict[str, float], list[str]]:
+    """``throughput(*rest)`` of every ``(arm, *rest)``: NaN where the policy cannot schedule the jobs
+    (ValueError: align beyond its padding limit, say), NaN and named where the model could not
+    simulate them (``fluid.Unsimulated``); and the names of those arms, to be counted, never dropped."""
+    thr, unsimulated = {}, []
+    for arm, *rest in arms_:
+        try:
+            thr[arm] = throughput(*rest)
+        except ValueError:
+            thr[arm] = math.nan
+        except fluid.Unsimulated:
+            thr[arm] = math.nan
+            unsimulated.append(arm)
+    return thr, unsimulated
 
 
 def run_length(jobs: Sequence[fluid.FluidJob], iterations: int | None, horizon_ms: float | None) -> dict:
@@ -185,8 +199,9 @@ def sham_seeds(sham_seed: int | str) -> tuple[int, int]:
 
 
 def combine(thr: dict[str, float], schedule, grid: list[JobTiming], policies: Sequence[str],
-            threshold: float) -> dict:
-    """One combination's row from its arms' normalised throughputs (:func:`arms`) and its grid schedule."""
+            threshold: float, unsimulated: Sequence[str] = ()) -> dict:
+    """One combination's row from its arms' normalised throughputs (:func:`arms`) and its grid schedule;
+    ``unsimulated``: the arms the model could not simulate (:func:`arm_throughputs`)."""
     names = tuple(dict.fromkeys(("none", "shift", *policies)))
     none, shift, first = thr["none"], thr["shift"], policies[0]
     gain, other_gain = shift / none - 1, thr[first] / none - 1
@@ -200,7 +215,8 @@ def combine(thr: dict[str, float], schedule, grid: list[JobTiming], policies: Se
             "policy": first, "throughput_policy": thr[first], "policy_gain": other_gain,
             "policy_helps": other_gain > threshold, "shift_hurts": gain < -threshold,
             "policy_hurts": other_gain < -threshold, "throughput_sham": thr["sham"],
-            "sham_gain": thr["sham"] / thr["sham_base"] - 1, "per_policy": per_policy}
+            "sham_gain": thr["sham"] / thr["sham_base"] - 1, "per_policy": per_policy,
+            "unsimulated": ";".join(unsimulated)}
 
 
 def _task(args) -> list[Combination]:
@@ -258,6 +274,21 @@ def random_offsets_baseline(jobs: Sequence[fluid.FluidJob], draws: int = 20, see
             "jobs": {name: mean_ci95(xs) for name, xs in per_job.items()}}
 
 
+def unsimulated_counts(rows: Iterable[str]) -> dict[str, int]:
+    """Per arm, how many combinations the model could not simulate it in (``Combination.unsimulated`` of each)."""
+    out: dict[str, int] = {}
+    for row in rows:
+        for arm in filter(None, row.split(";")):
+            out[arm] = out.get(arm, 0) + 1
+    return out
+
+
+def unsimulated_line(counts: dict[str, int], combinations: int) -> str:
+    """``sweep``'s and ``map``'s line on the arms the model could not simulate (left out of their figures)."""
+    return ("unsimulated (the fluid model could not simulate them; left out of the figures above): "
+            + ", ".join(f"{arm} in {k} of {combinations} combinations" for arm, k in counts.items()))
+
+
 def two_sided(gains: list[float], threshold: float) -> dict:
     """Fractions of gains above ``threshold``, below ``-threshold`` and between, with 95 % Wilson intervals."""
     n = len(gains)
@@ -279,6 +310,7 @@ def summarise(rows: list[Combination], threshold: float = HELPS_THRESHOLD) -> di
                 policies[key[5:]] = two_sided([r.per_policy[key] for r in sel
                                                if math.isfinite(r.per_policy.get(key, math.nan))], threshold)
         return {"combinations": n,
+                "unsimulated": unsimulated_counts(r.unsimulated for r in sel),
                 "feasible_fraction": sum(r.feasible for r in sel) / n if n else math.nan,
                 "shift_helps_fraction": sum(r.shift_helps for r in sel) / n if n else math.nan,
                 "policy_helps_fraction": sum(r.policy_helps for r in sel) / n if n else math.nan,

@@ -22,6 +22,7 @@ from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import (
     HELPS_THRESHOLD,
     Combination,
+    arm_throughputs,
     arms,
     combine,
     evaluate,
@@ -29,6 +30,7 @@ from controller.theory.sweep import (
     run_length,
     sample_raw,
     true_jobs,
+    unsimulated_counts,
 )
 from controller.theory.tally import Tally, tally_of_array
 
@@ -44,10 +46,12 @@ class SweepCell:
     policy_helps: int = 0
     policies: dict[str, Tally] = field(default_factory=dict)  # shift first, then the others asked for
     sham: Tally = field(default_factory=Tally)
+    unsimulated: dict[str, int] = field(default_factory=dict)  # per arm, combinations the model could not simulate
 
     def add(self, row: dict, threshold: float) -> None:
         """Count one combination (a row of :func:`sweep.combine`)."""
         self.combinations += 1
+        self.unsimulated = _added(self.unsimulated, unsimulated_counts([row.get("unsimulated", "")]))
         self.feasible += bool(row["feasible"])
         self.heuristic += row["method"] == "heuristic"
         self.shift_helps += bool(row["shift_helps"])
@@ -58,10 +62,12 @@ class SweepCell:
         self.sham.add(row["sham_gain"], threshold)
 
     def add_arrays(self, feasible: np.ndarray, heuristic: np.ndarray, gains: dict[str, np.ndarray],
-                   first: str, threshold: float) -> None:
+                   first: str, threshold: float, unsimulated: dict[str, int] | None = None) -> None:
         """Count many combinations at once: their schedules' flags, and ``gains[p]`` of every policy
-        (shift first, then the others) and of the ``sham`` (:func:`freechunk.gains`)."""
+        (shift first, then the others) and of the ``sham`` (:func:`freechunk.gains`); ``unsimulated``:
+        per arm, how many of them the model could not simulate."""
         self.combinations += len(feasible)
+        self.unsimulated = _added(self.unsimulated, unsimulated or {})
         self.feasible += int(feasible.sum())
         self.heuristic += int(heuristic.sum())
         self.shift_helps += int((gains["shift"] > threshold).sum())
@@ -78,7 +84,7 @@ class SweepCell:
                          self.heuristic + other.heuristic, self.shift_helps + other.shift_helps,
                          self.policy_helps + other.policy_helps,
                          {p: self.policies.get(p, Tally()).merge(other.policies.get(p, Tally())) for p in names},
-                         self.sham.merge(other.sham))
+                         self.sham.merge(other.sham), _added(self.unsimulated, other.unsimulated))
 
     def fractions(self) -> dict:
         """The summary's figures for these combinations (as ``sweep.summarise`` gives them)."""
@@ -87,12 +93,17 @@ class SweepCell:
         def share(count: int) -> float:
             return count / n if n else math.nan
 
-        return {"combinations": n, "feasible_fraction": share(self.feasible),
+        return {"combinations": n, "unsimulated": dict(self.unsimulated), "feasible_fraction": share(self.feasible),
                 "shift_helps_fraction": share(self.shift_helps), "policy_helps_fraction": share(self.policy_helps),
                 "heuristic_fraction": share(self.heuristic),
                 "policies": {p: t.two_sided() for p, t in self.policies.items()},
                 "noise_floor": {"sham": "random start offsets against other random start offsets",
                                 **self.sham.two_sided()}}
+
+
+def _added(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    """Two per-arm counts as one (neither is changed)."""
+    return {k: a.get(k, 0) + b.get(k, 0) for k in dict.fromkeys([*a, *b])}
 
 
 def sweep_chunk(task: tuple) -> tuple[dict[tuple[int, float], SweepCell], list[Combination] | None]:
@@ -127,13 +138,17 @@ def _free(settings, n, samples, policies, threshold, iterations, horizon_ms):
     cells = {}
     for c, q in enumerate(chunk.quanta):
         cells[(n, q)] = cell = SweepCell()
+        failed = {arm: int(np.isnan(thr[:, c]).sum()) for arm, thr in chunk.throughput.items()}
         cell.add_arrays(chunk.feasible[:, c], chunk.heuristic[:, c], {p: g[:, c] for p, g in gains.items()},
-                        policies[0], threshold)
+                        policies[0], threshold, {arm: k for arm, k in failed.items() if k})
     if not settings.get("rows"):
         return cells, None
-    rows = [Combination(n, q, sample, **combine(freechunk.throughputs_of(chunk, r, c), chunk.schedules[r][c],
-                                                chunk.grids[r][c], policies, threshold))
-            for r, sample in enumerate(samples) for c, q in enumerate(chunk.quanta)]
+    rows = []
+    for r, sample in enumerate(samples):
+        for c, q in enumerate(chunk.quanta):
+            thr = freechunk.throughputs_of(chunk, r, c)  # free-running arms always schedule: NaN is unsimulated
+            rows.append(Combination(n, q, sample, **combine(thr, chunk.schedules[r][c], chunk.grids[r][c], policies,
+                                                            threshold, [a for a, x in thr.items() if math.isnan(x)])))
     return cells, rows
 
 
@@ -172,8 +187,19 @@ def _fast(settings, n, samples, policies, knobs, threshold, iterations, horizon_
             pending.append((sample, q, grid, cache[tuple(grid)], slots))
     batch.run()
     for sample, q, grid, schedule, slots in pending:
-        thr = {arm: math.nan if slot is None else batch.throughput(slot) for arm, slot in slots.items()}
-        yield sample, q, combine(thr, schedule, grid, policies, threshold)
+        thr, unsimulated = batch_throughputs(batch, slots)
+        yield sample, q, combine(thr, schedule, grid, policies, threshold, unsimulated)
+
+
+def batch_throughputs(batch: fastfluid.Batch, slots: dict) -> tuple[dict[str, float], list[str]]:
+    """Each arm's throughput from a run ``batch`` (``slots``: arm -> its slot, None where the policy cannot
+    schedule the jobs), as :func:`sweep.arm_throughputs` gives them."""
+    def read(slot):
+        if slot is None:
+            raise ValueError("the policy cannot schedule these jobs")
+        return batch.throughput(slot)
+
+    return arm_throughputs(slots.items(), read)
 
 
 def run_sweep_cells(settings: dict, workers: int = 1, progress: bool = False,

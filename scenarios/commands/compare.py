@@ -65,7 +65,7 @@ def _num(value, spec: str, width: int, unit: str = "") -> str:
 
 def _print_table(rows: list[dict]) -> None:
     print(f"{'scenario':<18} {'run':<17} {'fidelity':<8} {'policy':<8} {'job':<10} {'measured ms':>11} "
-          f"{'predicted':>9} {'error':>7} {'vs none':>8} {'95 % interval':>16} {'predicted':>9}")
+          f"{'predicted':>9} {'error':>7} {'vs none':>8} {'95 % interval':>16} {'verdict':<8} {'predicted':>9}")
     for r in rows:
         low, high = r["throughput_change_low_pct"], r["throughput_change_high_pct"]
         interval = f"[{low:+.1f}, {high:+.1f}]" if low is not None else "-"
@@ -73,4 +73,5 @@ def _print_table(rows: list[dict]) -> None:
               f"{r['job']:<10} {_num(r['measured_iteration_ms'], '.1f', 11)} "
               f"{_num(r['predicted_iteration_ms'], '.1f', 9)} {_num(r['error_pct'], '+.1f', 7, '%')} "
               f"{_num(r['throughput_change_vs_none_pct'], '+.1f', 8, '%')} {interval:>16} "
+              f"{r['throughput_verdict'] or '-':<8} "
               f"{_num(r['predicted_throughput_change_vs_none_pct'], '+.1f', 9, '%')}")

@@ -9,7 +9,8 @@ Two scenarios, under two minutes each on 2 cores:
 
 For each it runs the emulation under every policy (``run``: one line per
 stage, the theory's verdict first) and prints where the report is. A run that
-lost fidelity does not stop the next; the demo then exits 3, as ``run`` does.
+lost fidelity, or missed a prediction, does not stop the next; the demo then exits
+3 (or 4), as ``run`` does (``exitcodes.combined_exit_code``).
 """
 
 from __future__ import annotations

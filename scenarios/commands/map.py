@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, replace
 
 from controller.theory import mapping, mapstream
+from controller.theory.sweep import unsimulated_line
 from scenarios import cluster
 from scenarios.errors import InputError
 
@@ -111,6 +112,7 @@ def csv_rows(cells: list[dict]) -> list[dict]:
             row[f"mean_gain{tag}"], (row[f"mean_gain{tag}_lo"], row[f"mean_gain{tag}_hi"]) = (
                 s["mean_gain"], s["mean_gain_ci95"])
         row.update({k: c[k] for k in ("noise_helps", "noise_hurts", "feasible_fraction", "harmonic_share")})
+        row["unsimulated"] = c.get("unsimulated", 0)  # combinations the model could not simulate (not in n)
         rows.append({k: round(v, 5) if isinstance(v, float) else v for k, v in row.items()})
     return rows
 
@@ -212,7 +214,9 @@ def run(args) -> int:
     cells = mapstream.map_cells(settings, results)
     shown = {**settings, "default": asdict(settings["default"]),
              "panels": {f: [mapping.format_value(f, v) for v in vs] for f, vs in settings["panels"].items()}}
+    unsimulated = unsimulated_total(results.values())
     summary = {"settings": shown, "points": len(results), "combinations": sum(c.combinations for c in results.values()),
+               "unsimulated": unsimulated,
                "elapsed_s": round(elapsed, 1), "workers": backend.workers, "backend": asdict(backend),
                "nearest_to_published_27pct": mapping.nearest_to_published(cells)[:5], "cells": cells}
     summary = _no_nan(summary)
@@ -225,4 +229,16 @@ def run(args) -> int:
         print_table(cells)
         print(f"{summary['combinations']} combinations at {summary['points']} points in {elapsed:.0f} s "
               f"({backend})")
+        if unsimulated:
+            print(unsimulated_line(unsimulated, summary["combinations"]))
     return 0
+
+
+def unsimulated_total(cells) -> dict[str, int]:
+    """Per arm, the combinations of all ``cells`` (``MapCell``/``SweepCell``) the model could not simulate."""
+    out: dict[str, int] = {}
+    for cell in cells:
+        for arm, k in cell.unsimulated.items():
+            out[arm] = out.get(arm, 0) + k
+    return out
+

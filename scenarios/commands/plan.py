@@ -69,12 +69,14 @@ def add_arguments(parser) -> None:
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,
                policies: tuple[str, ...] | None = None, iterations: int | None = None, seed: int = 0,
                horizon_ms: float | None = None, realign_s: float | None = None,
-               random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair") -> dict:
+               random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair",
+               link_traces: dict[str, fluid.LinkTrace] | None = None) -> dict:
     """The plan as a JSON-ready dict (also used by ``run`` to record the prediction).
 
     The schedules see the jobs on the grid; the fluid model runs the jobs as
     they are (their true periods and bursts) against those schedules' windows.
     ``sharing``: one of :data:`TCP_SHARING`, for the policies (and baselines) that leave sharing to TCP.
+    ``link_traces``: a :class:`fluid.LinkTrace` for each policy whose link is to be drawn (``explore``).
     """
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
@@ -95,16 +97,20 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     horizon = None if iterations else (horizon_ms or fluid.default_horizon_ms(jobs))
     length = {"iterations": iterations} if iterations else {"horizon_ms": horizon}
     cache = {tuple(timings): schedule}
-    results, padding, errors = {}, {}, {}
+    results, padding, errors, unsimulated = {}, {}, {}, {}
     for p in dict.fromkeys(("none", *policies)):
         try:
             _, results[p], padding[p] = fluid.predict_policy(p, timings, jobs, q, knobs, cache, method,
                                                              seed=seed, links=fabric and fabric.links,
-                                                             tcp_sharing=sharing, **length)
+                                                             tcp_sharing=sharing,
+                                                             link_trace=(link_traces or {}).get(p), **length)
         except BeyondExactMethod as exc:
             raise InputError(f"{scenario.path}: jobs: {p}: {exc}") from None
+        except fluid.Unsimulated as exc:  # counted and said, never a crash
+            unsimulated[p] = exc.why
         except ValueError as exc:
             errors[p] = str(exc).splitlines()[0]
+    missing = {**errors, **unsimulated}
     rand = random_offsets_baseline(jobs, random_draws, seed, fabric and fabric.links, sharing=sharing, **length)
     return {
         "scenario": scenario.name,
@@ -124,14 +130,15 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
                   "solo_comm_ms": j.comm_ms, "link_headroom": round(f.link_headroom, 3)}
                  for t, j, f in zip(timings, scenario.jobs, jobs, strict=True)],
         "pairs": _pairs(timings, q),
-        "baselines": {"none": _baseline_none(results["none"]), "random_offsets": _baseline_random(rand)},
-        "policies": {p: {"error": errors[p]} if p in errors else _per_job(results, p, padding[p], rand)
-                     for p in policies},
-        "normalised_throughput": {p: None if p in errors else round(results[p].normalised_throughput, 4)
+        "baselines": {"none": _baseline_none(results.get("none")), "random_offsets": _baseline_random(rand)},
+        "policies": {p: {"error": errors[p]} if p in errors else {"unsimulated": unsimulated[p]} if p in unsimulated
+                     else _per_job(results, p, padding[p], rand) for p in policies},
+        "unsimulated": {p: why for p, why in unsimulated.items() if p in policies or p == "none"},
+        "normalised_throughput": {p: None if p in missing else round(results[p].normalised_throughput, 4)
                                   for p in policies},
-        "overlap": {p: None if p in errors else round(results[p].overlap_share, 4) for p in policies},
+        "overlap": {p: None if p in missing else round(results[p].overlap_share, 4) for p in policies},
         **_graph(fabric, [t.name for t in timings]),
-        "overlap_by_link": {p: None if p in errors else _by_link(fabric, results[p]) for p in policies},
+        "overlap_by_link": {p: None if p in missing else _by_link(fabric, results[p]) for p in policies},
     }
 
 
@@ -210,14 +217,19 @@ def _per_job(results: dict, p: str, padding: dict[str, float], rand: dict) -> di
     for name, r in results[p].jobs.items():
         out[name] = {"predicted_iteration_ms": _ms(r.mean_iteration_ms),
                      "throughput_per_s": round(r.throughput_per_s, 4),
-                     "change_vs_none": round(fluid.change_vs_none(results, p, name), 4),
+                     "change_vs_none": round(fluid.change_vs_none(results, p, name), 4) if "none" in results else None,
                      "change_vs_random_offsets": round(rand["jobs"][name][0] / r.mean_iteration_ms - 1, 4),
+                     "change_vs_random_offsets_ci95": [round(x / r.mean_iteration_ms - 1, 4)
+                                                       for x in rand["jobs"][name][1:3]],
                      "phase_error_ms": round(r.phase_error_ms, 3),
                      "padding_ms": _num(padding[name])}  # what the policy's schedule added to the period
     return out
 
 
-def _baseline_none(result: fluid.FluidPolicyResult) -> dict:
+def _baseline_none(result: fluid.FluidPolicyResult | None) -> dict | None:
+    """``none``'s prediction (None where the model could not simulate it: see ``unsimulated``)."""
+    if result is None:
+        return None
     return {"normalised_throughput": round(result.normalised_throughput, 4),
             "jobs": {name: {"predicted_iteration_ms": _ms(r.mean_iteration_ms)} for name, r in result.jobs.items()}}
 
@@ -335,8 +347,10 @@ def render(plan: dict) -> str:
     if plan["tcp_sharing"] != "fair":
         lines += ["", f"bursts left to TCP share a link as {plan['tcp_sharing']!r} (--sharing): as on the emulated "
                   "fabric, not the ideal max-min fair model"]
+    none = plan["baselines"]["none"]
+    none_text = "unsimulated" if none is None else f"{none['normalised_throughput']:.3f}"
     lines += ["", f"baselines ({simulated}): none (all first bursts at 0) normalised throughput "
-              f"{plan['baselines']['none']['normalised_throughput']:.3f}; random start offsets "
+              f"{none_text}; random start offsets "
               f"{rand['normalised_throughput']:.3f} [{rand['ci95'][0]:.3f}, {rand['ci95'][1]:.3f}] "
               f"(95 %, {rand['draws']} draws)", ""]
     names = [j["name"] for j in plan["jobs"]]
@@ -346,8 +360,15 @@ def render(plan: dict) -> str:
         if "error" in per_job:
             lines.append(f"{p:<9}not applicable: {per_job['error']}")
             continue
+        if "unsimulated" in per_job:
+            lines.append(f"{p:<9} unsimulated: the fluid model could not simulate it ({per_job['unsimulated']})")
+            continue
         cells = "".join(_cell(per_job[n]) for n in names)
         lines.append(f"{p:<9}{cells}{plan['normalised_throughput'][p]:>12.3f}{plan['overlap'][p]:>9.1%}")
+    if plan["unsimulated"]:
+        lines += ["", f"unsimulated: {len(plan['unsimulated'])} of {len(dict.fromkeys(('none', *plan['policies'])))} "
+                  f"policies ({', '.join(plan['unsimulated'])}): the fluid model could not simulate them on these "
+                  "jobs; the others are predicted as ever"]
     return "\n".join(lines)
 
 
@@ -371,8 +392,8 @@ def _render_graph(plan: dict) -> list[str]:
 
 
 def _cell(job: dict) -> str:
-    ms = job["predicted_iteration_ms"]
-    return (f"{'never' if ms is None else f'{ms:.1f}':>10} ({job['change_vs_none']:+6.1%} / "
+    ms, change = job["predicted_iteration_ms"], job["change_vs_none"]
+    return (f"{'never' if ms is None else f'{ms:.1f}':>10} ({'n/a' if change is None else f'{change:+6.1%}':>6} / "
             f"{job['change_vs_random_offsets']:+6.1%})")
 
 

@@ -4,8 +4,8 @@ Thin adapter: validates everything first (exit 2 on bad input, nothing
 built), then hands over to :class:`scenarios.experiment.runner.Experiment`. SIGTERM
 is turned into the same path as Ctrl-C: the jobs stop, every measurement so
 far is kept in a results folder marked incomplete, the fabric is torn down,
-and the exit status is 130. A run that measured but lost fidelity exits 3
-(``scenarios/exitcodes.py``).
+and the exit status is 130. A run that measured but lost fidelity exits 3, one that
+measured with fidelity but has no prediction for some policy 4 (``scenarios/exitcodes.py``).
 """
 
 from __future__ import annotations
@@ -17,12 +17,17 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
 from scenarios.errors import EnvironmentProblem, InputError
-from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, run_exit_code
+from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, PREDICTION_MISSING, run_exit_code
+from scenarios.results import PREDICTION_LOG
 from scenarios.spec import MAX_DURATION_S
 from scenarios.summary_record import JobSummary, SummaryRecord
+
+if TYPE_CHECKING:
+    from scenarios.analysis.verdict import PolicyChange
 
 DEFAULT_DURATION_S = 20.0
 
@@ -185,12 +190,12 @@ def run(args, display=None) -> int:
             signal.signal(sig, handler)
     if own_display:
         display.finish()
-    summary = _summary_of(results_dir)
+    summary, changes = _read_back(results_dir)
     if args.json:
-        print(json.dumps(_json_view(summary, results_dir)))
+        print(json.dumps(_json_view(summary, results_dir, changes)))
         print(f"report: {results_dir / 'report.md'}", file=sys.stderr)
     else:
-        _print_table(summary, results_dir)
+        _print_table(summary, results_dir, changes)
     for gap in summary.gaps:  # the other policies ran; say what is missing
         print(f"shiftbed run: policy {gap.policy} stopped early: {gap.message}", file=sys.stderr)
     code = run_exit_code(summary)
@@ -199,6 +204,12 @@ def run(args, display=None) -> int:
     if code == FIDELITY_LOST:
         print(f"shiftbed run: fidelity lost (exit {FIDELITY_LOST}); every figure is kept in {results_dir}",
               file=sys.stderr)
+    for policy, why in summary.predictions_missing.items():
+        print(f"shiftbed run: no prediction for {policy} ({why}); its measurement is kept; the model's traceback "
+              f"is in {results_dir / PREDICTION_LOG}", file=sys.stderr)
+    if code == PREDICTION_MISSING:
+        print(f"shiftbed run: results kept, prediction missing (exit {PREDICTION_MISSING}); every figure is kept in "
+              f"{results_dir}", file=sys.stderr)
     return code
 
 
@@ -270,20 +281,33 @@ def _detach_from_terminal() -> None:
     os.close(devnull)
 
 
-def _summary_of(results_dir: Path) -> SummaryRecord:
-    return SummaryRecord.from_dict(json.loads((results_dir / "summary.json").read_text()))
+def _read_back(results_dir: Path) -> tuple[SummaryRecord, dict[str, PolicyChange]]:
+    """The folder's summary, and each policy's change against ``none`` as every reader of it has it."""
+    from scenarios.analysis.verdict import folder_changes
+    from scenarios.results import load_results
+
+    results = load_results(results_dir)
+    return results.summary, folder_changes(results)
 
 
 def results_json(results_dir: Path) -> dict:
     """``--json``'s one object for a finished results folder (``shiftbed demo --json`` gives one per scenario)."""
-    return _json_view(_summary_of(results_dir), results_dir)
+    summary, changes = _read_back(results_dir)
+    return _json_view(summary, results_dir, changes)
 
 
-def _json_view(summary: SummaryRecord, results_dir: Path) -> dict:
-    """``--json``'s one object: the summary's verdicts and numbers, and where the folder is."""
+def _json_view(summary: SummaryRecord, results_dir: Path, changes: dict[str, PolicyChange]) -> dict:
+    """``--json``'s one object: the summary's verdicts and numbers, each policy's change with its 95 %
+    interval and verdict (``verdict.PolicyChange.to_json``), "In short"'s phrase on them, and where the
+    folder is."""
+    from scenarios.analysis.verdict import headline
+
     whole = summary.to_dict()
-    return {"results_dir": str(results_dir), **{key: whole[key] for key in
-                                                ("fidelity_ok", "complete", "crosschecks", "policies", "gaps")}}
+    policies = {p: {**entry, **changes[p].to_json()} if p in changes else entry
+                for p, entry in whole["policies"].items()}
+    return {"results_dir": str(results_dir), "fidelity_ok": whole["fidelity_ok"], "complete": whole["complete"],
+            "crosschecks": whole["crosschecks"], "policies": policies, "policy_verdict": headline(changes),
+            "gaps": whole["gaps"]}
 
 
 def _state_note(job: JobSummary) -> str:
@@ -294,19 +318,27 @@ def _state_note(job: JobSummary) -> str:
             f"{job.apart_share:.0%} apart")
 
 
-def _print_table(summary: SummaryRecord, results_dir: Path) -> None:
+def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, PolicyChange]) -> None:
+    """One row per policy and job, the policy's change against ``none`` with its 95 % interval and verdict
+    on each of its rows; then "In short"'s phrase on the policies."""
+    from scenarios.analysis.verdict import headline, verdict_word
+
     print(f"{'policy':<8} {'job':<10} {'iters':>5} {'measured ms ± se':>17} {'predicted ms':>13} {'error':>7} "
-          f"{'vs none':>8}")
+          f"{'vs none':>8} {'95 % interval':>15} {'verdict':<11}")
     for policy, entry in summary.policies.items():
-        change = entry.throughput_change_vs_none_pct
+        change = changes[policy]
+        pct, said = change.change_pct, f"{change.bounds_text():>15} {verdict_word(change):<11}"
         for job, j in entry.jobs.items():
             se = j.iteration_se_ms
             measured = f"{j.mean_iteration_ms:.1f}" + (f" ±{se:4.1f}" if se is not None else " " * 6)
-            print(f"{policy:<8} {job:<10} {j.iterations:>5} {measured:>17} "
-                  f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}% "
-                  + (f"{change:>+7.1f}%" if change is not None else " " * 8)
-                  + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
-                     if j.knife_edge else "") + _state_note(j))
+            predicted = (f"{j.predicted_iteration_ms:>13.1f} {j.error_pct:>+6.1f}%" if j.predicted_iteration_ms
+                         is not None and j.error_pct is not None else f"{'unavailable':>13} {'-':>7}")
+            line = (f"{policy:<8} {job:<10} {j.iterations:>5} {measured:>17} {predicted} "
+                    + (f"{pct:>+7.1f}%" if pct is not None else " " * 8) + f" {said}"
+                    + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
+                       if j.knife_edge else "") + _state_note(j))
+            print(line.rstrip())
+    print(f"policies: {headline(changes)}")
     if not summary.fidelity_ok:
         print(f"FIDELITY LOST: {summary.fidelity.advice}")
     print(f"report: {results_dir / 'report.md'}")

@@ -14,7 +14,13 @@ from dataclasses import asdict
 
 from controller.theory import zoo
 from controller.theory.policies import UnknownPolicy, get_policy
-from controller.theory.sweep import HELP, HELPS_THRESHOLD, MAX_HORIZON_ITERATIONS, Combination
+from controller.theory.sweep import (
+    HELP,
+    HELPS_THRESHOLD,
+    MAX_HORIZON_ITERATIONS,
+    Combination,
+    unsimulated_line,
+)
 from controller.theory.sweepstream import run_sweep_cells, summarise_cells
 from scenarios import cluster, policyfiles
 from scenarios.errors import InputError
@@ -253,6 +259,8 @@ def _print_table(summary: dict, settings: dict) -> None:
     for name, fractions in summary["policies"].items():
         print(_two_sided_line(name, fractions))
     print(_two_sided_line("noise floor (random vs random offsets)", summary["noise_floor"]))
+    if summary["unsimulated"]:
+        print(unsimulated_line(summary["unsimulated"], summary["combinations"]))
     print(f"{'jobs':>5}{'quantum_ms':>12}{'feasible':>10}{'helps':>8}{'hurts':>8}{'noise':>8}"
           + "".join(f"{p:>12}{'hurts':>8}" for p in others))
     for c in summary["by_jobs_and_quantum"]:

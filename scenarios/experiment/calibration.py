@@ -22,7 +22,7 @@ import pandas as pd
 
 from apps.iterations import iteration_table
 from scenarios.analysis import tables as analysis
-from scenarios.experiment.drive import MEASURE_ATTEMPTS, START_IN_S, Measurer
+from scenarios.experiment.drive import MEASURE_ATTEMPTS, START_IN_S, Measurer, job_view
 from scenarios.experiment.prediction import typical_lead_ms
 from scenarios.experiment.progress import calibrated_line, figures_line, stages
 
@@ -214,31 +214,39 @@ class Calibration:
         return self._figures(spec, measured, measurer.home_senders([spec])[spec.name], home)
 
     def _figures(self, spec, measured, senders: set[str], home: str) -> dict:
-        """The solo figures of one kept solo run; its bursts become the job's solo bursts. Its rate is
-        the rate of its packets leaving its ``home`` port's leaf through that port (``senders``)."""
-        rows, packets, labels, steal = measured.rows, measured.packets, measured.labels, measured.steal
-        it = iteration_table(rows)
-        steady = it[it["iteration"] >= 1]
-        on_home, home_labels = measured.captures[home]
-        rates = analysis.burst_rates_mbps(on_home, home_labels, steady, senders)
-        sustained = analysis.burst_rates_mbps(on_home, home_labels, steady, senders, skip_fraction=SLOW_START_SHARE)
-        spans = analysis.burst_spans(packets, labels, steady, it)
+        """The solo figures of one kept solo run (:func:`solo_figures`) with the CPU the host took
+        meanwhile; its bursts become the job's solo bursts."""
+        figures, spans = solo_figures(spec, measured.rows, measured.captures, senders, home)
         self.solo_spans[spec.name] = spans  # the last solo run of a job is the one kept
-        first_ms, data_ms = analysis.burst_spans_ms(spans, steady)
-        # Medians: a slow process start now and then is not the burst. The compute
-        # phase is a fixed sleep, so the median iteration is compute + median burst;
-        # a mean pulled up by one slow burst (302 ms for a 300 ms job) had a gated
-        # job miss every window in the model when it is on time in most.
-        comm_ms = float(steady["comm_ms"].median())
-        overheads = rows[rows["iteration"] >= 1].groupby("iteration")["launch_overhead_ms"].first().dropna()
-        return {"launch_overhead_ms": float(overheads.median()) if len(overheads) else None,
-                "iteration_ms": float(steady["iteration_ms"].median()), "comm_ms": comm_ms, "data_ms": data_ms,
-                "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
-                "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
-                "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0,
-                "link_samples_ms": analysis.link_time_samples_ms(spans),
-                "after_samples_ms": analysis.after_time_samples_ms(spans),
-                "late_samples_ms": analysis.late_time_samples_ms(spans),
-                "bursts": len(steady), "stalled_bursts": analysis.stalled_bursts(steady["comm_ms"]),
-                "host_steal_pct": round(steal.mean_pct, 2), "host_steal_peak_pct": round(steal.peak_pct, 2),
-                **analysis.burst_medians_ms(spans).get(spec.name, {})}
+        steal = measured.steal
+        return {**figures, "host_steal_pct": round(steal.mean_pct, 2), "host_steal_peak_pct": round(steal.peak_pct, 2)}
+
+
+def solo_figures(spec, rows: pd.DataFrame, captures: dict, senders: set[str], home: str) -> tuple[dict, pd.DataFrame]:
+    """One solo run's figures and bursts (``analysis.burst_spans``), from its drivers' ``rows`` and its
+    ``captures`` (port name -> packets, jobs: ``drive.Measurement.captures``). Its rate is the rate of
+    its packets leaving its ``home`` port's leaf through that port (``senders``)."""
+    packets, labels = job_view(captures)
+    it = iteration_table(rows)
+    steady = it[it["iteration"] >= 1]
+    on_home, home_labels = captures[home]
+    rates = analysis.burst_rates_mbps(on_home, home_labels, steady, senders)
+    sustained = analysis.burst_rates_mbps(on_home, home_labels, steady, senders, skip_fraction=SLOW_START_SHARE)
+    spans = analysis.burst_spans(packets, labels, steady, it)
+    first_ms, data_ms = analysis.burst_spans_ms(spans, steady)
+    # Medians: a slow process start now and then is not the burst. The compute
+    # phase is a fixed sleep, so the median iteration is compute + median burst;
+    # a mean pulled up by one slow burst (302 ms for a 300 ms job) had a gated
+    # job miss every window in the model when it is on time in most.
+    comm_ms = float(steady["comm_ms"].median())
+    overheads = rows[rows["iteration"] >= 1].groupby("iteration")["launch_overhead_ms"].first().dropna()
+    return {"launch_overhead_ms": float(overheads.median()) if len(overheads) else None,
+            "iteration_ms": float(steady["iteration_ms"].median()), "comm_ms": comm_ms, "data_ms": data_ms,
+            "startup_ms": comm_ms - data_ms, "lead_ms": first_ms,
+            "burst_mbps": float(np.median(rates)) if len(rates) else 0.0,
+            "sustained_mbps": float(np.median(sustained)) if len(sustained) else 0.0,
+            "link_samples_ms": analysis.link_time_samples_ms(spans),
+            "after_samples_ms": analysis.after_time_samples_ms(spans),
+            "late_samples_ms": analysis.late_time_samples_ms(spans),
+            "bursts": len(steady), "stalled_bursts": analysis.stalled_bursts(steady["comm_ms"]),
+            **analysis.burst_medians_ms(spans).get(spec.name, {})}, spans

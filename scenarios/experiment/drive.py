@@ -131,7 +131,7 @@ class Measurer:
         from scenarios.analysis.pcap import label_flows, read_pcap
 
         fabric = self.fabric
-        files = {port.name: _capture_files(run_dir, port.interface, i) for i, port in enumerate(self.links.ports)}
+        files = {port.name: capture_files(run_dir, port.interface, i) for i, port in enumerate(self.links.ports)}
         caps = []
         try:
             for port in self.links.ports:
@@ -237,7 +237,7 @@ class Measurer:
         self.notes.capture_drops += dropped
 
 
-def _capture_files(run_dir: str, interface: str, index: int) -> tuple[str, str]:
+def capture_files(run_dir: str, interface: str, index: int) -> tuple[str, str]:
     """The capture file and tcpdump's messages of a run's ``index``-th port: ``shared.pcap`` and
     ``tcpdump.err`` for the first (the busiest), ``<interface>.pcap`` and ``.err`` for the others."""
     if index == 0:

@@ -30,8 +30,8 @@ from scenarios import spec as scenario_spec
 from scenarios.analysis import tables as analysis
 from scenarios.analysis.pcap import label_flows, read_pcap
 from scenarios.errors import InputError
-from scenarios.experiment.calibration import launch_leads_ms
-from scenarios.experiment.drive import job_view
+from scenarios.experiment.calibration import launch_leads_ms, solo_figures, trimmed_to_target
+from scenarios.experiment.drive import capture_files, job_view
 from scenarios.experiment.prediction import MeasuredRun
 from scenarios.experiment.record import PolicyRecord
 from scenarios.experiment.runner import policy_schedules, run_schedule
@@ -76,21 +76,50 @@ class RawRun:
     bursts: pd.DataFrame  # analysis.burst_spans of its steady iterations
 
 
-def read_raw_run(folder: Path) -> RawRun:
-    """The drivers' rows and the captures of one raw folder, as the runner reads them when measuring."""
+def _specs(folder: Path) -> list[JobSpec]:
+    """The jobs a raw folder's drivers ran, as they were configured (``*.driver.json``)."""
     specs = [JobSpec.from_dict(json.loads(p.read_text())["job"]) for p in sorted(folder.glob("*.driver.json"))]
     if not specs:
         raise InputError(f"{folder}: no driver configurations (*.driver.json): not a raw run of shiftbed")
+    return specs
+
+
+def _captures(folder: Path, specs: list[JobSpec], names: dict[str, str] | None = None) -> dict:
+    """Each capture of a raw folder: its packets and each packet's job, by file name or, with ``names``
+    (file name -> port name), by port as the runner keeps them (``drive.Measurement.captures``)."""
     flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
              for s in specs}
     captures = {}
     for pcap in sorted(folder.glob("*.pcap")):
         packets = read_pcap(str(pcap))
-        captures[pcap.name] = (packets, label_flows(packets, flows))
-    packets, labels = job_view(captures)
+        captures[(names or {}).get(pcap.name, pcap.name)] = (packets, label_flows(packets, flows))
+    return captures
+
+
+def read_raw_run(folder: Path) -> RawRun:
+    """The drivers' rows and the captures of one raw folder, as the runner reads them when measuring."""
+    specs = _specs(folder)
+    packets, labels = job_view(_captures(folder, specs))
     it = iteration_table(pd.concat([pd.read_csv(folder / f"{s.name}.csv") for s in specs], ignore_index=True))
     steady = it[it["iteration"] >= 1]  # job_means' warm-up, as PolicyRecord.record
     return RawRun(it, analysis.burst_spans(packets, labels, steady, it))
+
+
+def solo_from_raw(raw: Path, scenario, links, wiring) -> tuple[dict[str, dict], dict[str, pd.DataFrame]]:
+    """Each job's solo figures and bursts from its kept solo run, computed as calibration computed
+    them (``calibration.solo_figures``, the solo iteration trimmed to its target as there): for a
+    folder whose summary did not keep them."""
+    ports = {Path(capture_files("", port.interface, i)[0]).name: port.name for i, port in enumerate(links.ports)}
+    solo, spans = {}, {}
+    for job in scenario.jobs:
+        folder = kept_solo_dir(raw, job.name)
+        spec = next(s for s in _specs(folder) if s.name == job.name)
+        senders = {w.ip for w in spec.workers if wiring.host(w.name).leaf == links.home[job.name].leaf}
+        rows = pd.read_csv(folder / f"{job.name}.csv")
+        figures, spans[job.name] = solo_figures(spec, rows, _captures(folder, [spec], ports), senders,
+                                                links.home[job.name].name)
+        solo[job.name] = {**trimmed_to_target(spec, figures)[1], "fill": spec.fill}
+    return solo, spans
 
 
 def kept_solo_dir(raw: Path, job: str) -> Path:
@@ -138,43 +167,59 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
     raw = path / "raw"
     if not raw.is_dir():
         raise InputError(f"{path}: no raw/ folder: the measurements the model draws from are not kept")
-    if not summary.policies or not summary.fidelity.solo:
+    notes: list[str] = []
+    recorded = list(summary.policies)
+    if not recorded:  # a summary that kept no policy: the policies measured, in the order they ran
+        recorded = [p for p in dict.fromkeys(results.iterations.get("policy", ())) if kept_policy_dir(raw, p)]
+        if recorded:
+            notes.append("summary.json kept no policy: measured again from the raw runs of "
+                         f"{', '.join(recorded)}")
+    if not recorded:
         raise InputError(f"{path}: no policy was measured: nothing to predict")
-    unknown = [p for p in summary.policies if p not in POLICIES]
+    unknown = [p for p in recorded if p not in POLICIES]
     if unknown:
         raise InputError(f"{path}: policy {unknown[0]} is not registered here: give the file that registers it "
                          "with --policy-file")
     scenario = scenario_spec.load(path / "scenario.yaml")
-    links = run_links(scenario, fabric_wiring(fabric_params(scenario)))
+    wiring = fabric_wiring(fabric_params(scenario))
+    links = run_links(scenario, wiring)
     queue_ms = results.environment.get("queue_ms")
     if queue_ms is None:
         raise InputError(f"{path}: environment.json has no queue_ms: the model needs the fabric's queue")
-    notes: list[str] = []
     policies = []
-    for policy in summary.policies:
+    for policy in recorded:
         if kept_policy_dir(raw, policy) is None:
             notes.append(f"{policy}: no raw run kept; left out")
         else:
             policies.append(policy)
     schedule = run_schedule(scenario)
     schedules = policy_schedules(scenario, policies)
-    solo = summary.fidelity.solo
-    solo_spans = {job: read_raw_run(kept_solo_dir(raw, job)).bursts for job in solo}
+    if summary.fidelity.solo:
+        solo = summary.fidelity.solo
+        solo_spans = {job: read_raw_run(kept_solo_dir(raw, job)).bursts for job in solo}
+    else:
+        solo, solo_spans = solo_from_raw(raw, scenario, links, wiring)
+        notes.append("summary.json kept no solo figures: computed again from the kept solo runs")
     record = PolicyRecord(duration_s=0.0)  # holds what the model reads: means, bursts, offsets
     for policy in policies:
         measured = read_raw_run(kept_policy_dir(raw, policy))
         record.measured[policy] = analysis.policy_figures(measured.iterations, measured.bursts, links.meeting_pairs())
         record.bursts[policy] = measured.bursts
-        record.offsets[policy] = run_offsets_ms(policy, summary.policies[policy].offsets_ms, results.windows,
+        kept = summary.policies.get(policy)
+        record.offsets[policy] = run_offsets_ms(policy, kept.offsets_ms if kept else {}, results.windows,
                                                 schedules[policy], notes)
-        record.epochs[policy] = summary.policies[policy].epoch_s
+        record.epochs[policy] = kept.epoch_s if kept else None
     run = MeasuredRun(schedule, solo, solo_spans, record.bursts, launch_leads_ms(solo), schedules,
                       links.meeting_pairs(), scenario.transport)
     now = policy_summaries(run, record, links.primary.mbps, float(queue_ms), links)
     rows = []
     for policy, entry in now.items():
+        if entry.prediction_unavailable:
+            notes.append(f"{policy}: no prediction: the model could not simulate it ({entry.prediction_unavailable})")
+            continue
         for job, figures in entry.jobs.items():
-            before = summary.policies[policy].jobs.get(job)
+            kept = summary.policies.get(policy)
+            before = kept.jobs.get(job) if kept else None
             rows.append(Repredicted(policy, job, figures.mean_iteration_ms,
                                     before.predicted_iteration_ms if before else None, figures.predicted_iteration_ms))
     return rows, notes

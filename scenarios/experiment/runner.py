@@ -51,7 +51,7 @@ from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
 from scenarios.experiment.summary import build_summary
-from scenarios.results import ResultsWriter
+from scenarios.results import PREDICTION_LOG, ResultsWriter
 from scenarios.routes import link_names
 from scenarios.runlinks import RunLinks, run_links
 from scenarios.schedule_record import schedule_record
@@ -311,7 +311,10 @@ class Experiment:
         self.writer.release_reserve()  # room for them on a disk the run filled
         try:
             write_port_stats(self.writer)
-            self.writer.write_json("summary.json", self.summary(complete, reason).to_dict())
+            tracebacks: dict[str, str] = {}
+            summary = self.summary(complete, reason, tracebacks)
+            self.writer.write_json("summary.json", summary.to_dict())
+            self._keep_model_failures(tracebacks)
             if not (self.writer.partial_dir / "windows.csv").exists():  # no shift/gate policy ran
                 self.writer.write_table("windows.csv", pd.DataFrame(columns=["policy", "job", "open_s", "close_s"]))
         except Exception as exc:  # never lose the folder because a summary could not be computed
@@ -326,8 +329,16 @@ class Experiment:
         except Exception:
             log.exception("report failed; redraw with `shiftbed report %s`", self.writer.final_dir)
 
-    def summary(self, complete: bool, reason: str | None) -> SummaryRecord:
-        """The summary record of what the run measured so far."""
+    def _keep_model_failures(self, tracebacks: dict[str, str]) -> None:
+        """The traceback of each policy the model could not predict, in :data:`PREDICTION_LOG` in the
+        results folder (``shiftbed run`` says one line per policy, from the summary)."""
+        if tracebacks:
+            self.writer.write_text(PREDICTION_LOG, "".join(f"== {policy}: prediction failed\n{trace}\n"
+                                                           for policy, trace in tracebacks.items()))
+
+    def summary(self, complete: bool, reason: str | None, tracebacks: dict[str, str] | None = None) -> SummaryRecord:
+        """The summary record of what the run measured so far (``tracebacks``: see
+        ``summary.policy_summaries``)."""
         cal = self.calibration
         run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms,
                           self.schedules, self.links.meeting_pairs() if self.links is not None else None,
@@ -335,7 +346,8 @@ class Experiment:
         return build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run, record=self.record,
                              notes=self.notes, links=self.links, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
                              expected_solo_mbps=self.expected_solo_mbps,
-                             port_stats_csv=self.writer.partial_dir / "port_stats.csv", gaps=self.gaps)
+                             port_stats_csv=self.writer.partial_dir / "port_stats.csv", gaps=self.gaps,
+                             tracebacks=tracebacks)
 
 
 def _copy_if_exists(src, dst) -> None:

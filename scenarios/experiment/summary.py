@@ -7,8 +7,11 @@ The record's form is ``scenarios/summary_record.py``.
 
 from __future__ import annotations
 
+import logging
+import traceback
 from pathlib import Path
 
+from controller.theory.fluid import exception_line
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import MeasureLog
 from scenarios.experiment.fidelity import judge_fidelity
@@ -26,6 +29,8 @@ from scenarios.experiment.record import PolicyRecord
 from scenarios.results import throughput_change_pct
 from scenarios.runlinks import RunLinks
 from scenarios.summary_record import Gap, JobSummary, PolicySummary, SummaryRecord
+
+log = logging.getLogger(__name__)
 
 
 def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[str, dict],
@@ -67,57 +72,83 @@ def _together_and_apart(args: tuple, jobs: dict[str, dict]):
     return predicted, ranges, states
 
 
+def _predicted_jobs(run: MeasuredRun, record: PolicyRecord, policy: str, link_mbps: float, queue_ms: float,
+                    links: RunLinks | None) -> tuple[dict[str, float], dict[str, dict]]:
+    """``policy``'s prediction: each job's predicted mean, and per job the model's figures that go
+    beside it in the summary (range, busy-start cost, the solo figures fed, both states')."""
+    jobs = record.measured[policy]
+    figures = run.model_solo(policy)
+    busy, busy_samples = run.busy_starts_ms(policy, figures)
+    args = (run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms, links)
+    states = {}
+    if has_two_states(policy):
+        predicted, ranges, states = _together_and_apart(args, jobs)
+    else:
+        predicted, ranges = predict(*args)
+    return predicted, {name: dict(predicted_iteration_ms=predicted[name], predicted_range_ms=tuple(ranges[name]),
+                                  busy_start_ms=busy[name], knife_edge=knife_edge(predicted[name], ranges[name]),
+                                  model_solo_iteration_ms=figures[name]["iteration_ms"],
+                                  model_quiet_bursts=figures[name]["quiet_bursts"], **states.get(name, {}))
+                       for name in jobs}
+
+
 def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
-                     queue_ms: float, links: RunLinks | None = None) -> dict[str, PolicySummary]:
+                     queue_ms: float, links: RunLinks | None = None,
+                     tracebacks: dict[str, str] | None = None) -> dict[str, PolicySummary]:
     """Every measured policy: each job measured and predicted, and the throughput change against ``none``.
 
     A free-running policy's jobs (``prediction.has_two_states``) are predicted together and apart,
     and each job's prediction weighs the two by its iterations before and after the jobs parted
-    (``prediction.apart_share``)."""
-    jobs_of, predictions = {}, {}
+    (``prediction.apart_share``).
+
+    The measurement never depends on the model: a policy whose prediction fails keeps every measured
+    figure, with the reason in one line (``prediction_unavailable``) and no predicted ones; its
+    traceback goes to ``tracebacks[policy]`` where given, else to the log at debug level."""
+    jobs_of, predictions, missing = {}, {}, {}
     for policy, jobs in record.measured.items():
-        figures = run.model_solo(policy)
-        busy, busy_samples = run.busy_starts_ms(policy, figures)
-        args = (run, record, policy, figures, busy, busy_samples, link_mbps, queue_ms, links)
-        states = {}
-        if has_two_states(policy):
-            predictions[policy], ranges, states = _together_and_apart(args, jobs)
-        else:
-            predictions[policy], ranges = predict(*args)
+        model: dict[str, dict] = {}
+        try:
+            predictions[policy], model = _predicted_jobs(run, record, policy, link_mbps, queue_ms, links)
+        except Exception as exc:  # the model's failure is said, never the measurement's
+            missing[policy] = exception_line(exc)
+            trace = traceback.format_exc()
+            if tracebacks is not None:
+                tracebacks[policy] = trace
+            else:
+                log.debug("%s: prediction failed\n%s", policy, trace)
         entry = {}
         for name, m in jobs.items():
-            predicted = predictions[policy][name]
-            entry[name] = JobSummary(**m, predicted_iteration_ms=predicted,
-                                     predicted_range_ms=tuple(ranges[name]), busy_start_ms=busy[name],
-                                     knife_edge=knife_edge(predicted, ranges[name]),
-                                     solo_iteration_ms=run.solo[name]["iteration_ms"],
-                                     model_solo_iteration_ms=figures[name]["iteration_ms"],
-                                     model_quiet_bursts=figures[name]["quiet_bursts"],
-                                     error_pct=analysis.percent_error(m["mean_iteration_ms"], predicted),
-                                     **states.get(name, {}))
+            predicted = model.get(name, {}).get("predicted_iteration_ms")
+            entry[name] = JobSummary(**m, **model.get(name, {}), solo_iteration_ms=run.solo[name]["iteration_ms"],
+                                     error_pct=None if predicted is None
+                                     else analysis.percent_error(m["mean_iteration_ms"], predicted))
         jobs_of[policy] = entry
     changes = {policy: (None, None) for policy in jobs_of}
     if "none" in jobs_of:
         none_ms = {j: v.mean_iteration_ms for j, v in jobs_of["none"].items()}
-        none_pred = predictions["none"]
+        none_pred = predictions.get("none")
         for policy, entry in jobs_of.items():
             measured_ms = {j: v.mean_iteration_ms for j, v in entry.items()}
+            mine = predictions.get(policy)
             changes[policy] = (throughput_change_pct(measured_ms, none_ms),
-                               throughput_change_pct(predictions[policy], none_pred))
+                               None if mine is None or none_pred is None else throughput_change_pct(mine, none_pred))
     return {policy: PolicySummary(jobs=entry, epoch_s=record.epochs.get(policy),
                                   throughput_change_vs_none_pct=changes[policy][0],
                                   predicted_throughput_change_vs_none_pct=changes[policy][1],
-                                  offsets_ms=dict(record.offsets.get(policy, {})))
+                                  offsets_ms=dict(record.offsets.get(policy, {})),
+                                  prediction_unavailable=missing.get(policy))
             for policy, entry in jobs_of.items()}
 
 
 def build_summary(*, scenario, complete: bool, reason: str | None, run: MeasuredRun, record: PolicyRecord,
                   notes: MeasureLog, links: RunLinks | None, queue_ms: float | None, link_mbps: float,
-                  expected_solo_mbps: dict[str, float], port_stats_csv: Path, gaps: list[Gap]) -> SummaryRecord:
+                  expected_solo_mbps: dict[str, float], port_stats_csv: Path, gaps: list[Gap],
+                  tracebacks: dict[str, str] | None = None) -> SummaryRecord:
     """The summary record of a run of ``scenario``; ``links`` (where the jobs meet and are captured)
     and ``queue_ms`` (the fabric's) are None when no fabric came up, and then no policy was measured
-    either."""
-    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links) if record.measured else {})
+    either. ``tracebacks``: as :func:`policy_summaries`."""
+    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links, tracebacks)
+                if record.measured else {})
     period_ms = {j.name: j.period_ms for j in scenario.jobs}
     meets = links.meeting_pairs() if links is not None else None
     fidelity_ok, fidelity = judge_fidelity(run.solo, run.solo_spans, run.other_bursts(None), expected_solo_mbps,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from scenarios.analysis.meetings import APART_MET_SHARE
 from scenarios.analysis.tables import STALL_MS
+from scenarios.analysis.verdict import BASELINE, folder_changes, headline, verdict_word
 from scenarios.errors import InputError
 from scenarios.experiment.prediction import BUSY_START_MS
 from scenarios.report import plots
@@ -211,33 +212,35 @@ def predicted_change_pct(results: Results, policy: str) -> float | None:
 
 
 def _policy_section(results: Results) -> tuple[str, list[str]]:
+    """The verdict (``verdict.headline``) and the table behind it: each policy's change against ``none``
+    with its 95 % interval and what the interval says."""
     policies = results.summary.policies
     order = plots.policy_order(policies)
     if not order:
         return "no policy results recorded", ["The run recorded no policy results.", ""]
+    changes = folder_changes(results)
+    threshold = f"{next(iter(changes.values())).threshold_pct:g} %"
     lines = ["Throughput change = the mean over jobs of the change in iterations per second "
-             "versus `none` (every job starting at t = 0, running free). The predicted change "
-             "applies the same formula to the fluid model's iteration times.", "",
-             "| policy | measured throughput change vs none | predicted |", "|---|---:|---:|"]
-    lines += [f"| {p} | {_pct(0.0 if p == 'none' else policies[p].throughput_change_vs_none_pct)} "
+             "versus `none` (every job starting at t = 0, running free), with its 95 % interval from the "
+             "measured means' standard errors. The predicted change "
+             "applies the same formula to the fluid model's iteration times. A policy *helps* when its whole "
+             f"interval is above +{threshold}, *hurts* when it is all below -{threshold}, and is *neutral* "
+             "(within the run's noise) otherwise: the words and threshold of `shiftbed sweep` and `map`.", "",
+             "| policy | measured throughput change vs none | 95 % interval | verdict | predicted |",
+             "|---|---:|---:|---|---:|"]
+    lines += [f"| {p} | {_pct(changes[p].change_pct)} | {changes[p].bounds_text()} | {verdict_word(changes[p])} "
               f"| {_pct(predicted_change_pct(results, p))} |" for p in order]
     lines.append("")
-    changes = {p: policies[p].throughput_change_vs_none_pct for p in order if p != "none"}
-    changes = {p: c for p, c in changes.items() if c is not None}
-    if not changes:
-        verdict = "no policy to compare with `none`"
+    verdict = headline(changes)
+    if all(c.policy == BASELINE or c.change_pct is None for c in changes.values()):
         lines.append("No policy other than `none` has a throughput figure: nothing to compare.")
     else:
-        best = max(changes, key=lambda p: changes[p])
-        if changes[best] > 0:
-            verdict = f"`{best}` won ({_pct(changes[best])} throughput vs `none`)"
-            lines.append(f"**`{best}` won**: {_pct(changes[best])} training throughput versus `none`.")
-        else:
-            verdict = f"no policy beat `none` (best: `{best}`, {_pct(changes[best])})"
-            lines.append(f"**No policy beat `none`**; the best was `{best}` at {_pct(changes[best])}.")
-        if results.schedule is not None and not results.schedule.feasible and "shift" in changes:
-            lines.append(f"The schedule is infeasible, so a static shift cannot keep the bursts "
-                         f"apart for long: `shift` changed throughput by {_pct(changes['shift'])}.")
+        lines.append(f"{verdict[0].upper() + verdict[1:]}.")
+    shift = changes.get("shift")
+    if results.schedule is not None and not results.schedule.feasible and shift and shift.change_pct is not None:
+        lines.append(f"The schedule is infeasible, so a static shift cannot keep the bursts "
+                     f"apart for long: `shift` changed throughput by {shift.interval_text()} "
+                     f"({verdict_word(shift)}).")
     lines.append("")
     return verdict, lines
 
@@ -267,13 +270,15 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
              "| error |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {p} | {j} | {r.iterations if r.iterations is not None else 'n/a'} | "
-              f"{measured_cell(r)} | {_ms(r.predicted_iteration_ms)}"
-              f"{f' ({r.apart_share:.0%} apart)' if r.apart_share is not None else ''} | "
+              f"{measured_cell(r)} | {predicted_cell(results.summary.policies[p], r)} | "
               f"{_range_cell(r)} | "
               f"{_ms(r.solo_iteration_ms)} | {_pct(r.error_pct)} |" for p, j, r in rows]
     lines.append("")
     if not rows:
         lines = []
+    for p, why in results.summary.predictions_missing.items():
+        lines += [f"No prediction for `{p}`: the model could not simulate it ({why}). Its measurement is kept "
+                  "above; `shiftbed report --repredict` predicts the folder again with the model installed.", ""]
     errors = [(abs(r.error_pct), p, j, r.error_pct) for p, j, r in rows if r.error_pct is not None]
     if not errors:
         lines += ["No prediction error could be computed.", ""]
@@ -305,6 +310,14 @@ def _busy_costs(rows) -> str:
         cost = BUSY_START_MS if r.busy_start_ms is None else r.busy_start_ms
         by_policy.setdefault(p, []).append(f"{j} {cost:.1f}")
     return "; ".join(f"{p}: {', '.join(items)} ms" for p, items in by_policy.items())
+
+
+def predicted_cell(policy, r) -> str:
+    """The predicted mean (with a free-running job's share apart), or why the model gave none."""
+    if policy.prediction_unavailable:
+        return "unavailable (the model failed)"
+    apart = f" ({r.apart_share:.0%} apart)" if r.apart_share is not None else ""
+    return f"{_ms(r.predicted_iteration_ms)}{apart}"
 
 
 def measured_cell(r) -> str:
@@ -456,7 +469,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
     """report.md: warnings first, then the verdicts, then the numbers behind them, then plots."""
     summary = results.summary
     feasibility, schedule_lines = _schedule_section(results)
-    winner, policy_lines = _policy_section(results)
+    policies_said, policy_lines = _policy_section(results)
     accuracy, accuracy_lines = _accuracy_section(results)
     fidelity, fidelity_lines = _fidelity_section(results)
     lines = [f"# shiftbed report: {summary.scenario or results.path.parent.name}", ""]
@@ -466,11 +479,11 @@ def render_report(results: Results, plot_names: list[str]) -> str:
               "Redraw with `shiftbed report <this folder>`.", "",
               "## In short", "",
               f"- Schedule: {feasibility}.",
-              f"- Policies: {winner}.",
+              f"- Policies: {policies_said}.",
               f"- Theory vs measurement: {accuracy}.",
               f"- Fidelity: {fidelity}.", "",
               "## The schedule: can the bursts be kept apart?", "", *schedule_lines, *_links_lines(results),
-              "## Which policy won", "", *policy_lines,
+              "## Did a policy help?", "", *policy_lines,
               "## Theory vs measurement", "", *accuracy_lines, *_burst_section(results), *_meeting_section(results),
               "## Fidelity and cross-checks", "", *fidelity_lines,
               "## Plots", ""]

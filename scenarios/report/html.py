@@ -18,6 +18,7 @@ from pathlib import Path
 from bokeh.embed import file_html
 from bokeh.resources import INLINE
 
+from scenarios.analysis.verdict import folder_changes, verdict_word
 from scenarios.report import plots, story
 from scenarios.report.document import measured_cell, predicted_change_pct, verdicts
 from scenarios.report.timeline import BURST_GAP_S, timeline
@@ -190,18 +191,24 @@ def _schedule(results: Results, said: dict[str, str]) -> list[str]:
 def _policies(results: Results, said: dict[str, str]) -> list[str]:
     policies = results.summary.policies
     order = plots.policy_order(policies)
-    out = ["<h2>Which policy won</h2>"]
+    out = ["<h2>Did a policy help?</h2>"]
     if not order:
         return [*out, "<p>The run recorded no policy results.</p>"]
-    rows = "".join(f"<tr><td>{_e(p)}</td><td class=\"num\">"
-                   f"{_pct(0.0 if p == 'none' else policies[p].throughput_change_vs_none_pct)}</td>"
+    changes = folder_changes(results)
+    threshold = f"{next(iter(changes.values())).threshold_pct:g} %"
+    rows = "".join(f"<tr><td>{_e(p)}</td><td class=\"num\">{_pct(changes[p].change_pct)}</td>"
+                   f"<td class=\"num\">{changes[p].bounds_text()}</td><td>{_e(verdict_word(changes[p]))}</td>"
                    f"<td class=\"num\">{_pct(_predicted_change(results, p))}</td></tr>"
                    for p in order)
     out += ["<p>Throughput change: how many more (or fewer) iterations per second the jobs did than under "
-            "<code>none</code>, averaged over the jobs. The predicted change is the same sum over the model's "
-            "figures of the next table (each with the kind said there).</p>",
-            f"<table><tr><th>policy</th><th>measured change vs none</th><th>predicted</th></tr>{rows}</table>",
-            f"<p>{inline_markdown(said['Policies'])}.</p>"]
+            "<code>none</code>, averaged over the jobs, with its 95 % interval: how far the run's own noise "
+            "(each measured mean's standard error) leaves the change uncertain. A policy <em>helps</em> when "
+            f"the whole interval is above +{threshold}, <em>hurts</em> when it is all below -{threshold}, and "
+            "is <em>neutral</em>, within the noise, otherwise. The predicted change is the same sum over the "
+            "model's figures of the next table (each with the kind said there).</p>",
+            "<table><tr><th>policy</th><th>measured change vs none</th><th>95 % interval</th><th>verdict</th>"
+            f"<th>predicted</th></tr>{rows}</table>",
+            f"<p>{inline_markdown(said['Policies'][0].upper() + said['Policies'][1:])}.</p>"]
     return out
 
 

@@ -304,7 +304,7 @@ def draw_prediction(results: Results, path: Path) -> Path:
 # --------------------------------------------------------------------------- 4: circles
 
 
-def _busy_intervals(schedule: ScheduleRecord) -> dict[str, list[tuple[float, float]]]:
+def busy_intervals(schedule: ScheduleRecord) -> dict[str, list[tuple[float, float]]]:
     """Each job's bursts within one hyper-period, as [start, end) in ms, wrapped at its end."""
     hyper_ms = schedule.hyperperiod_ms
     busy = {}
@@ -373,7 +373,7 @@ def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
         ax.text(0, 0, f"{n_arcs} bursts per hyper-period:\ntoo many to draw legibly",
                 ha="center", va="center", fontsize=11, color="0.3")
         return
-    busy = _busy_intervals(schedule)
+    busy = busy_intervals(schedule)
     step = min(0.14, 0.65 / len(schedule.jobs))
     for k, job in enumerate(schedule.jobs):
         r_outer = 1.0 - k * step

@@ -98,28 +98,33 @@ def _stacked_steps(rows: pd.DataFrame, jobs: list[str], run_s: float, merge: int
     return data
 
 
-def _lanes(policy: str, link: str, jobs: list[str], bursts: pd.DataFrame, windows: pd.DataFrame,
-           colors: dict[str, str], x_range: Range1d, border_px: int):
+def lanes_data(policy: str, link: str, jobs: list[str], bursts: pd.DataFrame, windows: pd.DataFrame,
+               colors: dict[str, str]) -> tuple[dict, dict]:
+    """The columns of one panel's lanes: ``jobs``' windows under ``policy`` and their bursts on ``link``
+    (:func:`lanes` draws them; ``shiftbed explore`` puts new ones into the same panel)."""
+    shown = windows[(windows["policy"] == policy) & windows["job"].isin(jobs)]
+    windows_data = {"job": shown["job"].astype(str).tolist(), "left": shown["open_s"].to_numpy(),
+                    "right": shown["close_s"].to_numpy(), "color": [colors[j] for j in shown["job"]]}
+    mine = bursts[(bursts["policy"] == policy) & (bursts["link"] == link)]
+    bursts_data = {"job": mine["job"].astype(str).tolist(), "left": mine["start_s"].to_numpy(),
+                   "right": mine["end_s"].to_numpy(), "ms": ((mine["end_s"] - mine["start_s"]) * 1000).to_numpy(),
+                   "megabytes": mine["megabytes"].to_numpy(), "color": [colors[j] for j in mine["job"]]}
+    return windows_data, bursts_data
+
+
+def lanes(policy: str, link: str, jobs: list[str], bursts: pd.DataFrame, windows: pd.DataFrame,
+          colors: dict[str, str], x_range: Range1d, border_px: int):
     """The windows and bursts of ``jobs`` on ``link`` under ``policy``, a lane per job."""
     from bokeh.plotting import figure
 
     fig = figure(title=f"{policy}  ·  link {link}", y_range=FactorRange(*reversed(jobs)), x_range=x_range,
                  height=LANES_PX + LANE_PX * len(jobs), sizing_mode="stretch_width", tools=TOOLS,
                  active_drag="xpan", active_scroll=None, toolbar_location=None, min_border_left=border_px)
-    shown = windows[(windows["policy"] == policy) & windows["job"].isin(jobs)]
-    source = ColumnDataSource({"job": shown["job"].astype(str).tolist(), "left": shown["open_s"].to_numpy(),
-                               "right": shown["close_s"].to_numpy(),
-                               "color": [colors[j] for j in shown["job"]]})
-    fig.hbar(y="job", left="left", right="right", height=0.9, color="color", alpha=0.22, source=source,
-             name=f"windows|{policy}|{link}")
-    mine = bursts[(bursts["policy"] == policy) & (bursts["link"] == link)]
-    source = ColumnDataSource({"job": mine["job"].astype(str).tolist(), "left": mine["start_s"].to_numpy(),
-                               "right": mine["end_s"].to_numpy(),
-                               "ms": ((mine["end_s"] - mine["start_s"]) * 1000).to_numpy(),
-                               "megabytes": mine["megabytes"].to_numpy(),
-                               "color": [colors[j] for j in mine["job"]]})
-    glyphs = fig.hbar(y="job", left="left", right="right", height=0.5, color="color", source=source,
-                      name=f"bursts|{policy}|{link}")
+    windows_data, bursts_data = lanes_data(policy, link, jobs, bursts, windows, colors)
+    fig.hbar(y="job", left="left", right="right", height=0.9, color="color", alpha=0.22,
+             source=ColumnDataSource(windows_data), name=f"windows|{policy}|{link}")
+    glyphs = fig.hbar(y="job", left="left", right="right", height=0.5, color="color",
+                      source=ColumnDataSource(bursts_data), name=f"bursts|{policy}|{link}")
     fig.add_tools(HoverTool(renderers=[glyphs], tooltips=[
         ("job", "@job"), ("burst", "@left{0.000} s to @right{0.000} s"), ("length", "@ms{0} ms"),
         ("data", "@megabytes{0.00} MB")]))
@@ -152,7 +157,7 @@ def timeline(results: Results):
     if bandwidth.empty:
         return None, 1
     jobs = plots.job_order(results)
-    colors = {job: _hex(rgb) for job, rgb in plots.job_colors(jobs).items()}
+    colors = {job: hex_color(rgb) for job, rgb in plots.job_colors(jobs).items()}
     layout = panels(results)
     run_s = _run_s(results)
     bins = math.ceil(run_s / BANDWIDTH_BIN_S)
@@ -169,7 +174,7 @@ def timeline(results: Results):
     for policy, link, on_link in layout:
         rows = bandwidth[(bandwidth["policy"] == policy) & (bandwidth["link"] == link)]
         steps = _stacked_steps(rows, on_link, run_s, merge)
-        figures += [[_lanes(policy, link, on_link, bursts, results.windows, colors, x_range, border_px)],
+        figures += [[lanes(policy, link, on_link, bursts, results.windows, colors, x_range, border_px)],
                     [_bandwidth(policy, link, on_link, steps, colors, link_mbps, y_top, x_range, border_px)]]
     grid = gridplot(figures, merge_tools=True, toolbar_location="above", sizing_mode="stretch_width")
     grid.name = "timeline"
@@ -177,5 +182,6 @@ def timeline(results: Results):
     return grid, merge
 
 
-def _hex(rgb: tuple) -> str:
+def hex_color(rgb: tuple) -> str:
+    """A matplotlib colour as Bokeh takes it: ``#rrggbb``."""
     return "#" + "".join(f"{round(255 * c):02x}" for c in rgb[:3])

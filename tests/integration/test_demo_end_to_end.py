@@ -86,6 +86,38 @@ def test_each_report_states_the_theorys_verdict(demo, name):
 
 @pytest.mark.root
 @pytest.mark.parametrize("name", SCENARIOS)
+def test_each_reports_policy_verdict_follows_its_intervals(demo, name):
+    """"In short" names a policy as helping only when the report's own table has that policy's whole 95 %
+    interval above the threshold; otherwise it says no policy beat `none` beyond the noise. The demo's
+    JSON gives the same phrase."""
+    import re
+
+    from scenarios.analysis.verdict import THRESHOLD_PCT
+
+    text = reports(demo)[name].read_text()
+    said = re.search(r"^- Policies: (.*)\.$", text, re.MULTILINE).group(1)
+    rows = {m[0]: (m[1], m[2] and (float(m[2]), float(m[3])), m[4])
+            for m in re.findall(r"^\| (\w+) \| ([-+0-9.]+) % \| (?:\[([-+0-9.]+), ([-+0-9.]+)\]|n/a) \| "
+                                r"(helps|neutral|hurts|no interval|-) \|", text, re.MULTILINE)}
+    assert set(rows) == set(POLICIES), rows
+    helping = [p for p, (_, bounds, word) in rows.items() if word == "helps"]
+    for policy, (_, bounds, word) in rows.items():
+        if word == "helps":
+            assert bounds[0] > THRESHOLD_PCT, (policy, bounds)
+        elif word == "hurts":
+            assert bounds[1] < -THRESHOLD_PCT, (policy, bounds)
+    if helping:
+        assert re.match(rf"`({'|'.join(helping)})` helps: ", said), said
+    else:
+        assert said.startswith(("no policy differed from `none` beyond the noise",
+                                "no policy beat `none` beyond the noise")), said
+    assert "won" not in said
+    doc = json.loads(demo[0].stdout.strip().splitlines()[-1])
+    assert doc["runs"][name]["policy_verdict"] == said
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name", SCENARIOS)
 def test_each_results_folder_is_complete_with_its_fidelity(demo, name):
     folder = reports(demo)[name].parent
     for file in RESULTS_FILES:

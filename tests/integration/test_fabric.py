@@ -1,4 +1,5 @@
-"""The real fabric: Mininet + Open vSwitch + the Ryu fabric app + iperf3 (root, serial).
+"""The real fabric: Mininet + Open vSwitch + the fabric app + iperf3 (root, serial); the running
+fabric's tests once under each controller framework installed here (Ryu, os-ken).
 
 Rates: 50 Mbit/s links with MTU 9000, where 4 concurrent flows reach 98-99 % of the
 link rate on the userspace datapath (docs/fabric.md); a test asks for 90 % of one
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from controller_frameworks import CONTROLLER_FRAMEWORKS, controller_env
 
 from apps import hoststeal
 from apps.hoststeal import HostBusy
@@ -56,10 +58,11 @@ def assert_nothing_left(record_copy: dict):
     assert not (runrecord.RUN_DIR / f"{record_copy['run_id']}.json").exists()
 
 
-@pytest.fixture(scope="class")
-def fabric(tmp_path_factory):
+@pytest.fixture(scope="class", params=CONTROLLER_FRAMEWORKS)
+def fabric(tmp_path_factory, request):
     stats = tmp_path_factory.mktemp("fabric") / "port_stats.csv"
-    with Fabric(PARAMS, FabricController(stats_csv=str(stats))) as running:
+    with Fabric(PARAMS, FabricController(stats_csv=str(stats), env=controller_env(request.param))) as running:
+        assert running.controller.status()["controller"]["framework"] == request.param
         yield running
 
 

@@ -1,7 +1,8 @@
 """Two emulated DLT jobs on the real fabric: contention under ``none``, confinement under ``gate``.
 
-Real Mininet + Open vSwitch (userspace) + Ryu (fabric app + window scheduler)
-+ iperf3 + tcpdump. Root only, one fabric at a time.
+Real Mininet + Open vSwitch (userspace) + the controller (fabric app + window scheduler)
++ iperf3 + tcpdump, once under each controller framework installed here (Ryu, os-ken).
+Root only, one fabric at a time.
 
 Jobs (ring all-reduce of two workers, so each job has one flow each way
 through the shared link leaf1 <-> spine1; every TCP/UDP flow is pinned to
@@ -23,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 import pytest
+from controller_frameworks import CONTROLLER_FRAMEWORKS, controller_env
 
 from apps import hoststeal, iperf, jobrun
 from apps.capture import Capture
@@ -54,8 +56,8 @@ PROBE_MBPS = 3.2
 NEAR_SOLO_SLACK = 0.05
 
 
-@pytest.fixture(scope="module")
-def fabric(tmp_path_factory):
+@pytest.fixture(scope="module", params=CONTROLLER_FRAMEWORKS)
+def fabric(tmp_path_factory, request):
     if os.geteuid() != 0:
         pytest.skip("needs root")
     from controller.forwarding import Pin
@@ -66,7 +68,9 @@ def fabric(tmp_path_factory):
     params = FabricParams(spines=2, leaves=2, hosts_per_leaf=2, host_link_mbps=LINK_MBPS,
                           fabric_link_mbps=LINK_MBPS)
     with Fabric(params, FabricController(apps=("controller.scheduler_app",),
-                                         pins=(Pin(spine=1), Pin(spine=1, proto="udp")))) as fab:
+                                         pins=(Pin(spine=1), Pin(spine=1, proto="udp")),
+                                         env=controller_env(request.param))) as fab:
+        assert fab.controller.status()["controller"]["framework"] == request.param
         yield fab
 
 

@@ -518,6 +518,71 @@ def test_iperf3_client_killed_mid_policy_names_job_and_worker_and_the_next_polic
     nothing_left(run, before)
 
 
+# ---------------------------------------------------------------------------- the model fails, the measurement stays
+
+
+def test_a_policy_the_model_cannot_simulate_keeps_every_measurement_and_exits_4(scenario, watched, tmp_path):
+    """A real run of `none` and `unmodelled` (tests/policies/unmodelled.py: `none` on the fabric, its
+    bursts said to share the link by a rule the fluid model has not got): the model fails for one
+    policy after both were measured on the wire."""
+    policy_file = tmp_path / "unmodelled.py"
+    shutil.copyfile(REPO / "tests" / "policies" / "unmodelled.py", policy_file)
+    policy_file.chmod(0o644)
+    run = watched(scenario, "--policy", "none,unmodelled", "--duration", "4", "--policy-file", str(policy_file))
+    code, _ = run.wait(timeout_s=300)
+    stderr = run.stderr()
+    folder = run.results_dir()
+    summary = read_summary(folder)
+    # every policy measured and kept, fidelity judged, only the prediction missing
+    assert summary["complete"] is True and summary["gaps"] == [], stderr[-3000:]
+    assert code == (4 if summary["fidelity_ok"] else 3), stderr[-3000:]
+    assert set(summary["policies"]) == {"none", "unmodelled"}
+    mine, none = summary["policies"]["unmodelled"], summary["policies"]["none"]
+    assert mine["prediction_unavailable"].startswith("ValueError: sharing must be one of"), mine
+    assert "by-queue-age" in mine["prediction_unavailable"] and "\n" not in mine["prediction_unavailable"]
+    a = mine["jobs"]["a"]
+    assert a["iterations"] >= 3 and a["mean_iteration_ms"] > 0 and a["solo_iteration_ms"] > 0
+    assert a["predicted_iteration_ms"] is None and a["error_pct"] is None
+    assert mine["throughput_change_vs_none_pct"] is not None  # measured against none as ever
+    assert "prediction_unavailable" not in none and none["jobs"]["a"]["predicted_iteration_ms"] > 0
+    assert summary["fidelity"]["solo"]["a"]["iteration_ms"] > 0
+    assert iteration_rows(folder, "unmodelled") >= 2 * 3 and iteration_rows(folder, "none") >= 2 * 3
+    import pandas as pd
+
+    assert (pd.read_csv(folder / "link_bandwidth.csv")["policy"] == "unmodelled").any()
+    # the terminal: one line each, no traceback; the traceback in the folder
+    assert "Traceback" not in stderr, stderr[-3000:]
+    said = [line for line in stderr.splitlines() if line.startswith("shiftbed run: no prediction for unmodelled")]
+    assert len(said) == 1 and "its measurement is kept" in said[0], stderr[-3000:]
+    assert said[0].endswith(f"the model's traceback is in {folder / 'prediction.log'}"), said
+    if code == 4:
+        assert f"shiftbed run: results kept, prediction missing (exit 4); every figure is kept in {folder}" in stderr
+    assert "Traceback" in (folder / "prediction.log").read_text()
+    doc = json.loads(run.stdout)
+    assert doc["policies"]["unmodelled"]["prediction_unavailable"] == mine["prediction_unavailable"]
+    # the report shows the gap in words where the prediction would stand
+    report = (folder / "report.md").read_text()
+    assert "| unmodelled | a |" in report and "unavailable (the model failed)" in report
+    assert "No prediction for `unmodelled`: the model could not simulate it (ValueError: sharing must be" in report
+    # a folder whose summary kept no policy and no solo figures is predicted again from its raw runs alone:
+    # the same measurement, and none's prediction as the run made it
+    bare = tmp_path / "bare"
+    shutil.copytree(folder, bare)
+    stripped = {**summary, "policies": {}, "fidelity": {**summary["fidelity"], "solo": {}}}
+    (bare / "summary.json").write_text(json.dumps(stripped))
+    again = subprocess.run([SHIFTBED, "report", "--repredict", str(bare), "--json", "--policy-file", str(policy_file)],
+                           capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert again.returncode == 0, again.stderr
+    redone = json.loads(again.stdout)
+    rows = {(r["policy"], r["job"]): r for r in redone["jobs"]}
+    assert set(rows) == {("none", "a")}, redone
+    assert rows[("none", "a")]["measured_ms"] == pytest.approx(none["jobs"]["a"]["mean_iteration_ms"], rel=1e-9)
+    assert rows[("none", "a")]["prediction_ms"] == pytest.approx(none["jobs"]["a"]["predicted_iteration_ms"],
+                                                                 rel=1e-9)
+    assert any(n.startswith("unmodelled: no prediction") for n in redone["notes"]), redone["notes"]
+    assert any("kept no policy" in n for n in redone["notes"]) and any("no solo figures" in n for n in redone["notes"])
+
+
 # ---------------------------------------------------------------------------- environment
 
 

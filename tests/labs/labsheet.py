@@ -278,7 +278,7 @@ class LabRun:
         self.background.append(proc)
         deadline = time.monotonic() + ready_s
         while time.monotonic() < deadline and proc.poll() is None:
-            if "starting up" in Path(log.name).read_text(errors="replace"):  # ryu's WSGI server is up
+            if "starting up" in Path(log.name).read_text(errors="replace"):  # the controller's REST server is up
                 break
             time.sleep(0.2)
         if proc.poll() is not None:

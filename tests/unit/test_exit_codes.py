@@ -1,4 +1,5 @@
-"""The exit status: 0 measured with fidelity, 1 fault, 2 bad input, 3 fidelity lost, 130 interrupted."""
+"""The exit status: 0 measured with fidelity, 1 fault, 2 bad input, 3 fidelity lost, 4 results kept but a
+prediction missing, 130 interrupted."""
 
 import json
 import signal
@@ -14,10 +15,11 @@ import results_example
 from scenarios import exitcodes
 from scenarios.commands import demo
 from scenarios.commands import run as run_command
-from scenarios.summary_record import Gap, SummaryRecord
+from scenarios.summary_record import Gap, PolicySummary, SummaryRecord
 
 REPO = Path(__file__).resolve().parents[2]
 GAP = Gap(policy="gate", job="a", worker="h1", message="iperf3 exited -9", iterations_kept=3)
+UNPREDICTED = {"none": PolicySummary(), "gate": PolicySummary(prediction_unavailable="RuntimeError: no progress")}
 
 
 @pytest.mark.parametrize("summary, code", [
@@ -26,6 +28,9 @@ GAP = Gap(policy="gate", job="a", worker="h1", message="iperf3 exited -9", itera
     (SummaryRecord(complete=False, fidelity_ok=True, gaps=(GAP,)), 1),
     (SummaryRecord(complete=False, fidelity_ok=False, gaps=(GAP,)), 1),  # the fault is said first
     (SummaryRecord(complete=False, fidelity_ok=True, incomplete_reason="files not written: windows.csv"), 1),
+    (SummaryRecord(complete=True, fidelity_ok=True, policies=UNPREDICTED), 4),
+    (SummaryRecord(complete=True, fidelity_ok=False, policies=UNPREDICTED), 3),  # not the scenario's figures
+    (SummaryRecord(complete=False, fidelity_ok=True, policies=UNPREDICTED, gaps=(GAP,)), 1),
 ])
 def test_a_finished_runs_status_comes_from_its_summary(summary, code):
     assert exitcodes.run_exit_code(summary) == code
@@ -33,6 +38,7 @@ def test_a_finished_runs_status_comes_from_its_summary(summary, code):
 
 @pytest.mark.parametrize("codes, combined", [
     ([0, 0], 0), ([0, 3], 3), ([3, 0], 3), ([3, 3], 3), ([3, 1], 1), ([130], 130), ([0, 2], 2), ([], 0),
+    ([0, 4], 4), ([4, 3], 3), ([4, 1], 1),
 ])
 def test_several_runs_give_the_status_that_stopped_them_else_lost_fidelity(codes, combined):
     assert exitcodes.combined_exit_code(codes) == combined
@@ -42,7 +48,7 @@ def test_the_help_and_the_reliability_page_list_every_status():
     out = subprocess.run([sys.executable, "-m", "scenarios.cli", "--help"], capture_output=True, text=True,
                          timeout=60, cwd=REPO).stdout
     page = (REPO / "docs" / "reliability.md").read_text()
-    for code in (0, 1, 2, 3, 130):
+    for code in (0, 1, 2, 3, 4, 130):
         assert f"\n  {code} " in out, out
         assert f"| {code} |" in page, code
 
@@ -82,7 +88,7 @@ def test_run_exits_3_when_fidelity_was_lost_and_keeps_its_results(tmp_path, monk
 
 
 @pytest.mark.parametrize("first, second, code, ran", [
-    (0, 0, 0, 2), (3, 0, 3, 2), (0, 3, 3, 2), (1, 0, 1, 1), (130, 0, 130, 1),
+    (0, 0, 0, 2), (3, 0, 3, 2), (0, 3, 3, 2), (1, 0, 1, 1), (130, 0, 130, 1), (4, 0, 4, 2),
 ])
 def test_the_demo_goes_on_past_lost_fidelity_and_stops_at_a_fault(tmp_path, monkeypatch, capsys, first, second,
                                                                   code, ran):

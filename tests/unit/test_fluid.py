@@ -162,6 +162,20 @@ def test_a_burst_ready_within_the_grace_takes_its_window_late():
     assert late["a"].mean_iteration_ms == pytest.approx(450)
 
 
+def test_a_negative_grace_takes_a_burst_that_waited_and_skips_one_ready_just_before_a_window():
+    # A job on standing connections launches after its window opens (its data follows at once):
+    # a grace of -2 ms. Window [0, 100) every 300 ms, 80 ms bursts. Compute 219 ms: ready at 299,
+    # 1 ms before the window, too late to launch into it: each burst waits for the one after
+    # (600 ms per iteration). Compute 217: ready at 297, 3 ms before: every window (300 ms).
+    window = {"a": FluidWindow(0, 300, 100, grace_ms=-2)}
+    late = simulate([FluidJob("a", 299, 80)], {"a": 0.0}, window, iterations=6, warmup=0)
+    early = simulate([FluidJob("a", 297, 80)], {"a": 0.0}, window, iterations=6, warmup=0)
+    assert late["a"].mean_iteration_ms == pytest.approx(600)
+    assert early["a"].mean_iteration_ms == pytest.approx(300)
+    assert window["a"].takes(300.0) and not window["a"].takes(300.5)
+    assert window["a"].wait_start(297.0) == 300 and window["a"].wait_start(299.0) == 600
+
+
 def test_policy_windows_open_late_by_the_data_and_keep_their_close():
     sched = compute_schedule([JobTiming("a", 300, 100), JobTiming("b", 600, 150)])
     offsets = {"a": 0.0, "b": 100.0}

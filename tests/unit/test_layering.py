@@ -137,3 +137,22 @@ MAX_DOC_BYTES = {"README.md": 10_000, "docs/accuracy.md": 30_000}
 def test_the_readme_and_the_accuracy_page_stay_short(page):
     size = len((REPO / page).read_bytes())
     assert size <= MAX_DOC_BYTES[page], f"{page} is {size} bytes, more than {MAX_DOC_BYTES[page]}"
+
+
+FRAMEWORK_ADAPTER = {"controller.framework", "controller.ryu_compat", "controller.ryu_hook"}
+
+
+def test_only_the_adapter_imports_ryu_os_ken_or_eventlet():
+    """The apps are written once: which framework runs them is known to ``controller/framework.py``
+    alone (``ryu_compat``/``ryu_hook``: Ryu's eventlet shim), in the product and in bench/."""
+    offenders = []
+    for path in sorted(p for folder in (*PACKAGES, "bench") for p in (REPO / folder).rglob("*.py")):
+        name = module_name(path)
+        if name in FRAMEWORK_ADAPTER:
+            continue
+        hit = sorted(i for i in imports_of(path) if i.split(".")[0] in ("ryu", "os_ken", "eventlet"))
+        if hit:
+            offenders.append(f"{name}: {', '.join(hit)}")
+    assert not offenders, offenders
+    # and the check can fail: the adapter itself does import the frameworks' packages
+    assert any(i.split(".")[0] == "eventlet" for i in imports_of(REPO / "controller" / "framework.py"))

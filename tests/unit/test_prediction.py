@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from controller.theory.schedule import JobTiming, compute_schedule
+from scenarios.experiment.calibration import launch_leads_ms
 from scenarios.experiment.prediction import (
     BUSY_START_MS,
     KNIFE_EDGE_SHARE,
@@ -96,6 +97,23 @@ def test_measured_busy_starts_are_drawn_and_scaled_for_the_range():
                                                      busy_start_samples_ms={"b": (measured_ms,) * 3})
         assert predicted["b"] == pytest.approx(expected_ms, rel=0.01)
     assert ranges["b"] == pytest.approx((100, 200), rel=0.01)  # 0 x, 1 x and 2 x the 10-ms draws
+
+
+def test_a_drifting_pair_on_standing_connections_is_predicted_under_every_windowed_policy():
+    # periods 250 and 757 on a 10-ms grid (b's windows every 760 ms), one spine and two leaves,
+    # standing connections: each job's data follows its launch within a millisecond, so it
+    # launches after its window opens (a negative launch lead) and the schedule, infeasible, lets
+    # no burst launch late. A gated burst that waited for its window's start takes it.
+    schedule = compute_schedule([JobTiming("a", 250, 80), JobTiming("b", 760, 120)], 10)
+    solo = {"a": _solo(240.0, 54.9, lead_ms=0.6), "b": _solo(726.7, 82.0, lead_ms=0.6)}
+    model = RunModel(schedule, solo, launch_leads_ms(solo), link_mbps=50.0, queue_ms=20.0,
+                     tcp_sharing=WIRE_SHARING["persistent"])
+    assert all(lead < 0 for lead in model.launch_lead_ms.values())
+    for policy in ("gate", "guard", "align"):
+        predicted, ranges = model.predict_with_range(policy, {"a": 0.0, "b": 0.0}, {"a": 80, "b": 25})
+        # each burst in a window of its own, and slower than alone where the two meet
+        assert 250 - 80 / 80 <= ranges["a"][0] <= predicted["a"] < 2 * 250
+        assert 760 - 120 / 25 <= ranges["b"][0] <= predicted["b"] < 2 * 760
 
 
 def test_a_busy_start_cost_is_the_measured_one_else_the_default():

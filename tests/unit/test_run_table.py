@@ -1,18 +1,24 @@
 """The table `shiftbed run` prints at the end: one row per policy and job."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from results_example import MEASURED_MS, PREDICTED_MS, summary_json
 
+from scenarios.analysis.verdict import policy_changes
 from scenarios.commands.run import _print_table
 from scenarios.summary_record import SummaryRecord
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _print(summary: SummaryRecord) -> None:
+    _print_table(summary, Path("/r"), policy_changes(summary))
+
+
 def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(capsys):
-    _print_table(SummaryRecord.from_dict(summary_json()), Path("/r"))
+    _print(SummaryRecord.from_dict(summary_json()))
     lines = capsys.readouterr().out.splitlines()
     assert "measured ms ± se" in lines[0]
     rows = {tuple(line.split()[:2]): line for line in lines[1:] if line.split()[0] in MEASURED_MS}
@@ -25,20 +31,49 @@ def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(ca
     assert lines[-1] == "report: /r/report.md"
 
 
+def test_the_table_gives_each_policys_interval_and_verdict_and_ends_with_in_shorts_phrase(capsys):
+    """The coprime run's samples (test_verdict.py): shift within the noise, gate hurting."""
+    from test_verdict import ITERATION_MS, summary_of
+
+    measured = summary_of(ITERATION_MS)  # the table prints a prediction beside each mean: any will do here
+    policies = {p: replace(e, jobs={j: replace(r, predicted_iteration_ms=1.0, error_pct=0.0) for j, r in e.jobs.items()})
+                for p, e in measured.policies.items()}
+    _print(SummaryRecord(fidelity_ok=True, policies=policies))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-4:] == ["95", "%", "interval", "verdict"]
+    rows = {tuple(line.split()[:2]): line for line in lines[1:-2]}
+    assert rows[("shift", "alpha")].endswith("+0.1%    [-1.6, +1.9] neutral")
+    assert rows[("gate", "beta")].endswith("-41.2%  [-43.7, -38.7] hurts")
+    assert rows[("none", "beta")].endswith("+0.0%             n/a -")
+    assert lines[-2].startswith("policies: no policy beat `none` beyond the noise (`gate` hurt); the largest "
+                                "change was `shift`, +0.1 % [-1.6, +1.9]")
+
+
 def test_json_is_one_object_with_the_summarys_verdicts_and_numbers(tmp_path):
     import json
 
     from results_example import write_example
 
+    from scenarios.analysis.verdict import folder_changes, headline
     from scenarios.commands.run import _json_view
     from scenarios.results import load_results
 
     folder = write_example(tmp_path)
-    view = json.loads(json.dumps(_json_view(load_results(folder).summary, folder)))
-    assert list(view) == ["results_dir", "fidelity_ok", "complete", "crosschecks", "policies", "gaps"]
+    results = load_results(folder)
+    changes = folder_changes(results)
+    view = json.loads(json.dumps(_json_view(results.summary, folder, changes)))
+    assert list(view) == ["results_dir", "fidelity_ok", "complete", "crosschecks", "policies", "policy_verdict",
+                          "gaps"]
     written = json.loads((folder / "summary.json").read_text())
-    assert view["results_dir"] == str(folder)
-    assert {key: view[key] for key in list(view)[1:]} == {key: written[key] for key in list(view)[1:]}
+    assert view["results_dir"] == str(folder) and view["policy_verdict"] == headline(changes)
+    same = ("fidelity_ok", "complete", "crosschecks", "gaps")
+    assert {key: view[key] for key in same} == {key: written[key] for key in same}
+    added = ("throughput_change_vs_none_ci95", "throughput_verdict", "duration_to_tell_s")
+    for policy, entry in view["policies"].items():  # the summary's entry, and the change's interval and verdict
+        assert {k: v for k, v in entry.items() if k not in added} == written["policies"][policy]
+        assert {k: entry[k] for k in added} == changes[policy].to_json()
+    assert view["policies"]["gate"]["throughput_verdict"] == "helps"
+    assert view["policies"]["none"]["throughput_change_vs_none_ci95"] is None
 
 
 @pytest.mark.parametrize("as_json", [False, True])
@@ -74,7 +109,7 @@ def test_a_free_running_job_shows_both_states_and_its_share_apart(capsys):
     data = summary_json()
     data["policies"]["none"]["jobs"]["a"].update(apart_share=0.25, predicted_together_ms=460.0,
                                                  predicted_apart_ms=384.0)
-    _print_table(SummaryRecord.from_dict(data), Path("/r"))
-    rows = {tuple(line.split()[:2]): line for line in capsys.readouterr().out.splitlines()[1:]}
+    _print(SummaryRecord.from_dict(data))
+    rows = {tuple(line.split()[:2]): line for line in capsys.readouterr().out.splitlines()[1:-2]}
     assert rows[("none", "a")].endswith("together 460 / apart 384 ms, 25% apart")
     assert "apart" not in rows[("none", "b")]

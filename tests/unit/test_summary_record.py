@@ -168,3 +168,52 @@ def test_a_free_running_policy_is_predicted_together_and_apart_by_its_iterations
     assert JobSummary.from_dict(a.to_dict()) == a  # kept in summary.json
     shift = policies["shift"].jobs["a"]
     assert shift.apart_share is None and "predicted_apart_ms" not in shift.to_dict()
+
+
+UNMODELLED = REPO / "tests" / "policies" / "unmodelled.py"
+
+
+@pytest.fixture
+def unmodelled(policy_registry):
+    """The policy the model cannot simulate (tests/policies/unmodelled.py), registered for one test."""
+    from controller.theory.policies import load_policy_file
+
+    return load_policy_file(UNMODELLED)[0]
+
+
+def test_a_policy_the_model_cannot_simulate_keeps_its_measurement_and_says_why(unmodelled):
+    from scenarios.exitcodes import PREDICTION_MISSING, run_exit_code
+
+    schedule = compute_schedule([JobTiming("a", 400, 100), JobTiming("b", 800, 100)])
+    solo = {name: {"iteration_ms": 0.96 * period, "data_ms": 60.0, "lead_ms": 5.0, "burst_mbps": 50.0}
+            for name, period in (("a", 400.0), ("b", 800.0))}
+    record = PolicyRecord(duration_s=10.0)
+    for policy, slower_ms in (("none", 40.0), (unmodelled, 20.0)):
+        record.measured[policy] = {name: {"iterations": 20, "mean_iteration_ms": s["iteration_ms"] + slower_ms,
+                                          "median_iteration_ms": s["iteration_ms"], "iteration_se_ms": 1.5,
+                                          "mean_comm_ms": 70.0} for name, s in solo.items()}
+        record.offsets[policy] = {"a": 0.0, "b": 0.0}
+        record.epochs[policy] = 1.79e9
+        record.bursts[policy] = pd.DataFrame()
+    run = MeasuredRun(schedule, solo, {}, record.bursts, {"a": 2.0, "b": 2.0})
+    tracebacks: dict[str, str] = {}
+    policies = policy_summaries(run, record, link_mbps=50.0, queue_ms=0.0, tracebacks=tracebacks)
+    mine = policies[unmodelled]
+    # measured as ever: 404 / 788 ms against none's 424 / 808
+    assert mine.jobs["a"].mean_iteration_ms == 404.0 and mine.jobs["b"].iterations == 20
+    assert mine.jobs["a"].iteration_se_ms == 1.5 and mine.jobs["a"].solo_iteration_ms == 384.0
+    assert mine.throughput_change_vs_none_pct == pytest.approx(((424 / 404 - 1) + (808 / 788 - 1)) / 2 * 100)
+    # no prediction, and why in one line; the traceback kept apart
+    assert mine.jobs["a"].predicted_iteration_ms is None and mine.jobs["a"].error_pct is None
+    assert mine.predicted_throughput_change_vs_none_pct is None
+    assert mine.prediction_unavailable.startswith("ValueError: sharing must be one of")
+    assert "\n" not in mine.prediction_unavailable and "by-queue-age" in mine.prediction_unavailable
+    assert list(tracebacks) == [unmodelled] and "Traceback" in tracebacks[unmodelled]
+    # the other policy is predicted as ever
+    assert policies["none"].prediction_unavailable is None and policies["none"].jobs["a"].predicted_iteration_ms
+    summary = SummaryRecord(complete=True, fidelity_ok=True, policies=policies)
+    again = SummaryRecord.from_dict(json.loads(json.dumps(summary.to_dict())))
+    assert again.predictions_missing == {unmodelled: mine.prediction_unavailable}
+    assert again.policies[unmodelled].jobs["b"].mean_iteration_ms == 788.0
+    assert run_exit_code(again) == PREDICTION_MISSING == 4
+    assert "prediction_unavailable" not in policies["none"].to_dict()  # only where there is one
