@@ -129,20 +129,20 @@ class Swap:
         """A refusal, or None: nothing is changed."""
         return refusal(self.ovs.probe())
 
-    def stop(self) -> str:
+    def stop(self) -> list[str]:
         """Recover an interrupted run, then stop the host's Open vSwitch if it runs: what was done, in
         words. :class:`Refused`, with nothing changed, while it has bridges that are not shiftbed's."""
-        self.restore()
+        done = [f"an interrupted run recovered: {line}" for line in self.restore()]
         host = self.ovs.probe()
         problem = refusal(host)
         if problem:
             raise Refused(problem)
         SwapState(host_was_running=host.running, manager=host.manager).save(self.state_path)
         if not host.running:
-            return "the host's Open vSwitch is not running: none to stop, none to start afterwards"
+            return done + ["the host's Open vSwitch is not running: none to stop, none to start afterwards"]
         self.ovs.stop(host.manager)
         bridges = f"shiftbed's bridges {', '.join(sorted(host.bridges))}" if host.bridges else "no bridges"
-        return f"stopped the host's Open vSwitch (it had {bridges}) until the root's is done"
+        return done + [f"stopped the host's Open vSwitch (it had {bridges}) until the root's is done"]
 
     def track(self, pid: int) -> None:
         state = SwapState.load(self.state_path)
@@ -183,12 +183,10 @@ def main(argv: list[str]) -> int:
             problem = swap.check()
             if problem:
                 raise Refused(problem)
-        elif argv[0] == "stop":
-            print(f"make test-debian13: {swap.stop()}", file=sys.stderr)
         elif argv[0] == "track":
             swap.track(int(argv[2]))
         else:
-            for line in swap.restore():
+            for line in swap.stop() if argv[0] == "stop" else swap.restore():
                 print(f"make test-debian13: {line}", file=sys.stderr)
     except (SwapError, subprocess.CalledProcessError) as exc:
         print(f"make test-debian13: {exc}", file=sys.stderr)

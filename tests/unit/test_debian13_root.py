@@ -56,7 +56,7 @@ def test_a_host_ovs_with_only_shiftbeds_bridges_is_stopped_and_started_again(tmp
     swap = Swap(tmp_path / "state", ovs)
     assert swap.check() is None
     said = swap.stop()
-    assert said == "stopped the host's Open vSwitch (it had shiftbed's bridges leaf1, spine1) until the root's is done"
+    assert said == ["stopped the host's Open vSwitch (it had shiftbed's bridges leaf1, spine1) until the root's is done"]
     assert ovs.calls == ["stop ovs-ctl"]
     assert SwapState.load(tmp_path / "state") == SwapState(host_was_running=True, manager="ovs-ctl")
     assert swap.restore() == ["started the host's Open vSwitch again"]
@@ -75,7 +75,7 @@ def test_a_host_ovs_that_systemd_runs_goes_back_through_systemd(tmp_path):
 def test_a_host_ovs_that_was_not_running_is_neither_stopped_nor_started(tmp_path):
     ovs = FakeOvs(HostOvs(running=False))
     swap = Swap(tmp_path / "state", ovs)
-    assert swap.stop() == "the host's Open vSwitch is not running: none to stop, none to start afterwards"
+    assert swap.stop() == ["the host's Open vSwitch is not running: none to stop, none to start afterwards"]
     assert (tmp_path / "state").exists()  # the root's process is still recorded in it
     assert swap.restore() == [] and ovs.calls == []
     assert not (tmp_path / "state").exists()
@@ -87,7 +87,8 @@ def test_the_next_run_recovers_an_interrupted_one_before_it_stops_anything(tmp_p
     SwapState(host_was_running=True, manager="ovs-ctl").save(tmp_path / "state")
     ovs = FakeOvs(HostOvs(running=False))
     swap = Swap(tmp_path / "state", ovs)
-    swap.stop()
+    assert swap.stop() == ["an interrupted run recovered: started the host's Open vSwitch again",
+                           "stopped the host's Open vSwitch (it had no bridges) until the root's is done"]
     assert ovs.calls == ["start ovs-ctl", "stop ovs-ctl"]
     assert SwapState.load(tmp_path / "state").host_was_running is True
 

@@ -13,6 +13,9 @@ PY=.venv/bin/python
 DEMO_DURATION_S=$(python3 -c 'import sys; sys.path.insert(0, "tests"); import platform_verdict as v; print(v.DEMO_DURATION_S)')
 TIMINGS=""
 
+# Interrupted (test-root.sh passes Ctrl-C and SIGTERM on): the stage running ends, and no other starts.
+trap 'echo "make test-debian13: interrupted in the Debian 13 root" >&2; exit 130' INT TERM
+
 FAILED=()
 fail() {
     echo "make test-debian13: $1 failed in the Debian 13 root: $2 (log: $OUT/$1.log)" >&2
