@@ -205,9 +205,7 @@ class Fabric:
         if os.geteuid() != 0:
             raise FabricError("building a fabric needs root: run with sudo")
         started = time.monotonic()
-        # The lock first: while another fabric holds it (or `make test-debian13`, whose root runs its
-        # own Open vSwitch meanwhile), nothing is started, the host's Open vSwitch included.
-        self._lock.acquire(self.run_id)
+        self._lock.acquire(self.run_id)  # first: no OVS started while another fabric or a Debian root runs
         try:
             self.ovs_version = ensure_ovs_running()
         except BaseException:

@@ -47,16 +47,23 @@ if [ "${1:-}" = --inside ]; then
     cd /
     umount -l /mnt
     in_root() { /usr/bin/env -u PYTHONPATH -u VIRTUAL_ENV HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
-    # An interrupt (Ctrl-C, or the host's SIGTERM) goes to every process of the root as SIGINT, which
-    # shiftbed answers by tearing down its network; none of the host's processes is in this namespace.
-    set -m   # the run in a job of its own: SIGINT reaches it (a background job would ignore it)
-    trap 'kill -INT -1 2>/dev/null || true' INT TERM
-    in_root /bin/bash /shiftbed/topo/debian13/in-root.sh &
+    # An interrupt (Ctrl-C, or SIGTERM from the host) goes to every process of the root as SIGINT, which
+    # shiftbed answers by tearing down its network (none of the host's processes is in this namespace);
+    # whatever still runs 20 s later gets SIGTERM. The run starts with SIGINT's default action, even if
+    # this script was started with it ignored (a background job's), so that Ctrl-C reaches it.
+    interrupted_at=""
+    trap 'interrupted_at=${interrupted_at:-$SECONDS}; kill -INT -1 2>/dev/null || true' INT TERM
+    in_root python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+        /bin/bash /shiftbed/topo/debian13/in-root.sh &
     stage=$!
-    status=0
     while kill -0 "$stage" 2>/dev/null; do
-        wait "$stage" && status=0 || status=$?
+        if [ -n "$interrupted_at" ] && [ $((SECONDS - interrupted_at)) -ge 20 ]; then
+            kill -TERM -1 2>/dev/null || true
+            interrupted_at=$((SECONDS + 1000000))   # once
+        fi
+        sleep 1
     done
+    wait "$stage" && status=0 || status=$?
     trap - INT TERM
     # what an interrupted fabric left (its run records are in this root's /run), then the root's OVS
     if [ -x /shiftbed/.venv/bin/shiftbed ]; then in_root /shiftbed/.venv/bin/shiftbed clean >&2 || true; fi
