@@ -114,6 +114,7 @@ class Scenario:
     policy_files: tuple[str, ...] = ()  # resolved paths, already loaded
     knobs: PolicyKnobs = PolicyKnobs()  # guard_ms, realign_s
     transport: str = TRANSPORTS[0]  # how the jobs' flows travel (apps.dltjob.TRANSPORTS)
+    transport_given: bool = False  # the file says which (else the default, which a machine may change)
 
     def timings(self, quantum_ms: float | None = None) -> list[JobTiming]:
         """The jobs on the quantum grid (period to nearest, comm rounded up)."""
@@ -245,7 +246,7 @@ class _Checker:
         if transport not in TRANSPORTS:
             self.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, got {_short(transport)}")
         return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
-                        policy_files, self.knobs(doc, jobs), transport)
+                        policy_files, self.knobs(doc, jobs), transport, transport_given="transport" in doc)
 
     def knobs(self, doc: dict, jobs: list[ScenarioJob]) -> PolicyKnobs:
         """``guard_ms`` (>= 0, leaving every job some computation) and ``realign_s`` (> 0)."""

@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -133,6 +134,31 @@ def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
     policy_schedules(scenario, policies)
 
 
+def burst_transport_here(scenario, scenario_text: str, version: tuple[int, int] | None = None):
+    """The scenario as this machine can run it, and its text as the results folder keeps it.
+
+    An iperf3 from 3.16 on ends each test at its next report tick (``apps.iperf``), so a fresh
+    test per burst cannot keep a job's time: a scenario that leaves the transport to the default
+    runs over standing connections, said in one line and written into the kept ``scenario.yaml``
+    (so ``report --repredict`` models what ran); one that asks for ``transport: iperf3`` is refused.
+    """
+    from apps import iperf
+
+    version = version or iperf.installed_version()
+    if scenario.transport != "iperf3" or version is None or version < iperf.ENDS_AT_REPORT_TICK_FROM:
+        return scenario, scenario_text
+    tick = (f"this machine's iperf3 {version[0]}.{version[1]} ends each test at its next report tick "
+            "(~1 s a burst)")
+    if scenario.transport_given:
+        raise InputError(f"{scenario.path}: transport: iperf3: {tick}, so no burst could keep its time; "
+                         "use transport: persistent (standing connections)")
+    print(f"shiftbed run: {tick}: the jobs' flows use standing connections (transport: persistent)",
+          file=sys.stderr)
+    kept = scenario_text.rstrip("\n") + (f"\n# shiftbed run: {tick}, so the default transport was\n"
+                                         "transport: persistent\n")
+    return replace(scenario, transport="persistent"), kept
+
+
 def run(args, display=None) -> int:
     """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``)."""
     from scenarios import policyfiles, spec
@@ -140,6 +166,7 @@ def run(args, display=None) -> int:
     policyfiles.load(args.policy_file)
     scenario = spec.load(args.scenario)
     scenario.require_runnable()
+    scenario, scenario_text = burst_transport_here(scenario, Path(args.scenario).read_text())
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
@@ -166,7 +193,7 @@ def run(args, display=None) -> int:
     own_display = display is None
     if own_display:
         display = run_display([(scenario, policies)], duration_s)
-    experiment = Experiment(scenario, Path(args.scenario).read_text(), options, display=display)
+    experiment = Experiment(scenario, scenario_text, options, display=display)
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with display.showing():
