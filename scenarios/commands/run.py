@@ -166,7 +166,6 @@ def run(args, display=None) -> int:
     policyfiles.load(args.policy_file)
     scenario = spec.load(args.scenario)
     scenario.require_runnable()
-    scenario, scenario_text = burst_transport_here(scenario, Path(args.scenario).read_text())
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
@@ -180,6 +179,7 @@ def run(args, display=None) -> int:
     if os.geteuid() != 0:
         raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed run ...`")
     check_free_space(args.out, scenario, len(policies), duration_s)
+    scenario, scenario_text = burst_transport_here(scenario, Path(args.scenario).read_text())
     preflight()
 
     from controller.process import ControllerError
