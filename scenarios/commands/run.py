@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -337,6 +338,9 @@ def _json_view(summary: SummaryRecord, results_dir: Path, changes: dict[str, Pol
             "gaps": whole["gaps"]}
 
 
+TABLE_NOTE_CHARS = 100  # the verdict's line under the table, wrapped
+
+
 def _state_note(job: JobSummary) -> str:
     """A free-running job's two predicted states and how much of the run it spent apart."""
     if job.apart_share is None:
@@ -365,7 +369,8 @@ def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, P
                     + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
                        if j.knife_edge else "") + _state_note(j))
             print(line.rstrip())
-    print(f"policies: {headline(changes)}")
+    # wrapped: in a log (the demo's --json sends the tables to stderr) every line stays short
+    print(textwrap.fill(f"policies: {headline(changes)}", width=TABLE_NOTE_CHARS, subsequent_indent="  "))
     if not summary.fidelity_ok:
         print(f"FIDELITY LOST: {summary.fidelity.advice}")
     print(f"report: {results_dir / 'report.md'}")
