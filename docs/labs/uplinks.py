@@ -17,18 +17,18 @@ import subprocess
 import sys
 
 
-def tx_bytes(switch: str) -> dict[int, int]:
-    """Port number -> transmitted bytes, as the switch counts them."""
+def port_bytes(switch: str) -> dict[str, dict[int, int]]:
+    """``{"rx": {port: bytes}, "tx": {port: bytes}}``, as the switch counts them."""
     out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-ports", switch], capture_output=True,
                          text=True, check=True).stdout
-    counters, port = {}, None
+    counters, port = {"rx": {}, "tx": {}}, None
     for line in out.splitlines():
         m = re.match(r"\s*port\s+(\S+):", line)
         if m:
             port = int(m.group(1)) if m.group(1).isdigit() else None
-        m = re.search(r"tx pkts=\d+, bytes=(\d+)", line)
+        m = re.search(r"(rx|tx) pkts=\d+, bytes=(\d+)", line)
         if m and port is not None:
-            counters[port] = int(m.group(1))
+            counters[m.group(1)][port] = int(m.group(2))
     return counters
 
 
@@ -41,20 +41,27 @@ def main(argv=None) -> int:
     parser.add_argument("--since", help="print what was sent since the counters saved in this file")
     parser.add_argument("--label", default="uplinks", help="prefix of the printed keys")
     args = parser.parse_args(argv)
-    now = tx_bytes(args.leaf)
+    now = port_bytes(args.leaf)
     uplinks = {s: args.hosts_per_leaf + s for s in range(1, args.spines + 1)}
     if args.save:
         with open(args.save, "w") as f:
-            json.dump({str(p): b for p, b in now.items()}, f)
+            json.dump(now, f)
         print(f"saved {args.leaf} counters to {args.save}")
         return 0
-    before = {}
+    before = {"rx": {}, "tx": {}}
     if args.since:
         with open(args.since) as f:
-            before = {int(p): b for p, b in json.load(f).items()}
-    sent = {s: now.get(p, 0) - before.get(p, 0) for s, p in uplinks.items()}
+            before = {d: {int(p): b for p, b in ports.items()} for d, ports in json.load(f).items()}
+
+    def since(direction: str, port: int) -> int:
+        return now[direction].get(port, 0) - before[direction].get(port, 0)
+
+    sent = {s: since("tx", p) for s, p in uplinks.items()}
+    from_hosts = sum(since("rx", p) for p in range(1, args.hosts_per_leaf + 1))
     total = sum(sent.values()) or 1
     print(f"{args.label}.total_mb = {sum(sent.values()) / 1e6:.2f}")
+    print(f"{args.label}.from_hosts_mb = {from_hosts / 1e6:.2f}")
+    print(f"{args.label}.carried_share = {sum(sent.values()) / (from_hosts or 1):.3f}")
     for s, b in sent.items():
         print(f"{args.label}.spine{s}_mb = {b / 1e6:.2f}")
     for s, b in sent.items():
