@@ -392,10 +392,14 @@ def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZ
     the longest job (``max_iterations`` where the lcm does not exist)."""
     longest = max(j.period_ms for j in jobs)
     low, high = MIN_HORIZON_ITERATIONS * longest, max(MIN_HORIZON_ITERATIONS, max_iterations) * longest
-    micros = [Fraction(j.period_ms) * 1000 for j in jobs]
-    if any(m.denominator != 1 for m in micros):
-        return high
-    return float(min(max(math.lcm(*(int(m) for m in micros)) / 1000, low), high))
+    if all(float(j.period_ms).is_integer() for j in jobs):  # whole ms (the sweep's): no Fraction needed
+        micros = [int(j.period_ms) * 1000 for j in jobs]
+    else:
+        exact = [Fraction(j.period_ms) * 1000 for j in jobs]
+        if any(m.denominator != 1 for m in exact):
+            return high
+        micros = [int(m) for m in exact]
+    return float(min(max(math.lcm(*micros) / 1000, low), high))
 
 
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
