@@ -15,7 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.theory import fastfluid, fluid
-from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
+from controller.theory.chunks import (
+    CHUNK_SAMPLES,
+    run_chunks,
+    sample_ranges,
+    without_cycle_collector,
+)
 from controller.theory.mapping import (
     HELPS_THRESHOLD,
     MAX_HORIZON_ITERATIONS,
@@ -84,8 +89,9 @@ def map_chunk(task: tuple) -> dict[MapPoint, MapCell]:
     policies = tuple(settings["policies"])
     fast = all(fastfluid.supports(p) for p in ("none", "random", *policies))
     cells = {point: MapCell() for point in points}
-    for point, result in (_fast if fast else _reference)(settings, points, range(start, stop), policies):
-        cells[point].add(result, threshold)
+    with without_cycle_collector():
+        for point, result in (_fast if fast else _reference)(settings, points, range(start, stop), policies):
+            cells[point].add(result, threshold)
     return cells
 
 

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from controller.theory import fastfluid, freechunk
-from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
+from controller.theory.chunks import (
+    CHUNK_SAMPLES,
+    run_chunks,
+    sample_ranges,
+    without_cycle_collector,
+)
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import (
     HELPS_THRESHOLD,
@@ -109,7 +114,11 @@ def _added(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 def sweep_chunk(task: tuple) -> tuple[dict[tuple[int, float], SweepCell], list[Combination] | None]:
     """``(settings, n_jobs, start, stop)``: the cells of samples ``[start, stop)`` at every quantum, and
     their rows (in sample, then quantum order) when ``settings["rows"]``."""
-    settings, n, start, stop = task
+    with without_cycle_collector():
+        return _sweep_chunk(*task)
+
+
+def _sweep_chunk(settings, n, start, stop):
     load_from_environment()  # a worker process knows the --policy-file policies too (no-op if loaded)
     policies = tuple(settings.get("policies") or (settings.get("policy", "shift"),))
     knobs = PolicyKnobs(realign_s=settings.get("realign_s"))
