@@ -17,7 +17,7 @@ over that of ``random`` start offsets - 1; the noise floor is ``random``
 against ``random`` under another seed (as in the sweep).
 
 Job mix: a job is *harmonic* when its period is identical to, or 2 or 3 times,
-another job's. :func:`sample_mixed` draws combinations in which a given share
+another job's. ``draws.mixed_periods`` draws combinations in which a given share
 of the jobs is harmonic; over a cell's samples the share holds exactly (each
 combination has ``floor`` or ``ceil`` of ``share × n`` harmonic jobs, spread so
 that their sum is ``floor(samples × share × n)``). The zoo workload draws as

@@ -1,8 +1,8 @@
 """Over many random job combinations, how often does a static shift help? (``shiftbed sweep``)
 
-Sampling model (one combination): each of N jobs gets a true period drawn
-uniformly from the integers in [LO, HI] ms and a communication fraction uniform
-in [lo, hi]; its true burst is ``fraction × period`` (real-valued). The fluid
+Sampling model (one combination, drawn a block of samples at a time by ``controller/theory/draws.py``):
+each of N jobs gets a true period drawn uniformly from the integers in [LO, HI] ms and a communication
+fraction uniform in [lo, hi]; its true burst is ``fraction × period`` (real-valued). The fluid
 model runs these true jobs. Only the schedule sees the grid: at each quantum Q
 the period is rounded to the nearest multiple of Q (at least two quanta, so a
 burst and a gap fit; this only matters for zoo jobs at coarse quanta) and the
@@ -29,9 +29,9 @@ Two-sided, with intervals. With the threshold ``θ`` (``--threshold-pct``,
 default 1 %) every simulated policy's gain over ``none`` is classed as
 *helps* (> θ), *hurts* (< −θ) or *neutral*; each fraction carries a 95 %
 Wilson score interval. The ``noise_floor`` classes a sham gain the same way:
-the baseline against itself, i.e. the jobs with random start offsets under one
-seed against the same jobs with random offsets under another (policy
-``random`` twice). Nothing is scheduled in either arm, so whatever it "helps"
+the baseline against itself, i.e. the jobs with one set of random start offsets
+against the same jobs with another (policy ``random`` twice, offsets drawn per
+combination). Nothing is scheduled in either arm, so whatever it "helps"
 or "hurts" is what start offsets and the finite horizon alone move the
 fluid model's throughput by; a policy's fraction is worth reading only above
 it. ``none`` against itself would be no test: it has no randomness and would

@@ -425,7 +425,7 @@ def test_lab4_sweep_combinations_recomputed_independently(realign4):
                 "zoo": False, "zoo_link_mbps": 1e4, "policy": "realign4"}
     rows = run_sweep(settings)
     assert len(rows) == 2 * 2 * SWEEP_SAMPLE
-    helps = {"shift": [], "realign4": []}
+    helps, ill_conditioned = {"shift": [], "realign4": []}, []
     for row in rows:
         q = row.quantum_ms
         grid, jobs = sweep_jobs(row.n_jobs, row.sample, q)
@@ -441,21 +441,37 @@ def test_lab4_sweep_combinations_recomputed_independently(realign4):
                 assert schedule.overlap_ms == brute_optimum(grid), row
         start = {n: int(shift[n] * q) for n in grid}  # ms
         windows = {n: (start[n], t * q, c * q) for n, (t, c) in grid.items()}
-        none = throughput(jobs, steady(jobs, dict.fromkeys(jobs, 0), max_periods=100))
-        gain = {"shift": throughput(jobs, steady(jobs, start, max_periods=100)) / none - 1,
-                "realign4": throughput(jobs, steady(jobs, start, windows, waits=lambda k: k % 4 == 0,
-                                                    max_periods=100)) / none - 1}
+        gain = sweep_gains(jobs, start, windows)
+        got = {"shift": row.shift_gain, "realign4": row.policy_gain}
         # shiftbed's model runs in floats and takes a burst with 1e-9 of it left as done (fluid._EPS):
         # over the thousands of events of a 100-period horizon that moves a gain by up to ~2e-8 here;
         # an event taken in the wrong order would move it by orders of magnitude more
-        assert row.shift_gain == pytest.approx(float(gain["shift"]), abs=1e-7), row
-        assert row.policy_gain == pytest.approx(float(gain["realign4"]), abs=1e-7), row
+        if any(abs(got[p] - float(gain[p])) > 1e-7 for p in gain):
+            # unless the jobs' own dynamics amplify a difference that small: then the exact model itself
+            # moves as much when one burst is a picosecond longer, and no float model can match it to 1e-7
+            nudged = {**jobs, "j0": (jobs["j0"][0], jobs["j0"][1] + Fraction(1, 10**12))}
+            spread = max(abs(float(a - b)) for a, b in zip(gain.values(), sweep_gains(nudged, start, windows).values(),
+                                                           strict=True))
+            assert spread > 1e-7, (row, gain, got)
+            ill_conditioned.append((row.n_jobs, row.quantum_ms, row.sample, spread))
+        else:
+            assert row.shift_gain == pytest.approx(float(gain["shift"]), abs=1e-7), row
+            assert row.policy_gain == pytest.approx(float(gain["realign4"]), abs=1e-7), row
         assert row.shift_helps == (gain["shift"] > Fraction(1, 100)), row
         assert row.policy_helps == (gain["realign4"] > Fraction(1, 100)), row
         helps["shift"].append(row.shift_helps)
         helps["realign4"].append(row.policy_helps)
+    assert len(ill_conditioned) <= len(rows) // 20, ill_conditioned  # the check still reads nearly every row
     for policy, verdicts in helps.items():  # the sample holds both verdicts: the check can tell them apart
         assert any(verdicts) and not all(verdicts), policy
+
+
+def sweep_gains(jobs: dict[str, tuple], start: dict[str, int], windows: dict[str, Window]) -> dict[str, Fraction]:
+    """``shift``'s and ``realign4``'s exact gains over ``none`` across the sweep's horizon."""
+    none = throughput(jobs, steady(jobs, dict.fromkeys(jobs, 0), max_periods=100))
+    return {"shift": throughput(jobs, steady(jobs, start, max_periods=100)) / none - 1,
+            "realign4": throughput(jobs, steady(jobs, start, windows, waits=lambda k: k % 4 == 0,
+                                                max_periods=100)) / none - 1}
 
 
 CHAIN = {"A": (400, 150, ("h1", "h3")), "B": (400, 200, ("h4", "h5")), "C": (400, 150, ("h6", "h7"))}  # chain.yaml
