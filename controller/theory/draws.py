@@ -10,7 +10,8 @@ model trained by 2, 4 or 8 workers), the communication fraction (uniform over it
 model's), a standard normal (the map's measurement error) and, for each random-offset arm
 (:data:`RANDOM_ARMS`), a uniform in [0, 1): that arm's start offset is that share of the job's period on
 the grid (:class:`Uniforms`). The offsets' uniforms are the same at every quantum, a paired design like
-the jobs'. With a harmonic share (the map's uniform workload) a given number of jobs of each sample is
+the jobs'. A block draws them in this order, each for all its samples at once: the uniforms, the normals,
+the fractions, the periods. With a harmonic share (the map's uniform workload) a given number of jobs of each sample is
 harmonic, and a draw in which jobs came out related by chance is drawn again (:func:`harmonic_counts`).
 """
 
