@@ -3,9 +3,9 @@
 The default sweep's model (periods uniform over 100..1000 ms, bursts 10-50 % of the period, quanta 1, 10
 and 50 ms, the steady-state horizon, ``none``, ``shift`` and the two-arm noise floor of ``random``
 offsets), counted into per-cell tallies (``controller/theory/sweepstream.py``) on ``--workers``
-processes. Each figure is one timed run after a warm-up that loads the compiled model in every worker
-(the compile itself is timed apart: ``compile_cold_s`` with an empty numba cache, ``compile_warm_s``
-from the cache). The reference is ``controller.theory.sweep.run_sweep`` (the pure-Python fluid model) on
+processes. Each figure is one timed run after a warm-up that loads the compiled model in this process,
+whose forked workers start with it loaded (the compile itself is timed apart: ``compile_cold_s`` with an
+empty numba cache, ``compile_warm_s`` from the cache). The reference is ``controller.theory.sweep.run_sweep`` (the pure-Python fluid model) on
 a smaller sample of the same 2-job combinations with as many workers, timed in the same run.
 ``peak_rss_mb``: the largest resident memory of this process and of its workers.
 
@@ -97,6 +97,10 @@ def main() -> int:
     cold, warm = compile_seconds(cold=True), compile_seconds(cold=False)
     print(f"compile: cold {cold:.1f} s, warm (cached) {warm:.2f} s", file=sys.stderr)
     run_sweep_cells(settings(2, 4 * args.workers), args.workers, chunk_samples=4)  # warm the cache
+    # and this process, whose forked workers then start with the compiled model loaded (each run forks anew)
+    run_sweep_cells(settings(2, 4), 1)
+    for n, policy in MAP_CASES:
+        run_map_cells(map_settings(n, policy, 2), 1)
     samples = {2: args.samples_2, 3: max(1, args.samples_2 // 10), 4: max(1, args.samples_2 // 20),
                8: max(1, args.samples_2 // 100)}
     rates = {}

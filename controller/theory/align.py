@@ -33,8 +33,9 @@ common.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -107,7 +108,7 @@ def _search(jobs, quantum_ms, periods, comms, share) -> tuple[tuple[int, ...], S
         if schedule is not None:
             return periods, schedule
     searches = 0
-    for padded, framed, separable in _candidates(periods, comms, share):
+    for padded, framed, separable in _candidates(periods, comms, share, usable_only=True):
         if padded == periods:
             continue
         if framed:  # a TDM frame: separable by construction, the search only finds the shifts
@@ -132,13 +133,15 @@ def _verified(jobs, quantum_ms, padded, method, max_nodes) -> Schedule | None:
     return schedule if schedule.feasible else None
 
 
-def _candidates(periods, comms, share) -> list[tuple[tuple[int, ...], bool, bool]]:
+def _candidates(periods, comms, share, usable_only: bool = False) -> Iterator[tuple[tuple[int, ...], bool, bool]]:
     """``(P, framed, separable)`` with ``P_j = ceil(T_j / F) * F`` for every frame ``F``, within the share, cheapest first.
 
     ``framed``: some frame that yields ``P`` holds every burst (a TDM frame); ``separable``: every pair of
     ``P`` can be kept apart (:func:`_pairwise_separable`). Every frame at once as arrays,
     ranked by the losses in floating point; candidates whose mean losses lie within rounding of each other
-    are then put in the exact order (:func:`_cost`).
+    are then put in the exact order (:func:`_cost`). Yielded one run of ties at a time, so that a search
+    that stops at the first few builds only those; ``usable_only``: without the rows neither framed nor
+    separable, which the search would pass over (the order of the others is the same).
     """
     t = np.array(periods, np.int64)
     total_comm = sum(comms)
@@ -147,7 +150,7 @@ def _candidates(periods, comms, share) -> list[tuple[tuple[int, ...], bool, bool
     keep = np.all(padded - t <= share * t * (1 + 1e-12), axis=1)
     padded, frames = padded[keep], frames[keep]
     if not len(frames):
-        return []
+        return
     order = np.lexsort(padded.T[::-1])  # the same padding next to each other
     padded, frames = padded[order], frames[order]
     first = np.ones(len(frames), np.bool_)
@@ -157,16 +160,17 @@ def _candidates(periods, comms, share) -> list[tuple[tuple[int, ...], bool, bool
     padded = padded[starts]
     ratio = t / padded
     ranked = np.lexsort((*padded.T[::-1], padded.sum(axis=1), -ratio.min(axis=1), -ratio.sum(axis=1)))
-    padded = padded[ranked]
-    rows = list(zip(map(tuple, padded.tolist()), framed[ranked].tolist(),
-                    _pairwise_separable(padded, comms).tolist(), strict=True))
+    padded, framed = padded[ranked], framed[ranked]
+    separable = _pairwise_separable(padded, comms)
     mean = -ratio.sum(axis=1)[ranked]
-    tied = np.flatnonzero(np.diff(mean) <= 1e-9)  # rows k and k + 1 within rounding of each other
-    run_starts = tied[np.r_[True, np.diff(tied) > 1]] if len(tied) else tied
-    run_ends = tied[np.r_[np.diff(tied) > 1, True]] + 2 if len(tied) else tied
-    for a, b in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
-        rows[a:b] = sorted(rows[a:b], key=lambda row: _cost(periods, row[0]))
-    return rows
+    # runs of rows whose mean losses lie within rounding of the next one's; a run ends where the next one differs
+    run = np.r_[0, np.cumsum(np.diff(mean) > 1e-9)]
+    rows = np.flatnonzero(framed | separable) if usable_only else np.arange(len(padded))
+    for _, members in itertools.groupby(zip(rows.tolist(), run[rows].tolist(), strict=True), key=lambda m: m[1]):
+        found = [(tuple(padded[r].tolist()), bool(framed[r]), bool(separable[r])) for r, _ in members]
+        if len(found) > 1:
+            found.sort(key=lambda row: _cost(periods, row[0]))
+        yield from found
 
 
 def _cost(periods, padded) -> tuple:

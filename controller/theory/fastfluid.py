@@ -16,7 +16,6 @@ The two-job schedule comes in closed form from ``controller/theory/pairschedule.
 from __future__ import annotations
 
 import math
-import random
 import time
 from collections.abc import Sequence
 
@@ -387,7 +386,7 @@ class Batch:
         schedule = cache.get(key)
         if schedule is None:
             schedule = cache[key] = pairschedule.compute_schedule_fast(scheduled, quantum_ms)
-        offsets = pol.initial_offsets_ms(schedule, random.Random(seed) if type(pol) is RandomPolicy else None)
+        offsets = pol.initial_offsets_ms(schedule, fluid.offset_generator(seed) if type(pol) is RandomPolicy else None)
         if jobs is not self._jobs:
             self._jobs = jobs
             self._figures = (tuple(j.period_ms for j in jobs), tuple(j.comm_ms for j in jobs),

@@ -392,10 +392,14 @@ def default_horizon_ms(jobs: Sequence[FluidJob], max_iterations: int = MAX_HORIZ
     the longest job (``max_iterations`` where the lcm does not exist)."""
     longest = max(j.period_ms for j in jobs)
     low, high = MIN_HORIZON_ITERATIONS * longest, max(MIN_HORIZON_ITERATIONS, max_iterations) * longest
-    micros = [Fraction(j.period_ms) * 1000 for j in jobs]
-    if any(m.denominator != 1 for m in micros):
-        return high
-    return float(min(max(math.lcm(*(int(m) for m in micros)) / 1000, low), high))
+    if all(float(j.period_ms).is_integer() for j in jobs):  # whole ms (the sweep's): no Fraction needed
+        micros = [int(j.period_ms) * 1000 for j in jobs]
+    else:
+        exact = [Fraction(j.period_ms) * 1000 for j in jobs]
+        if any(m.denominator != 1 for m in exact):
+            return high
+        micros = [int(m) for m in exact]
+    return float(min(max(math.lcm(*micros) / 1000, low), high))
 
 
 def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | None = None,
@@ -411,7 +415,7 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     or ``"leader"``) where the policy leaves it to TCP, i.e. its own is ``"fair"``; ``link_trace``: see simulate."""
     pol = get_policy(policy)
     fluid_jobs = list(jobs) if jobs is not None else [FluidJob(j.name, j.period_ms, j.comm_ms) for j in schedule.jobs]
-    offsets = pol.initial_offsets_ms(schedule, random.Random(seed))
+    offsets = pol.initial_offsets_ms(schedule, offset_generator(seed))
     realign_s = (knobs or PolicyKnobs()).realign_s
     realign_ms = 1000.0 * realign_s if realign_s and pol.uses_schedule and not pol.enforces_windows else None
     windows = policy_windows(pol, schedule, offsets, always=realign_ms is not None)
@@ -425,6 +429,12 @@ def simulate_policy(schedule: Schedule, policy: str, jobs: Sequence[FluidJob] | 
     for name, solo in (solo_periods_ms or {}).items():
         out[name] = replace(out[name], solo_period_ms=solo)
     return FluidPolicyResult(policy, offsets, out, stats["overlap_share"], stats.get("overlap_by_link", {}))
+
+
+def offset_generator(seed):
+    """What a policy draws its start offsets from: Python's generator seeded ``seed``, or ``seed`` itself
+    where it is a generator already (``draws.Uniforms``: the sweep's and the map's drawn offsets)."""
+    return seed if hasattr(seed, "randrange") else random.Random(seed)
 
 
 def policy_windows(pol: Policy, schedule: Schedule, offsets_ms: dict[str, float],

@@ -6,13 +6,11 @@ The combinations, schedules, offsets, horizons and simulations are those of ``co
 bookkeeping differs. A chunk's grids are rounded and its pair tables read in one call per quantum, every
 simulation of the chunk runs in one compiled call (``none`` once for all quanta; ``shift`` only where its
 offsets are not ``none``'s), and the throughputs come back as arrays that the sweep counts without a row
-per combination. The policies still draw their own offsets (``RandomPolicy``'s seeded draws are
-Python's), so a sample's numbers are the reference's to rounding (``tests/unit/test_freechunk.py``).
+per combination. The policies still draw their own offsets (``RandomPolicy`` from the chunk's drawn uniforms), so a sample's numbers are the reference's to rounding (``tests/unit/test_freechunk.py``).
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
 import numba
@@ -27,7 +25,7 @@ from controller.theory.policies import (
     get_policy,
 )
 from controller.theory.schedule import MAX_PERIOD_QUANTA, JobTiming, Schedule
-from controller.theory.sweep import grid_quanta, run_length, sham_seeds, true_jobs
+from controller.theory.sweep import arms, grid_quanta, run_length, true_jobs
 
 FREE_POLICIES = (NonePolicy, ShiftPolicy, RandomPolicy)
 
@@ -52,10 +50,10 @@ class FreeChunk:
 
 
 def evaluate_chunk(raws: list[list[tuple[float, float]]], samples: list[int], quanta: list[float],
-                   policies: tuple[str, ...], sham_seed, iterations: int | None,
+                   policies: tuple[str, ...], uniforms: list[np.ndarray], iterations: int | None,
                    horizon_ms: float | None) -> FreeChunk:
     """Every arm of ``sweep.arms`` for each sample's raw jobs ``raws[k]`` at every quantum;
-    ``sham_seed(sample, q)`` is the seed :func:`sweep.evaluate` gets."""
+    ``uniforms[k]``: its random-offset arms' draws, as :func:`sweep.evaluate` gets them."""
     periods = np.array([[p for p, _ in raw] for raw in raws])
     fracs = np.array([[f for _, f in raw] for raw in raws])
     jobs = [true_jobs(raw) for raw in raws]
@@ -83,11 +81,9 @@ def evaluate_chunk(raws: list[list[tuple[float, float]]], samples: list[int], qu
                 schedule = pairschedule.compute_schedule_fast(grid, q)
             schedules[r][c], grids[r][c] = schedule, grid
             feasible[r, c], heuristic[r, c] = schedule.feasible, schedule.method == "heuristic"
-            base, sham = sham_seeds(sham_seed(samples[r], q))
-            for arm, policy, seed in ((*((p, p, 0) for p in names), ("sham_base", "random", base),
-                                       ("sham", "random", sham))):
+            for arm, policy, seed in arms(policies, uniforms[r], 2):
                 pol = pols[policy]
-                drawn = pol.initial_offsets_ms(schedule, random.Random(seed) if type(pol) is RandomPolicy else None)
+                drawn = pol.initial_offsets_ms(schedule, seed if type(pol) is RandomPolicy else None)
                 offsets[arm][r, c] = drawn["j0"], drawn["j1"]
     throughput = _simulate(offsets, true_period, comm, headroom, horizon, iterations)
     return FreeChunk(samples, list(quanta), throughput, feasible, heuristic, schedules, grids)

@@ -17,7 +17,7 @@ over that of ``random`` start offsets - 1; the noise floor is ``random``
 against ``random`` under another seed (as in the sweep).
 
 Job mix: a job is *harmonic* when its period is identical to, or 2 or 3 times,
-another job's. :func:`sample_mixed` draws combinations in which a given share
+another job's. ``draws.mixed_periods`` draws combinations in which a given share
 of the jobs is harmonic; over a cell's samples the share holds exactly (each
 combination has ``floor`` or ``ceil`` of ``share × n`` harmonic jobs, spread so
 that their sum is ``floor(samples × share × n)``). The zoo workload draws as
@@ -28,15 +28,13 @@ to it, and the share it happens to have is reported).
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from fractions import Fraction
-from functools import cache
 
 import numpy as np
 
-from controller.theory import fluid
+from controller.theory import draws, fluid
+from controller.theory.draws import HARMONIC_MULTIPLES
 from controller.theory.policies import PolicyKnobs, get_policy
 from controller.theory.sweep import (
     HELPS_THRESHOLD,
@@ -45,7 +43,7 @@ from controller.theory.sweep import (
     in_parallel,
     mean_ci95,
     on_grid,
-    sample_raw,
+    random_arms,
     true_jobs,
     two_sided,
 )
@@ -53,10 +51,8 @@ from controller.theory.sweep import (
 MAP_POLICIES = ("shift", "gate", "guard", "align", "priority", "mltcp", "random")
 COMM_SHARES = {"light": (0.05, 0.15), "medium": (0.15, 0.30), "heavy": (0.30, 0.50)}
 WORKLOADS = ("uniform", "zoo")
-HARMONIC_MULTIPLES = (1, 2, 3)  # a period identical to, or this many times, another job's
 PERIOD_RANGE_MS = (100, 1000)
 PUBLISHED_HELPS = 0.27  # the published analysis: static shifting does not help in ~73 % of scenarios
-_MAX_DRAWS = 10_000  # redraws of a combination whose harmonic count came out wrong (a guard, never reached)
 
 
 @dataclass(frozen=True)
@@ -139,76 +135,19 @@ def harmonic_jobs(periods_ms: Sequence[float]) -> list[bool]:
     return [any(related(p, q) for j, q in enumerate(periods_ms) if j != i) for i, p in enumerate(periods_ms)]
 
 
-def harmonic_count(n_jobs: int, share: float, sample: int) -> int:
-    """How many of the ``n_jobs`` of combination ``sample`` are harmonic: ``floor`` or ``ceil`` of
-    ``share × n_jobs``, spread over the samples so that samples 0..K-1 hold ``floor(K × share × n)``."""
-    x = _harmonic_rate(share) * n_jobs
-    return math.floor((sample + 1) * x) - math.floor(sample * x)
-
-
-@cache
-def _harmonic_rate(share: float) -> Fraction:
-    """``share`` as the fraction :func:`harmonic_count` spreads (a map point asks for it every sample)."""
-    return Fraction(share).limit_denominator(10_000)
-
-
-def sample_mixed(rng: np.random.Generator, n_jobs: int, harmonic: int, period_range: tuple[int, int],
-                 frac_range: tuple[float, float]) -> list[tuple[float, float]]:
-    """(period_ms, comm fraction) of ``n_jobs`` jobs of which exactly ``harmonic`` are harmonic.
-
-    All harmonic (``harmonic == n_jobs``): a root period, a twin of it, and the
-    others 1, 2 or 3 times it. Otherwise the free jobs are drawn uniformly
-    (the first from the lower half of the range, so that a double fits) and
-    each harmonic job is 2 or 3 times a free job; a draw in which the count
-    comes out otherwise (free jobs related by chance) is drawn again.
-    """
-    if not 0 <= harmonic <= n_jobs:
-        raise ValueError(f"harmonic jobs: need 0..{n_jobs}, got {harmonic}")
-    lo, hi = period_range
-    if 2 * lo > hi and harmonic:
-        raise ValueError(f"period range {lo}:{hi} has no room for a period and its double")
-    for _ in range(_MAX_DRAWS):
-        periods = _draw_periods(rng, n_jobs, harmonic, lo, hi)
-        if sum(harmonic_jobs(periods)) == harmonic:
-            order = rng.permutation(n_jobs)  # harmonic jobs are not always the last ones
-            return [(periods[k], float(rng.uniform(*frac_range))) for k in order]
-    raise RuntimeError(f"could not draw {n_jobs} jobs with {harmonic} harmonic in {period_range}")
-
-
-def _draw_periods(rng: np.random.Generator, n_jobs: int, harmonic: int, lo: int, hi: int) -> list[float]:
-    def fitting(base: int) -> list[int]:
-        return [k for k in HARMONIC_MULTIPLES if k > 1 and k * base <= hi]
-
-    if harmonic == n_jobs:
-        root = int(rng.integers(lo, hi + 1))
-        rest = [root * int(rng.choice([k for k in HARMONIC_MULTIPLES if k * root <= hi]))
-                for _ in range(n_jobs - 2)]
-        return [float(root), float(root), *map(float, rest)]
-    free = n_jobs - harmonic
-    bases = [int(rng.integers(lo, (hi if not harmonic else hi // 2) + 1))]
-    bases += [int(rng.integers(lo, hi + 1)) for _ in range(free - 1)]
-    periods = list(bases)
-    for _ in range(harmonic):
-        base = bases[int(rng.choice([i for i, b in enumerate(bases) if fitting(b)]))]
-        periods.append(base * int(rng.choice(fitting(base))))
-    return [float(p) for p in periods]
+def point_block(seed: int, point: MapPoint, start: int, stop: int, period_range: tuple[int, int] = PERIOD_RANGE_MS,
+                zoo_link_mbps: float = 10_000.0) -> draws.Block:
+    """The draws of combinations ``[start, stop)`` at ``point`` (``controller/theory/draws.py``): the same
+    at every point that draws jobs alike (same number of jobs, comm share, mix and workload); the zoo's
+    are the sweep's."""
+    return draws.draw(seed, point.n_jobs, start, stop, period_range, COMM_SHARES[point.comm], point.workload,
+                      zoo_link_mbps, point.mix)
 
 
 def sample_point(seed: int, point: MapPoint, sample: int, period_range: tuple[int, int] = PERIOD_RANGE_MS,
                  zoo_link_mbps: float = 10_000.0) -> list[tuple[float, float]]:
-    """Raw (period_ms, comm fraction) of combination ``sample`` at ``point``; deterministic, and the same
-    at every point that draws jobs alike (same number of jobs, comm share, mix and workload)."""
-    frac_range = COMM_SHARES[point.comm]
-    if point.workload == "zoo":
-        return sample_raw(seed, point.n_jobs, sample, period_range, frac_range, True, zoo_link_mbps)
-    comm = list(COMM_SHARES).index(point.comm)
-    rng = np.random.default_rng([seed, point.n_jobs, sample, comm, round(1000 * point.mix)])
-    return sample_mixed(rng, point.n_jobs, harmonic_count(point.n_jobs, point.mix, sample), period_range, frac_range)
-
-
-def error_normals(seed: int, n_jobs: int, sample: int) -> list[float]:
-    """The standard normals behind combination ``sample``'s measurement errors (shared by every ε)."""
-    return [float(z) for z in np.random.default_rng([seed, n_jobs, sample, 1_000_003]).standard_normal(n_jobs)]
+    """Raw (period_ms, comm fraction) of combination ``sample`` at ``point`` (:func:`point_block`)."""
+    return point_block(seed, point, sample, sample + 1, period_range, zoo_link_mbps).raw(sample)
 
 
 def scheduler_view(raw: Sequence[tuple[float, float]], error: float,
@@ -227,7 +166,7 @@ def scheduler_view(raw: Sequence[tuple[float, float]], error: float,
 
 def evaluate_point(raw: Sequence[tuple[float, float]], view: Sequence[tuple[float, float]], quantum_ms: float,
                    policies: Sequence[str] = MAP_POLICIES, knobs: PolicyKnobs | None = None,
-                   sham_seed: int | str = 0) -> dict:
+                   uniforms: np.ndarray | None = None) -> dict:
     """Every policy on the true jobs ``raw`` with its schedule from the scheduler's ``view`` on the grid.
 
     Returns the throughputs (``none``, each policy, NaN where it cannot schedule the
@@ -242,16 +181,17 @@ def evaluate_point(raw: Sequence[tuple[float, float]], view: Sequence[tuple[floa
         return fluid.predict_policy(policy, grid, jobs, quantum_ms, knobs, cache, seed=seed,
                                     horizon_ms=horizon_ms)[1].normalised_throughput
 
-    thr, unsimulated = arm_throughputs(point_arms(policies, sham_seed), throughput)
+    thr, unsimulated = arm_throughputs(point_arms(policies, uniforms, len(raw)), throughput)
     return combine_point(thr, cache[tuple(grid)], raw, policies, unsimulated)
 
 
-def point_arms(policies: Sequence[str], sham_seed: int | str) -> list[tuple[str, str, int]]:
-    """(arm, policy, seed) of every simulation one combination needs: ``none``, ``random`` offsets, each
-    other policy, and the sham's second ``random`` arm."""
-    base_seed, sham_seed2 = random.Random(sham_seed).sample(range(1 << 30), 2)  # as the sweep's sham
-    return [("none", "none", 0), ("random", "random", base_seed),
-            *((p, p, 0) for p in policies if p != "random"), ("sham", "random", sham_seed2)]
+def point_arms(policies: Sequence[str], uniforms: np.ndarray | None, n_jobs: int) -> list[tuple[str, str, object]]:
+    """(arm, policy, seed or generator) of every simulation one combination needs: ``none``, ``random``
+    offsets, each other policy, and the sham's second ``random`` arm (the sweep's offsets:
+    ``sweep.random_arms``; ``random`` is the sham's base)."""
+    drawn = random_arms(uniforms, n_jobs)
+    return [("none", "none", 0), ("random", "random", drawn["sham_base"]),
+            *((p, p, 0) for p in policies if p != "random"), ("sham", "random", drawn["sham"])]
 
 
 def combine_point(thr: dict[str, float], schedule, raw: Sequence[tuple[float, float]],
@@ -272,12 +212,12 @@ def combine_point(thr: dict[str, float], schedule, raw: Sequence[tuple[float, fl
 
 def _task(args) -> dict:
     settings, point, sample = args
-    seed = settings["seed"]
-    raw = sample_point(seed, point, sample, settings["period_range"], settings["zoo_link_mbps"])
-    view = scheduler_view(raw, point.error, error_normals(seed, point.n_jobs, sample))
-    sham_seed = f"{seed}/{point.n_jobs}/{sample}/{point.quantum_ms:g}"
+    block = point_block(settings["seed"], point, sample, sample + 1, settings["period_range"],
+                        settings["zoo_link_mbps"])
+    raw = block.raw(sample)
+    view = scheduler_view(raw, point.error, block.normals[0])
     return evaluate_point(raw, view, point.quantum_ms, settings["policies"],
-                          PolicyKnobs(realign_s=point.realign_s), sham_seed)
+                          PolicyKnobs(realign_s=point.realign_s), block.uniforms(sample))
 
 
 def panel_points(panels: dict[str, Sequence], default: MapPoint = DEFAULT_POINT) -> list[tuple[str, object, MapPoint]]:

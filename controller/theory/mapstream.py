@@ -15,18 +15,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.theory import fastfluid, fluid
-from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
+from controller.theory.chunks import (
+    CHUNK_SAMPLES,
+    run_chunks,
+    sample_ranges,
+    without_cycle_collector,
+)
 from controller.theory.mapping import (
     HELPS_THRESHOLD,
     MAX_HORIZON_ITERATIONS,
     MapPoint,
     combine_point,
-    error_normals,
     evaluate_point,
     format_value,
     panel_points,
     point_arms,
-    sample_point,
+    point_block,
     scheduler_view,
 )
 from controller.theory.policies import PolicyKnobs, load_from_environment
@@ -85,8 +89,9 @@ def map_chunk(task: tuple) -> dict[MapPoint, MapCell]:
     policies = tuple(settings["policies"])
     fast = all(fastfluid.supports(p) for p in ("none", "random", *policies))
     cells = {point: MapCell() for point in points}
-    for point, result in (_fast if fast else _reference)(settings, points, range(start, stop), policies):
-        cells[point].add(result, threshold)
+    with without_cycle_collector():
+        for point, result in (_fast if fast else _reference)(settings, points, range(start, stop), policies):
+            cells[point].add(result, threshold)
     return cells
 
 
@@ -96,42 +101,42 @@ def draws_alike(point: MapPoint) -> tuple:
     return point.n_jobs, point.comm, point.mix, point.workload
 
 
-def _combinations(settings: dict, points: tuple[MapPoint, ...], sample: int):
-    """(point, true jobs, the scheduler's view, the sham's seed) of one sample at each of ``points`` (as
-    ``mapping._task``), the jobs drawn once."""
-    seed, first = settings["seed"], points[0]
-    raw = sample_point(seed, first, sample, settings["period_range"], settings["zoo_link_mbps"])
-    normals = (error_normals(seed, first.n_jobs, sample) if any(p.error for p in points)
-               else [0.0] * first.n_jobs)  # 0 × z is 0
-    for point in points:
-        yield point, raw, scheduler_view(raw, point.error, normals), f"{seed}/{point.n_jobs}/{sample}/{point.quantum_ms:g}"
+def _combinations(settings: dict, points: tuple[MapPoint, ...], samples: range):
+    """(sample, point, true jobs, the scheduler's view, the random offsets' uniforms) of each sample at each
+    of ``points`` (as ``mapping._task``), the chunk's jobs drawn at once."""
+    first = points[0]
+    block = point_block(settings["seed"], first, samples.start, samples.stop, settings["period_range"],
+                        settings["zoo_link_mbps"])
+    for sample in samples:
+        raw = block.raw(sample)
+        normals = block.normals[sample - block.start]
+        for point in points:
+            yield sample, point, raw, scheduler_view(raw, point.error, normals), block.uniforms(sample)
 
 
 def _reference(settings, points, samples, policies):
-    for sample in samples:
-        for point, raw, view, sham_seed in _combinations(settings, points, sample):
-            yield point, evaluate_point(raw, view, point.quantum_ms, policies, PolicyKnobs(realign_s=point.realign_s),
-                                        sham_seed)
+    for _, point, raw, view, uniforms in _combinations(settings, points, samples):
+        yield point, evaluate_point(raw, view, point.quantum_ms, policies, PolicyKnobs(realign_s=point.realign_s),
+                                    uniforms)
 
 
 def _fast(settings, points, samples, policies):
     """Every simulation of the chunk in one compiled batch (identical ones once), then the results."""
     batch = fastfluid.Batch()
     pending = []
-    for sample in samples:
-        jobs = horizon_ms = None
-        for point, raw, view, sham_seed in _combinations(settings, points, sample):
-            if jobs is None:  # the true jobs are the sample's at every point
-                jobs = true_jobs(list(raw))
-                horizon_ms = fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)
-            q, knobs = point.quantum_ms, PolicyKnobs(realign_s=point.realign_s)
-            grid, cache, slots = on_grid(list(view), q), {}, {}
-            for arm, policy, seed in point_arms(policies, sham_seed):
-                try:
-                    slots[arm] = batch.add(policy, grid, jobs, q, knobs, cache, seed, horizon_ms=horizon_ms)
-                except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
-                    slots[arm] = None
-            pending.append((point, raw, cache[tuple(grid)], slots))
+    last = jobs = horizon_ms = None
+    for sample, point, raw, view, uniforms in _combinations(settings, points, samples):
+        if sample != last:  # the true jobs are the sample's at every point
+            last, jobs = sample, true_jobs(raw)
+            horizon_ms = fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)
+        q, knobs = point.quantum_ms, PolicyKnobs(realign_s=point.realign_s)
+        grid, cache, slots = on_grid(view, q), {}, {}
+        for arm, policy, seed in point_arms(policies, uniforms, len(raw)):
+            try:
+                slots[arm] = batch.add(policy, grid, jobs, q, knobs, cache, seed, horizon_ms=horizon_ms)
+            except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
+                slots[arm] = None
+        pending.append((point, raw, cache[tuple(grid)], slots))
     batch.run()
     for point, raw, schedule, slots in pending:
         thr, unsimulated = batch_throughputs(batch, slots)

@@ -1,8 +1,8 @@
 """Over many random job combinations, how often does a static shift help? (``shiftbed sweep``)
 
-Sampling model (one combination): each of N jobs gets a true period drawn
-uniformly from the integers in [LO, HI] ms and a communication fraction uniform
-in [lo, hi]; its true burst is ``fraction × period`` (real-valued). The fluid
+Sampling model (one combination, drawn a block of samples at a time by ``controller/theory/draws.py``):
+each of N jobs gets a true period drawn uniformly from the integers in [LO, HI] ms and a communication
+fraction uniform in [lo, hi]; its true burst is ``fraction × period`` (real-valued). The fluid
 model runs these true jobs. Only the schedule sees the grid: at each quantum Q
 the period is rounded to the nearest multiple of Q (at least two quanta, so a
 burst and a gap fit; this only matters for zoo jobs at coarse quanta) and the
@@ -29,9 +29,9 @@ Two-sided, with intervals. With the threshold ``θ`` (``--threshold-pct``,
 default 1 %) every simulated policy's gain over ``none`` is classed as
 *helps* (> θ), *hurts* (< −θ) or *neutral*; each fraction carries a 95 %
 Wilson score interval. The ``noise_floor`` classes a sham gain the same way:
-the baseline against itself, i.e. the jobs with random start offsets under one
-seed against the same jobs with random offsets under another (policy
-``random`` twice). Nothing is scheduled in either arm, so whatever it "helps"
+the baseline against itself, i.e. the jobs with one set of random start offsets
+against the same jobs with another (policy ``random`` twice, offsets drawn per
+combination). Nothing is scheduled in either arm, so whatever it "helps"
 or "hurts" is what start offsets and the finite horizon alone move the
 fluid model's throughput by; a policy's fraction is worth reading only above
 it. ``none`` against itself would be no test: it has no randomness and would
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.theory import fluid, zoo
+from controller.theory import draws, fluid
 from controller.theory.chunks import run_chunks
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.schedule import JobTiming, comm_quanta, period_quanta
@@ -58,7 +58,6 @@ HELPS_THRESHOLD = 0.01
 # default `shiftbed sweep` on one core (2026-12-03): 40 iterations per job took 14 s; a cap of 40 periods
 # 15 s with a noise floor of 10.6 % helps / 10.3 % hurts; 100 periods 34 s with 4.7 % / 5.6 %.
 MAX_HORIZON_ITERATIONS = 100
-ZOO_WORKERS = (2, 4, 8)
 HELP = (
     "sample random job combinations and report how often a zero-overlap schedule exists "
     "(feasible_fraction) and how often shift helps (shift_helps_fraction). shift_helps: in the "
@@ -103,17 +102,16 @@ class Combination:
 
 def sample_raw(seed: int, n_jobs: int, sample: int, period_range: tuple[int, int],
                frac_range: tuple[float, float], use_zoo: bool, zoo_link_mbps: float) -> list[tuple[float, float]]:
-    """Raw (period_ms, comm fraction) of one combination; deterministic in (seed, n, sample)."""
-    rng = np.random.default_rng([seed, n_jobs, sample])
-    if use_zoo:
-        names = sorted(zoo.models())
-        out = []
-        for _ in range(n_jobs):
-            t = zoo.job_timing(names[rng.integers(len(names))], int(rng.choice(ZOO_WORKERS)), zoo_link_mbps)
-            out.append((t.period_ms, t.comm_ms / t.period_ms))
-        return out
-    lo, hi = period_range
-    return [(float(rng.integers(lo, hi + 1)), float(rng.uniform(*frac_range))) for _ in range(n_jobs)]
+    """Raw (period_ms, comm fraction) of one combination; deterministic in (seed, n, sample)
+    (``controller/theory/draws.py``, which draws a chunk's at once)."""
+    return sample_block(seed, n_jobs, sample, sample + 1, period_range, frac_range, use_zoo, zoo_link_mbps).raw(sample)
+
+
+def sample_block(seed: int, n_jobs: int, start: int, stop: int, period_range: tuple[int, int],
+                 frac_range: tuple[float, float], use_zoo: bool, zoo_link_mbps: float) -> draws.Block:
+    """The sweep's combinations ``[start, stop)``: their jobs and their random offsets' uniforms."""
+    return draws.draw(seed, n_jobs, start, stop, period_range, frac_range, "zoo" if use_zoo else "uniform",
+                      zoo_link_mbps)
 
 
 def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming]:
@@ -145,10 +143,11 @@ def true_jobs(raw: list[tuple[float, float]]) -> list[fluid.FluidJob]:
 
 
 def evaluate(raw: list[tuple[float, float]], quantum_ms: float, policies: tuple[str, ...] = ("shift",),
-             threshold: float = HELPS_THRESHOLD, sham_seed: int | str = 0, iterations: int | None = None,
+             threshold: float = HELPS_THRESHOLD, uniforms: np.ndarray | None = None, iterations: int | None = None,
              horizon_ms: float | None = None, knobs: PolicyKnobs | None = None) -> dict:
     """Schedules on the grid + the fluid model of the true jobs for one combination: ``none``,
     ``shift``, every policy of ``policies`` (NaN where it cannot schedule the jobs) and the sham.
+    ``uniforms``: the random-offset arms' draws (``draws.Block.uniforms``; default :func:`default_uniforms`).
 
     ``iterations``: that many per job; else ``horizon_ms`` (default: the steady-state rule of
     :func:`fluid.default_horizon_ms`, at most :data:`MAX_HORIZON_ITERATIONS` periods of the longest job).
@@ -161,7 +160,7 @@ def evaluate(raw: list[tuple[float, float]], quantum_ms: float, policies: tuple[
         return fluid.predict_policy(policy, grid, jobs, quantum_ms, knobs, cache, seed=seed,
                                     **length)[1].normalised_throughput
 
-    thr, unsimulated = arm_throughputs(arms(policies, sham_seed), throughput)
+    thr, unsimulated = arm_throughputs(arms(policies, uniforms, len(raw)), throughput)
     return combine(thr, cache[tuple(grid)], grid, policies, threshold, unsimulated)
 
 
@@ -188,18 +187,25 @@ def run_length(jobs: Sequence[fluid.FluidJob], iterations: int | None, horizon_m
         "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)}
 
 
-def arms(policies: Sequence[str], sham_seed: int | str) -> list[tuple[str, str, int]]:
-    """(arm, policy, seed) of every simulation one combination needs: ``none``, ``shift``, each policy,
-    and the sham's two arms (``random`` under two independent seeds)."""
+def arms(policies: Sequence[str], uniforms: np.ndarray | None, n_jobs: int) -> list[tuple[str, str, object]]:
+    """(arm, policy, seed or generator) of every simulation one combination needs: ``none``, ``shift``,
+    each policy, and the sham's two arms (``random`` with two independent sets of offsets); each
+    random-offset arm draws from its row of ``uniforms`` (``draws.RANDOM_ARMS``)."""
     names = tuple(dict.fromkeys(("none", "shift", *policies)))
-    sham_base, sham = sham_seeds(sham_seed)
-    return [*((p, p, 0) for p in names), ("sham_base", "random", sham_base), ("sham", "random", sham)]
+    drawn = random_arms(uniforms, n_jobs)
+    return [*((p, p, drawn["random"] if p == "random" else 0) for p in names),
+            ("sham_base", "random", drawn["sham_base"]), ("sham", "random", drawn["sham"])]
 
 
-def sham_seeds(sham_seed: int | str) -> tuple[int, int]:
-    """The seeds of the sham's two arms: two independent sets of random offsets."""
-    base, sham = random.Random(sham_seed).sample(range(1 << 30), 2)
-    return base, sham
+def random_arms(uniforms: np.ndarray | None, n_jobs: int) -> dict[str, draws.Uniforms]:
+    """A fresh generator for each random-offset arm (``draws.RANDOM_ARMS``) from its uniforms."""
+    u = default_uniforms(n_jobs) if uniforms is None else uniforms
+    return {arm: draws.Uniforms(row) for arm, row in zip(draws.RANDOM_ARMS, u, strict=True)}
+
+
+def default_uniforms(n_jobs: int) -> np.ndarray:
+    """The random-offset arms' uniforms where none are given: the first of seed 0's."""
+    return np.random.default_rng(0).random((len(draws.RANDOM_ARMS), n_jobs))
 
 
 def combine(thr: dict[str, float], schedule, grid: list[JobTiming], policies: Sequence[str],
@@ -226,14 +232,14 @@ def combine(thr: dict[str, float], schedule, grid: list[JobTiming], policies: Se
 def _task(args) -> list[Combination]:
     settings, n, sample = args
     load_from_environment()  # a worker process knows the --policy-file policies too (no-op if loaded)
-    raw = sample_raw(settings["seed"], n, sample, settings["period_range"], settings["frac_range"],
-                     settings["zoo"], settings["zoo_link_mbps"])
+    block = sample_block(settings["seed"], n, sample, sample + 1, settings["period_range"], settings["frac_range"],
+                         settings["zoo"], settings["zoo_link_mbps"])
+    raw = block.raw(sample)
     policies = tuple(settings.get("policies") or (settings.get("policy", "shift"),))
     knobs = PolicyKnobs(realign_s=settings.get("realign_s"))
     rows = []
     for q in settings["quanta"]:
-        sham_seed = f"{settings['seed']}/{n}/{sample}/{q:g}"  # random.Random hashes a str seed the same everywhere
-        r = evaluate(raw, q, policies, settings.get("threshold", HELPS_THRESHOLD), sham_seed,
+        r = evaluate(raw, q, policies, settings.get("threshold", HELPS_THRESHOLD), block.uniforms(sample),
                      settings.get("iterations"), settings.get("horizon_ms"), knobs)
         rows.append(Combination(n, q, sample, **r))
     return rows

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from controller.theory import fastfluid, freechunk
-from controller.theory.chunks import CHUNK_SAMPLES, run_chunks, sample_ranges
+from controller.theory.chunks import (
+    CHUNK_SAMPLES,
+    run_chunks,
+    sample_ranges,
+    without_cycle_collector,
+)
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import (
     HELPS_THRESHOLD,
@@ -28,7 +33,7 @@ from controller.theory.sweep import (
     evaluate,
     on_grid,
     run_length,
-    sample_raw,
+    sample_block,
     true_jobs,
     unsimulated_counts,
 )
@@ -109,7 +114,11 @@ def _added(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 def sweep_chunk(task: tuple) -> tuple[dict[tuple[int, float], SweepCell], list[Combination] | None]:
     """``(settings, n_jobs, start, stop)``: the cells of samples ``[start, stop)`` at every quantum, and
     their rows (in sample, then quantum order) when ``settings["rows"]``."""
-    settings, n, start, stop = task
+    with without_cycle_collector():
+        return _sweep_chunk(*task)
+
+
+def _sweep_chunk(settings, n, start, stop):
     load_from_environment()  # a worker process knows the --policy-file policies too (no-op if loaded)
     policies = tuple(settings.get("policies") or (settings.get("policy", "shift"),))
     knobs = PolicyKnobs(realign_s=settings.get("realign_s"))
@@ -132,8 +141,9 @@ def sweep_chunk(task: tuple) -> tuple[dict[tuple[int, float], SweepCell], list[C
 def _free(settings, n, samples, policies, threshold, iterations, horizon_ms):
     """``sweep_chunk`` where every arm runs free: the chunk as arrays (``controller/theory/freechunk.py``)."""
     samples = list(samples)
-    chunk = freechunk.evaluate_chunk([_raw(settings, n, k) for k in samples], samples, settings["quanta"],
-                                     policies, lambda k, q: _sham_seed(settings, n, k, q), iterations, horizon_ms)
+    block = _block(settings, n, samples)
+    chunk = freechunk.evaluate_chunk([block.raw(k) for k in samples], samples, settings["quanta"], policies,
+                                     [block.uniforms(k) for k in samples], iterations, horizon_ms)
     gains = freechunk.gains(chunk, policies)
     cells = {}
     for c, q in enumerate(chunk.quanta):
@@ -152,34 +162,33 @@ def _free(settings, n, samples, policies, threshold, iterations, horizon_ms):
     return cells, rows
 
 
-def _raw(settings: dict, n: int, sample: int) -> list[tuple[float, float]]:
-    return sample_raw(settings["seed"], n, sample, settings["period_range"], settings["frac_range"],
-                      settings["zoo"], settings["zoo_link_mbps"])
-
-
-def _sham_seed(settings: dict, n: int, sample: int, q: float) -> str:
-    return f"{settings['seed']}/{n}/{sample}/{q:g}"  # random.Random hashes a str seed the same everywhere
+def _block(settings: dict, n: int, samples):
+    """The draws of the chunk's samples (``draws.draw``), all at once."""
+    return sample_block(settings["seed"], n, samples[0], samples[-1] + 1, settings["period_range"],
+                        settings["frac_range"], settings["zoo"], settings["zoo_link_mbps"])
 
 
 def _reference(settings, n, samples, policies, knobs, threshold, iterations, horizon_ms):
+    block = _block(settings, n, samples)
     for sample in samples:
-        raw = _raw(settings, n, sample)
+        raw = block.raw(sample)
         for q in settings["quanta"]:
-            yield sample, q, evaluate(raw, q, policies, threshold, _sham_seed(settings, n, sample, q), iterations,
-                                      horizon_ms, knobs)
+            yield sample, q, evaluate(raw, q, policies, threshold, block.uniforms(sample), iterations, horizon_ms,
+                                      knobs)
 
 
 def _fast(settings, n, samples, policies, knobs, threshold, iterations, horizon_ms):
     """Every simulation of the chunk in one compiled batch, then the rows."""
     batch = fastfluid.Batch(iterations=iterations)
     pending = []
+    block = _block(settings, n, samples)
     for sample in samples:
-        raw = _raw(settings, n, sample)
+        raw = block.raw(sample)
         jobs = true_jobs(raw)
         horizon = run_length(jobs, iterations, horizon_ms).get("horizon_ms")
         for q in settings["quanta"]:
             grid, cache, slots = on_grid(raw, q), {}, {}
-            for arm, policy, seed in arms(policies, _sham_seed(settings, n, sample, q)):
+            for arm, policy, seed in arms(policies, block.uniforms(sample), n):
                 try:
                     slots[arm] = batch.add(policy, grid, jobs, q, knobs, cache, seed, horizon_ms=horizon)
                 except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)

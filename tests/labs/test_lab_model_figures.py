@@ -39,8 +39,8 @@ CONTENTION = {"alpha": (300, 250), "beta": (450, 250)}  # scenarios/lab-contenti
 CLASSROOM = {"alpha": (300, 100), "beta": (600, 150)}  # scenarios/classroom.yaml: (period, burst) ms
 CLASSROOM_603 = {"alpha": (300, 100), "beta": (603, 150)}  # lab 3's edit: beta's period 600 -> 603
 COPRIME = {"alpha": (401, 150), "beta": (600, 200)}  # scenarios/two-jobs-coprime.yaml
-GUARD_COMMIT = "1aacdaa"  # the sweep fractions' regression guard
-GUARD_DATE = "2026-12-03"
+GUARD_COMMIT = "52c57ed"  # the sweep fractions' regression guard
+GUARD_DATE = "2026-12-06"
 
 
 def promises(path: Path) -> dict[str, labsheet.Expectation]:
@@ -340,21 +340,25 @@ def test_lab4_coprime_predictions_from_the_exact_fluid_model():
 # ---------------------------------------------------------------- lab 4's sweep
 
 SWEEP = {"seed": 0, "jobs": (2, 3), "period_range": (100, 1000), "frac_range": (0.1, 0.5), "quanta": (1.0, 50.0)}
-SWEEP_SAMPLE = 30  # combinations per number of jobs recomputed here (the sheet's sweep has 200; pair 27 is
-# the first where realign4 helps)
+SWEEP_SAMPLE = 30  # combinations per number of jobs recomputed here (the sheet's sweep has 200; pair 21 is
+# the first where realign4 helps and shift does not)
 
 
 def sweep_jobs(n_jobs: int, sample: int, quantum_ms: float) -> tuple[dict[str, tuple[int, int]], dict[str, tuple]]:
-    """One combination of the sweep's sampling model (controller/theory/sweep.py's docstring):
-    (on the grid in quanta, as they are in ms). Periods uniform over the integers in [100, 1000] ms
-    and bursts a uniform 10-50 % of them, drawn from numpy's generator seeded with (seed, jobs,
-    sample). The true job is (period, fraction × period), exactly; on the grid the period is
-    rounded to the nearest quantum (at least 2), the burst up (at least 1, at most period - 1)."""
-    rng = np.random.default_rng([SWEEP["seed"], n_jobs, sample])
-    raw = [(int(rng.integers(SWEEP["period_range"][0], SWEEP["period_range"][1] + 1)),
-            float(rng.uniform(*SWEEP["frac_range"]))) for _ in range(n_jobs)]
+    """One combination of the sweep's sampling model (controller/theory/sweep.py's and draws.py's docstrings):
+    (on the grid in quanta, as they are in ms). The samples come in blocks of 1024, each drawn by numpy's
+    generator seeded with (seed, jobs, 0, 0, block) in this order: the random-offset arms' uniforms (3 per
+    job), the measurement errors' normals, the bursts (a uniform 10-50 % of the period), the periods (uniform
+    over the integers in [100, 1000] ms). The true job is (period, fraction × period), exactly; on the grid the
+    period is rounded to the nearest quantum (at least 2), the burst up (at least 1, at most period - 1)."""
+    block, row = divmod(sample, 1024)
+    rng = np.random.default_rng([SWEEP["seed"], n_jobs, 0, 0, block])
+    rng.random((1024, 3, n_jobs))
+    rng.standard_normal((1024, n_jobs))
+    fracs = rng.uniform(*SWEEP["frac_range"], size=(1024, n_jobs))[row]
+    periods = rng.integers(SWEEP["period_range"][0], SWEEP["period_range"][1] + 1, size=(1024, n_jobs))[row]
     grid, true = {}, {}
-    for i, (period_ms, frac) in enumerate(raw):
+    for i, (period_ms, frac) in enumerate(zip(periods.tolist(), fracs.tolist(), strict=True)):
         t = max(2, math.floor(period_ms / quantum_ms + 0.5))
         grid[f"j{i}"] = (t, min(max(1, math.ceil(round(frac * t, 9))), t - 1))
         true[f"j{i}"] = (period_ms, Fraction(frac) * period_ms)
@@ -397,15 +401,15 @@ def realign4():
 
 
 def test_lab4_sweep_fractions_are_labelled_regression_guards():
-    """0.02375 and 0.01375 are 19 and 11 of the sheet's 800 seeded combinations, each through the
+    """0.01625 and 0.01125 are 13 and 9 of the sheet's 800 seeded combinations, each through the
     optimiser and the fluid model over the sweep's horizon: the sheet says where they come from."""
     sheet = promises(LAB4)
     text = LAB4.read_text()
     table_end = text.index("| `sweep.policy_helps_fraction` |")
     after = text[table_end:].split("\n\n")[1]  # the paragraph right after the table
     assert "regression guard" in after and GUARD_COMMIT in after and GUARD_DATE in after, after
-    assert sheet["sweep.shift_helps_fraction"].expected == str(19 / 800)
-    assert sheet["sweep.policy_helps_fraction"].expected == str(11 / 800)
+    assert sheet["sweep.shift_helps_fraction"].expected == str(13 / 800)
+    assert sheet["sweep.policy_helps_fraction"].expected == str(9 / 800)
 
 
 def test_lab4_sweep_combinations_recomputed_independently(realign4):
@@ -421,7 +425,7 @@ def test_lab4_sweep_combinations_recomputed_independently(realign4):
                 "zoo": False, "zoo_link_mbps": 1e4, "policy": "realign4"}
     rows = run_sweep(settings)
     assert len(rows) == 2 * 2 * SWEEP_SAMPLE
-    helps = {"shift": [], "realign4": []}
+    helps, ill_conditioned = {"shift": [], "realign4": []}, []
     for row in rows:
         q = row.quantum_ms
         grid, jobs = sweep_jobs(row.n_jobs, row.sample, q)
@@ -437,21 +441,37 @@ def test_lab4_sweep_combinations_recomputed_independently(realign4):
                 assert schedule.overlap_ms == brute_optimum(grid), row
         start = {n: int(shift[n] * q) for n in grid}  # ms
         windows = {n: (start[n], t * q, c * q) for n, (t, c) in grid.items()}
-        none = throughput(jobs, steady(jobs, dict.fromkeys(jobs, 0), max_periods=100))
-        gain = {"shift": throughput(jobs, steady(jobs, start, max_periods=100)) / none - 1,
-                "realign4": throughput(jobs, steady(jobs, start, windows, waits=lambda k: k % 4 == 0,
-                                                    max_periods=100)) / none - 1}
+        gain = sweep_gains(jobs, start, windows)
+        got = {"shift": row.shift_gain, "realign4": row.policy_gain}
         # shiftbed's model runs in floats and takes a burst with 1e-9 of it left as done (fluid._EPS):
         # over the thousands of events of a 100-period horizon that moves a gain by up to ~2e-8 here;
         # an event taken in the wrong order would move it by orders of magnitude more
-        assert row.shift_gain == pytest.approx(float(gain["shift"]), abs=1e-7), row
-        assert row.policy_gain == pytest.approx(float(gain["realign4"]), abs=1e-7), row
+        if any(abs(got[p] - float(gain[p])) > 1e-7 for p in gain):
+            # unless the jobs' own dynamics amplify a difference that small: then the exact model itself
+            # moves as much when one burst is a picosecond longer, and no float model can match it to 1e-7
+            nudged = {**jobs, "j0": (jobs["j0"][0], jobs["j0"][1] + Fraction(1, 10**12))}
+            spread = max(abs(float(a - b)) for a, b in zip(gain.values(), sweep_gains(nudged, start, windows).values(),
+                                                           strict=True))
+            assert spread > 1e-7, (row, gain, got)
+            ill_conditioned.append((row.n_jobs, row.quantum_ms, row.sample, spread))
+        else:
+            assert row.shift_gain == pytest.approx(float(gain["shift"]), abs=1e-7), row
+            assert row.policy_gain == pytest.approx(float(gain["realign4"]), abs=1e-7), row
         assert row.shift_helps == (gain["shift"] > Fraction(1, 100)), row
         assert row.policy_helps == (gain["realign4"] > Fraction(1, 100)), row
         helps["shift"].append(row.shift_helps)
         helps["realign4"].append(row.policy_helps)
+    assert len(ill_conditioned) <= len(rows) // 20, ill_conditioned  # the check still reads nearly every row
     for policy, verdicts in helps.items():  # the sample holds both verdicts: the check can tell them apart
         assert any(verdicts) and not all(verdicts), policy
+
+
+def sweep_gains(jobs: dict[str, tuple], start: dict[str, int], windows: dict[str, Window]) -> dict[str, Fraction]:
+    """``shift``'s and ``realign4``'s exact gains over ``none`` across the sweep's horizon."""
+    none = throughput(jobs, steady(jobs, dict.fromkeys(jobs, 0), max_periods=100))
+    return {"shift": throughput(jobs, steady(jobs, start, max_periods=100)) / none - 1,
+            "realign4": throughput(jobs, steady(jobs, start, windows, waits=lambda k: k % 4 == 0,
+                                                max_periods=100)) / none - 1}
 
 
 CHAIN = {"A": (400, 150, ("h1", "h3")), "B": (400, 200, ("h4", "h5")), "C": (400, 150, ("h6", "h7"))}  # chain.yaml

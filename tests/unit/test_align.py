@@ -189,4 +189,7 @@ def test_the_candidates_come_in_their_exact_order():
         comms = tuple(rng.randrange(1, max(2, t // 2)) for t in periods)
         cases.append((periods, comms, rng.choice((0.1, 0.5, 1.0, math.inf))))
     for periods, comms, share in cases:
-        assert list(_candidates(periods, comms, share)) == candidates_by_definition(periods, comms, share)
+        want = candidates_by_definition(periods, comms, share)
+        assert list(_candidates(periods, comms, share)) == want
+        # what the search reads: the same order without the rows neither framed nor separable
+        assert list(_candidates(periods, comms, share, usable_only=True)) == [row for row in want if row[1] or row[2]]

@@ -1,12 +1,15 @@
 """The fluid model on cases computed by hand."""
 
+import math
 import random
+from fractions import Fraction
 
 import pytest
 
 from controller.theory import policies
 from controller.theory.fabricshare import JobLinks
 from controller.theory.fluid import (
+    MIN_HORIZON_ITERATIONS,
     FluidJob,
     FluidWindow,
     compare_policies,
@@ -479,3 +482,14 @@ def test_a_per_job_count_covers_the_span_a_run_of_that_many_iterations_covers():
     longer = simulate(jobs, {"alpha": 0.0, "beta": 0.0}, windows, iterations=50, warmup=0, queue_ms=20.0)
     assert longer["beta"].iterations == 50
     assert abs(longer["beta"].mean_iteration_ms / out["beta"].mean_iteration_ms - 1) > 0.03
+
+
+def test_default_horizon_of_whole_ms_periods_is_the_exact_rules():
+    rng = random.Random(1)
+    for _ in range(3000):
+        periods = [float(rng.randint(1, 3000)) for _ in range(rng.randint(1, 5))]
+        jobs = [FluidJob(f"j{i}", p, p / 4) for i, p in enumerate(periods)]
+        lcm_ms = math.lcm(*(int(Fraction(p) * 1000) for p in periods)) / 1000
+        want = min(max(lcm_ms, MIN_HORIZON_ITERATIONS * max(periods)), 100 * max(periods))
+        assert default_horizon_ms(jobs, 100) == want, periods
+    assert default_horizon_ms([FluidJob("a", 300.0004, 10.0)], 100) == 100 * 300.0004  # no whole µs: the cap

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from controller.theory import mapping, sweep
+from controller.theory import draws, mapping, sweep
 from controller.theory.mapping import MapPoint
 from scenarios import cli
 
@@ -31,9 +31,9 @@ def test_harmonic_jobs_by_hand():
     assert mapping.harmonic_jobs([400, 1600]) == [False, False]  # ×4 is not a small multiple
 
 
-def test_sample_mixed_refuses_an_impossible_count():
+def test_mixed_periods_refuse_an_impossible_count():
     with pytest.raises(ValueError, match="harmonic"):
-        mapping.sample_mixed(np.random.default_rng(0), 2, 3, (100, 1000), (0.1, 0.2))
+        draws.mixed_periods(np.random.default_rng(0), np.array([3]), 2, 100, 1000)
 
 
 def test_measurement_error_changes_only_the_schedulers_view():
@@ -61,15 +61,16 @@ def test_measurement_error_moves_the_schedule_policies_not_the_free_running_ones
 
 def test_without_error_a_point_is_evaluated_as_the_sweep_does():
     raw = mapping.sample_point(0, mapping.DEFAULT_POINT, 5)
-    mine = mapping.evaluate_point(raw, raw, 10.0, ("shift", "gate"), sham_seed="s")
-    theirs = sweep.evaluate(raw, 10.0, ("shift", "gate"), sham_seed="s")
+    uniforms = mapping.point_block(0, mapping.DEFAULT_POINT, 5, 6).uniforms(5)
+    mine = mapping.evaluate_point(raw, raw, 10.0, ("shift", "gate"), uniforms=uniforms)
+    theirs = sweep.evaluate(raw, 10.0, ("shift", "gate"), uniforms=uniforms)
     assert mine["throughput"]["shift"] == theirs["throughput_shift"]
     assert mine["gain"]["gate"] == theirs["per_policy"]["gain_gate"]
     assert mine["sham_gain"] == theirs["sham_gain"]
 
 
 def test_harmonic_count_spreads_a_fractional_share():
-    counts = [mapping.harmonic_count(3, 0.5, k) for k in range(10)]
+    counts = [int(draws.harmonic_count(3, 0.5, k)) for k in range(10)]
     assert set(counts) == {1, 2} and sum(counts) == 15
 
 
