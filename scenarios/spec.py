@@ -55,7 +55,14 @@ from controller.theory.schedule import JobTiming, comm_quanta, period_quanta, qu
 from scenarios.errors import InputError
 from scenarios.policyfiles import writable_by_others
 from topo.tcp_ports import PORTS_PER_JOB
-from topo.wiring import FabricParamError, FabricParams, check_queue_ms, check_tcp_rto_min_ms
+from topo.wiring import (
+    DEFAULT_QUEUE_MS,
+    MAX_QUEUE_MS,
+    FabricParamError,
+    FabricParams,
+    check_queue_ms,
+    check_tcp_rto_min_ms,
+)
 
 PATTERNS = ("ring", "ps")
 TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "guard_ms", "realign_s",
@@ -168,6 +175,10 @@ def with_time_scale(scenario: Scenario, time_scale: float, field: str = "--time-
     if not (isinstance(time_scale, int | float) and not isinstance(time_scale, bool)
             and math.isfinite(time_scale) and time_scale >= 1):
         raise InputError(f"{field}: must be a number >= 1, got {_short(time_scale)}")
+    queue_ms = (scenario.fabric.queue_ms if scenario.fabric else None) or DEFAULT_QUEUE_MS
+    if queue_ms * time_scale > MAX_QUEUE_MS:
+        raise InputError(f"{field}: the ports' queue of {queue_ms:g} ms times {time_scale:g} is more than "
+                         f"the {MAX_QUEUE_MS:g} ms a queue may hold")
     for job in scenario.jobs:
         if job.period_ms * time_scale > limits.MAX_PERIOD_MS:
             raise InputError(f"{field}: {job.name}'s period {job.period_ms:g} ms times {time_scale:g} is more than "

@@ -465,6 +465,16 @@ def _environment_lines(results: Results) -> list[str]:
     return [*lines, ""]
 
 
+def time_scale_text(results: Results) -> str | None:
+    """What a run at time scale K (``scenarios/timescale.py``) means for the figures; None at K = 1."""
+    k = results.summary.time_scale
+    if k == 1:
+        return None
+    return (f"Time scale K = {k:g}: the fabric ran every time {k:g} times longer and every link {k:g} times "
+            "slower (the same bytes per burst); every figure and plot here is in the scenario's own units "
+            "(the tables in this folder hold the wire's, docs/results.md).")
+
+
 def render_report(results: Results, plot_names: list[str]) -> str:
     """report.md: warnings first, then the verdicts, then the numbers behind them, then plots."""
     summary = results.summary
@@ -477,6 +487,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
     lines += [f"Results folder `{results.path.name}` "
               f"({'complete run' if summary.complete else 'incomplete run'}). "
               "Redraw with `shiftbed report <this folder>`.", "",
+              *([time_scale_text(results), ""] if time_scale_text(results) else []),
               "## In short", "",
               f"- Schedule: {feasibility}.",
               f"- Policies: {policies_said}.",

@@ -20,7 +20,7 @@ from bokeh.resources import INLINE
 
 from scenarios.analysis.verdict import folder_changes, verdict_word
 from scenarios.report import plots, story
-from scenarios.report.document import measured_cell, predicted_change_pct, verdicts
+from scenarios.report.document import measured_cell, predicted_change_pct, time_scale_text, verdicts
 from scenarios.report.timeline import BURST_GAP_S, timeline
 from scenarios.results import BANDWIDTH_BIN_S, REPORT_HTML_FILE, Results, atomic_write_bytes
 
@@ -72,7 +72,9 @@ def render_html(results: Results, plot_paths: list[Path]) -> str:
     title = f"shiftbed report: {results.summary.scenario or results.path.parent.name}"
     grid, merge = timeline(results)
     said = verdicts(results)
-    before = "\n".join([f"<h1>{_e(title)}</h1>", *_banners(results), *_in_short(results, said),
+    scale = time_scale_text(results)
+    before = "\n".join([f"<h1>{_e(title)}</h1>", *_banners(results), *([f"<p>{_e(scale)}</p>"] if scale else []),
+                        *_in_short(results, said),
                         *_timeline_intro(results, merge, grid is not None)])
     after = "\n".join([*_schedule(results, said), *_policies(results, said), *_theory(results, said),
                        *story.apart(results),
