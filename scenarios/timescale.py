@@ -81,6 +81,13 @@ def tables_in_scenario_units(iterations: pd.DataFrame, link_bandwidth: pd.DataFr
     return iterations, link_bandwidth, windows
 
 
+def stated(time_scale: float) -> str:
+    """What a run at ``time_scale`` means for its figures, in one sentence (the report says it)."""
+    return (f"Time scale K = {time_scale:g}: the fabric ran every time {time_scale:g} times longer and every link "
+            f"{time_scale:g} times slower (the same bytes per burst); every figure and plot here is in the "
+            "scenario's own units (the tables in this folder hold the wire's, docs/results.md).")
+
+
 def _by_name(value: Any, factor: float) -> Any:
     """Times multiplied by ``factor`` and rates divided by it, found by their names."""
     if isinstance(value, dict):

@@ -25,6 +25,7 @@ from scenarios.results import (
     load_results,
     throughput_change_pct,
 )
+from scenarios.timescale import stated
 
 ACCURACY_GOAL_PCT = 10.0  # the model's goal: the measured mean within 10 % of the prediction
 LATE_START_NOTE_MS = 5.0  # a miss whose bursts start this much later than alone gets a sentence saying so
@@ -465,16 +466,6 @@ def _environment_lines(results: Results) -> list[str]:
     return [*lines, ""]
 
 
-def time_scale_text(results: Results) -> str | None:
-    """What a run at time scale K (``scenarios/timescale.py``) means for the figures; None at K = 1."""
-    k = results.summary.time_scale
-    if k == 1:
-        return None
-    return (f"Time scale K = {k:g}: the fabric ran every time {k:g} times longer and every link {k:g} times "
-            "slower (the same bytes per burst); every figure and plot here is in the scenario's own units "
-            "(the tables in this folder hold the wire's, docs/results.md).")
-
-
 def render_report(results: Results, plot_names: list[str]) -> str:
     """report.md: warnings first, then the verdicts, then the numbers behind them, then plots."""
     summary = results.summary
@@ -487,7 +478,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
     lines += [f"Results folder `{results.path.name}` "
               f"({'complete run' if summary.complete else 'incomplete run'}). "
               "Redraw with `shiftbed report <this folder>`.", "",
-              *([time_scale_text(results), ""] if time_scale_text(results) else []),
+              *([stated(summary.time_scale), ""] if summary.time_scale != 1 else []),
               "## In short", "",
               f"- Schedule: {feasibility}.",
               f"- Policies: {policies_said}.",
