@@ -57,7 +57,9 @@ from scenarios.policyfiles import writable_by_others
 from topo.tcp_ports import PORTS_PER_JOB
 from topo.wiring import (
     DEFAULT_QUEUE_MS,
+    KERNEL_TCP_RTO_MIN_MS,
     MAX_QUEUE_MS,
+    MAX_TCP_RTO_MIN_MS,
     FabricParamError,
     FabricParams,
     check_queue_ms,
@@ -179,6 +181,11 @@ def with_time_scale(scenario: Scenario, time_scale: float, field: str = "--time-
     if queue_ms * time_scale > MAX_QUEUE_MS:
         raise InputError(f"{field}: the ports' queue of {queue_ms:g} ms times {time_scale:g} is more than "
                          f"the {MAX_QUEUE_MS:g} ms a queue may hold")
+    rto_ms = (scenario.fabric.tcp_rto_min_ms if scenario.fabric else None) or KERNEL_TCP_RTO_MIN_MS
+    if rto_ms * time_scale > MAX_TCP_RTO_MIN_MS:
+        raise InputError(f"{field}: the hosts' minimum TCP retransmission timeout of {rto_ms:g} ms times "
+                         f"{time_scale:g} is more than the {MAX_TCP_RTO_MIN_MS:g} ms a host may have "
+                         "(set fabric.tcp_rto_min_ms lower)")
     for job in scenario.jobs:
         if job.period_ms * time_scale > limits.MAX_PERIOD_MS:
             raise InputError(f"{field}: {job.name}'s period {job.period_ms:g} ms times {time_scale:g} is more than "

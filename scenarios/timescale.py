@@ -2,11 +2,13 @@
 
 A machine too slow for a scenario can still run it faithfully, slower. With
 ``time_scale: K`` (or ``--time-scale K``) the fabric runs :func:`on_wire`: every
-period, burst, jitter, duration, quantum, guard band, re-alignment interval and
-queue time K times longer, every link rate K times lower. A burst moves the
-same bytes and a queue holds the same bytes, so each job keeps its true period
-and burst, only slower. TCP's own timers (``tcp_rto_min_ms``, the kernel's
-200-ms floor) are the kernel's and stay as they are. What the
+period, burst, jitter, duration, quantum, guard band, re-alignment interval,
+queue time and the hosts' minimum TCP retransmission timeout (the kernel's
+200 ms where the scenario sets none) K times longer, every link rate K times
+lower. A burst moves the same bytes and a queue holds the same bytes, so each
+job keeps its true period and burst, only slower; a round trip is K times
+longer, and so is a retransmission timeout (unscaled, a gated burst at K = 4
+backed off past a minute where at K = 1 it waits a window). What the
 run measures on the wire is turned back once, by :func:`in_scenario_units`
 (times divided by K, rates multiplied by K), before it is printed or reported.
 
@@ -24,7 +26,7 @@ import pandas as pd
 
 from controller.theory.policies import PolicyKnobs
 from scenarios.spec import FabricSpec, Scenario
-from topo.wiring import DEFAULT_QUEUE_MS
+from topo.wiring import DEFAULT_QUEUE_MS, KERNEL_TCP_RTO_MIN_MS
 
 
 def on_wire(scenario: Scenario) -> Scenario:
@@ -42,7 +44,8 @@ def scaled(scenario: Scenario, factor: float) -> Scenario:
     if fabric is not None:
         fabric = FabricSpec(fabric.spines, fabric.leaves, fabric.hosts_per_leaf,
                             fabric.host_link_mbps / factor, fabric.fabric_link_mbps / factor,
-                            (fabric.queue_ms or DEFAULT_QUEUE_MS) * factor, fabric.tcp_rto_min_ms)
+                            (fabric.queue_ms or DEFAULT_QUEUE_MS) * factor,
+                            (fabric.tcp_rto_min_ms or KERNEL_TCP_RTO_MIN_MS) * factor)
     jobs = tuple(replace(job, period_ms=job.period_ms * factor, comm_ms=job.comm_ms * factor,
                          jitter_ms=job.jitter_ms * factor) for job in scenario.jobs)
     knobs = PolicyKnobs(scenario.knobs.guard_ms * factor, _times(scenario.knobs.realign_s, factor))

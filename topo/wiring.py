@@ -44,6 +44,7 @@ MAX_QUEUE_MS = 10_000
 DEFAULT_QUEUE_MS = 20
 # Hosts' minimum TCP retransmission timeout, ms (a route metric; Linux's own is 200 ms).
 MIN_TCP_RTO_MIN_MS, MAX_TCP_RTO_MIN_MS = 1, 1000
+KERNEL_TCP_RTO_MIN_MS = 200  # Linux's own, where a fabric sets none
 
 
 class FabricParamError(ValueError):

@@ -23,7 +23,7 @@ from scenarios.timescale import (
     scaled,
     tables_in_scenario_units,
 )
-from topo.wiring import DEFAULT_QUEUE_MS
+from topo.wiring import DEFAULT_QUEUE_MS, KERNEL_TCP_RTO_MIN_MS
 
 REPO = Path(__file__).resolve().parents[2]
 SHIFTBED = str(Path(sys.executable).with_name("shiftbed"))
@@ -49,12 +49,12 @@ def test_on_wire_multiplies_every_time_by_k_and_divides_every_rate_by_k():
     assert [(j.period_ms, j.comm_ms, j.jitter_ms) for j in wire.jobs] == [(1200, 400, 16), (2400, 600, 0)]
     assert (wire.fabric.host_link_mbps, wire.fabric.fabric_link_mbps) == (12.5, 10)
     assert wire.fabric.queue_ms == 4 * DEFAULT_QUEUE_MS  # the default queue, scaled as any other
-    assert wire.fabric.tcp_rto_min_ms is None  # TCP's timers are the kernel's
+    assert wire.fabric.tcp_rto_min_ms == 4 * KERNEL_TCP_RTO_MIN_MS  # a round trip is K times longer, so is a timeout
     assert [j.gradient_mb for j in wire.jobs] == [j.gradient_mb for j in written.jobs]  # bytes stay
 
 
 def test_a_burst_and_a_queue_hold_the_same_bytes_on_the_wire():
-    for k in (1.5, 3, 4, 10):
+    for k in (1.5, 3, 4, 5):
         written, wire = pair(k), on_wire(pair(k))
         for a, b in zip(written.jobs, wire.jobs, strict=True):  # comm_ms at the link's rate: the burst's bits
             assert b.comm_ms * wire.fabric.host_link_mbps == pytest.approx(a.comm_ms * written.fabric.host_link_mbps)
@@ -81,6 +81,7 @@ def test_the_model_sees_the_scenario_as_written_whatever_k():
     ("true", "pair.yaml: time_scale: must be a number, got True"),
     (".inf", "pair.yaml: time_scale: must be finite"),
     ("600", "pair.yaml: time_scale: the ports' queue of 20 ms times 600 is more than the 10000 ms"),
+    ("6", "pair.yaml: time_scale: the hosts' minimum TCP retransmission timeout of 200 ms times 6 is more than"),
 ])
 def test_a_bad_time_scale_in_the_file_is_one_line_naming_the_field(value, message):
     with pytest.raises(InputError) as raised:
@@ -90,7 +91,7 @@ def test_a_bad_time_scale_in_the_file_is_one_line_naming_the_field(value, messag
 
 def test_a_period_times_k_beyond_a_jobs_longest_is_refused():
     with pytest.raises(InputError, match=r"--time-scale: alpha's period 300 ms times 3000 is more than"):
-        spec.with_time_scale(replace(pair(), fabric=replace(pair().fabric, queue_ms=1)), 3000)
+        spec.with_time_scale(replace(pair(), fabric=replace(pair().fabric, queue_ms=1, tcp_rto_min_ms=0.1)), 3000)
 
 
 @pytest.mark.parametrize("value", ["0.99", "abc", "inf", "-4"])
