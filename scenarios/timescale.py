@@ -7,8 +7,8 @@ queue time and the hosts' minimum TCP retransmission timeout (the kernel's
 200 ms where the scenario sets none) K times longer, every link rate K times
 lower. A burst moves the same bytes and a queue holds the same bytes, so each
 job keeps its true period and burst, only slower; a round trip is K times
-longer, and so is a retransmission timeout (unscaled, a gated burst at K = 4
-backed off past a minute where at K = 1 it waits a window). What the
+longer, and so is a retransmission timeout (left at 200 ms, a gated burst of
+the coprime pair at K = 4 did not end within iperf3's minute). What the
 run measures on the wire is turned back once, by :func:`in_scenario_units`
 (times divided by K, rates multiplied by K), before it is printed or reported.
 
