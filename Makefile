@@ -4,7 +4,9 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping curl python3-venv python3-wheel
+# python3-setuptools: `pip install --no-build-isolation -e .` builds with it, and a venv on Python 3.12 or
+# later has none of its own (the system site packages give it).
+APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping curl python3-venv python3-wheel python3-setuptools
 # Only for the test suite: `vagrant validate` checks the Vagrantfile (the libvirt
 # plugin gives it a provider to validate against; no VM is started); chromium opens
 # report.html headless (tests/integration/test_report_in_browser.py).
@@ -12,6 +14,8 @@ TEST_APT_PACKAGES := vagrant vagrant-libvirt chromium
 # The lab VM on libvirt (docs/vm.md): what builds its box from Debian's packages and runs it.
 VM_APT_PACKAGES := vagrant vagrant-libvirt libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils \
     mmdebstrap fdisk extlinux syslinux-common dnsmasq-base iptables rsync
+# Debian 13 in a root built here from Debian's packages (topo/debian13/).
+DEBIAN13_APT_PACKAGES := mmdebstrap
 STAMP := $(VENV)/.shiftbed-installed
 SYSTEM_PYTHON := /usr/bin/python3
 # `make install` links $(BINDIR)/shiftbed to the venv's, so `sudo shiftbed ...` works from any
@@ -19,7 +23,7 @@ SYSTEM_PYTHON := /usr/bin/python3
 BINDIR := /usr/local/bin
 
 .PHONY: install uninstall python-check link apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help \
-    apt-vm box libvirt-start libvirt-stop test-vm
+    apt-vm box libvirt-start libvirt-stop test-vm test-debian13
 
 help:
 	@echo "sudo make demo   # run the demo scenarios and print where the report is"
@@ -27,10 +31,11 @@ help:
 	@echo "sudo make test   # install what is needed, then run every test"
 	@echo "sudo make box    # the lab VM's box for libvirt, built here from Debian's packages (docs/vm.md)"
 	@echo "sudo make test-vm # the lab VM for real: box, vagrant up, check, lab 1 and the demo inside, destroy"
+	@echo "sudo make test-debian13 # the product on Debian 13 (Python 3.13, os-ken) in a root built here: install, tests, lab 1, demo"
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
-	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~9 min on 2 cores)"
+	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~5 min on 2 cores)"
 
 install: apt $(STAMP) link ovs
 
@@ -130,6 +135,12 @@ box: libvirt-start
 test-vm: install
 	$(PY) -m pytest -q -rfEs --strict-skips --lab-vm tests/vm
 
+# Called by .ci/run after `make test`: the whole product in a Debian 13 root (topo/debian13/test-root.sh;
+# the host's Open vSwitch is stopped meanwhile and started again as it was found).
+test-debian13:
+	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEBIAN13_APT_PACKAGES)"
+	@topo/debian13/test-root.sh "$(APT_PACKAGES)"
+
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not root"
 
@@ -142,9 +153,10 @@ bench: install
 	$(PY) bench/sweep.py
 	$(PY) bench/explore.py
 
-# The map and sweeps in docs/theory.md (8 min 39 s on 2 cores): the one-factor-at-a-time map, the job-mix
-# panel finely at 2 and 3 jobs, and the four sweeps, all into the map's folder (so the map first). 2400
-# combinations per point or cell: every 95 % interval within ±2 points (controller/theory/mapstream.py).
+# The map and sweeps in docs/theory.md (~5 min on 2 cores; its "Speed of the sweep and the map"): the
+# one-factor-at-a-time map, the job-mix panel finely at 2 and 3 jobs, and the four sweeps, all into the map's
+# folder (so the map first). 2400 combinations per point or cell: every 95 % interval within ±2 points
+# (controller/theory/mapstream.py).
 MAP := $(VENV)/bin/shiftbed map --workers 2 --samples 2400 --only mix
 SWEEP := $(VENV)/bin/shiftbed sweep --workers 2 --samples 2400 --jobs 2,3,4
 map: $(STAMP)

@@ -37,6 +37,26 @@ from dataclasses import dataclass
 from topo.tcp_ports import EPHEMERAL_PORT_MIN, RECEIVER_PORT_MIN, check_server_port
 
 IPERF3 = "iperf3"
+# From 3.16 (threads), an iperf3 client ends a test only at its next report tick: a -n burst lasts
+# its data plus up to the whole interval (1 s by default, 0.1 s at the least; measured with 3.18,
+# Debian 13's). Bursts of a fresh test each can then no longer keep a job's time.
+ENDS_AT_REPORT_TICK_FROM = (3, 16)
+
+
+def installed_version() -> tuple[int, int] | None:
+    """``(major, minor)`` of the ``iperf3`` on the PATH, or None where it does not answer."""
+    try:
+        out = subprocess.run([IPERF3, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = out.split()
+    if len(words) < 2 or words[0] != "iperf":
+        return None
+    try:
+        major, minor = words[1].split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return None
 
 
 def in_host(host_pid: int | None, argv: list[str]) -> list[str]:

@@ -9,10 +9,16 @@ from the cache). The reference is ``controller.theory.sweep.run_sweep`` (the pur
 a smaller sample of the same 2-job combinations with as many workers, timed in the same run.
 ``peak_rss_mb``: the largest resident memory of this process and of its workers.
 
-    .venv/bin/python bench/sweep.py [--json] [--workers 2] [--samples-2 20000]
+The map (``controller/theory/mapstream.py``) by policy and number of jobs: one point of ``shiftbed map``
+(its default point, quantum 1 ms, exact periods, medium comm share, uniform periods) with one policy,
+``--map-samples`` combinations, each of them ``none``, random offsets, the policy and the noise floor's
+second arm, as ``make map`` runs them; every map policy at 2 jobs, ``shift`` at 3 and 4.
+
+    .venv/bin/python bench/sweep.py [--json] [--workers 2] [--samples-2 20000] [--map-samples 12000]
 
 With ``--json`` the last line is one JSON object: ``combos_per_min`` (2 jobs), ``by_jobs`` (combinations
-a minute for 3, 4 and 8 jobs), ``speedup_vs_reference``, the compile times and the machine.
+a minute for 3, 4 and 8 jobs), ``map_by_jobs_and_policy`` (the map's combinations a minute, by number of
+jobs, then policy), ``speedup_vs_reference``, the compile times and the machine.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from controller.theory.mapping import MAP_POLICIES, default_settings  # noqa: E402
+from controller.theory.mapstream import run_map_cells  # noqa: E402
 from controller.theory.sweep import run_sweep  # noqa: E402
 from controller.theory.sweepstream import run_sweep_cells  # noqa: E402
 
@@ -46,6 +54,14 @@ def settings(n_jobs: int, samples: int) -> dict:
             "frac_range": (0.1, 0.5), "quanta": QUANTA, "zoo": False, "zoo_link_mbps": 10_000.0,
             "iterations": None, "horizon_ms": None, "realign_s": None, "threshold": 0.01,
             "policies": ["shift"], "policy": "shift"}
+
+
+def map_settings(n_jobs: int, policy: str, samples: int) -> dict:
+    """One point of the map (its default, at ``n_jobs``) with one policy."""
+    return {**default_settings(samples), "panels": {"n_jobs": (n_jobs,)}, "policies": (policy,)}
+
+
+MAP_CASES = [(2, p) for p in MAP_POLICIES] + [(3, "shift"), (4, "shift")]
 
 
 def per_minute(run, combinations: int) -> float:
@@ -71,9 +87,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--samples-2", type=int, default=20_000, help="2-job samples (× 3 quanta)")
     parser.add_argument("--reference-samples", type=int, default=100, help="2-job samples for the reference")
+    parser.add_argument("--map-samples", type=int, default=12_000, help="map combinations per policy and N")
     args = parser.parse_args()
-    if args.workers < 1 or args.samples_2 < 1 or args.reference_samples < 1:
-        print("bench/sweep.py: --workers, --samples-2 and --reference-samples must be at least 1", file=sys.stderr)
+    if min(args.workers, args.samples_2, args.reference_samples, args.map_samples) < 1:
+        print("bench/sweep.py: --workers, --samples-2, --reference-samples and --map-samples must be at least 1",
+              file=sys.stderr)
         return 2
 
     cold, warm = compile_seconds(cold=True), compile_seconds(cold=False)
@@ -85,6 +103,13 @@ def main() -> int:
     for n, k in samples.items():
         rates[n] = per_minute(lambda n=n, k=k: run_sweep_cells(settings(n, k), args.workers), k * len(QUANTA))
         print(f"{n} jobs: {k * len(QUANTA)} combinations, {rates[n]:,.0f} a minute", file=sys.stderr)
+    map_rates: dict[str, dict[str, int]] = {}
+    for n, policy in MAP_CASES:
+        run_map_cells(map_settings(n, policy, 2 * args.workers), args.workers, chunk_samples=2)  # warm
+        rate = per_minute(lambda n=n, p=policy: run_map_cells(map_settings(n, p, args.map_samples), args.workers),
+                          args.map_samples)
+        map_rates.setdefault(str(n), {})[policy] = round(rate)
+        print(f"map, {n} jobs, {policy}: {args.map_samples} combinations, {rate:,.0f} a minute", file=sys.stderr)
     reference = per_minute(lambda: run_sweep(settings(2, args.reference_samples), args.workers),
                            args.reference_samples * len(QUANTA))
     print(f"reference (pure Python), 2 jobs: {reference:,.0f} a minute", file=sys.stderr)
@@ -92,6 +117,8 @@ def main() -> int:
     result = {
         "combos_per_min": round(rates[2]),
         "by_jobs": {str(n): round(r) for n, r in rates.items() if n != 2},
+        "map_by_jobs_and_policy": map_rates,
+        "map_samples": args.map_samples,
         "speedup_vs_reference": round(rates[2] / reference, 1),
         "reference_combos_per_min": round(reference),
         "samples": {str(n): k * len(QUANTA) for n, k in samples.items()},

@@ -16,7 +16,7 @@ import os
 import sys
 
 from controller.fabric_config import CONFIG_ENV
-from controller.framework_choice import FRAMEWORK_ENV, FrameworkError
+from controller.framework_choice import FRAMEWORK_ENV, PACKAGES, FrameworkError
 
 FABRIC_APP = "controller.fabric_app"
 DEFAULT_OFP_PORT = 6653
@@ -37,7 +37,7 @@ def manager_argv(args) -> tuple[list[str], list[str]]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m controller", description=__doc__.splitlines()[2])
     p.add_argument("apps", nargs="*", help="extra apps (module names or .py files)")
-    p.add_argument("--framework", choices=("ryu", "os-ken"),
+    p.add_argument("--framework", choices=tuple(PACKAGES),
                    help=f"Ryu or os-ken (default: ${FRAMEWORK_ENV}, else Ryu where it runs, else os-ken)")
     p.add_argument("--describe", action="store_true", help="print the framework, its version and hub as JSON")
     p.add_argument("--config", help=f"fabric config JSON (else ${CONFIG_ENV}, else defaults)")

@@ -16,6 +16,7 @@ without stalling the hub (:func:`run_blocking`), a sleep that does not yield
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -54,8 +55,6 @@ hub = _module("lib.hub")
 ofp_event = _module("controller.ofp_event")
 _handler = _module("controller.handler")
 ofproto_v1_3 = _module("ofproto.ofproto_v1_3")
-ofproto_v1_3_parser = _module("ofproto.ofproto_v1_3_parser")
-ofproto_parser = _module("ofproto.ofproto_parser")
 
 BaseApp = app_manager.RyuApp if NAME == "ryu" else app_manager.OSKenApp
 set_ev_cls = _handler.set_ev_cls
@@ -66,6 +65,7 @@ HUB = getattr(hub, "HUB_TYPE", "eventlet")
 OFP_HANDLER_APP = f"{PACKAGE}.controller.ofp_handler"
 
 
+@functools.cache
 def version() -> str:
     if NAME == "ryu":
         return importlib.import_module("ryu").version

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 
+from controller.framework_choice import PACKAGES
 from scenarios import exitcodes
 from scenarios.errors import EnvironmentProblem, InputError
 
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
             if name in VERBOSE_COMMANDS:
                 sub_parser.add_argument("-v", "--verbose", action="count", default=0,
                                         help="more detail on stderr (-vv: debug, libraries included)")
-                sub_parser.add_argument("--controller", choices=("ryu", "os-ken"),
+                sub_parser.add_argument("--controller", choices=tuple(PACKAGES),
                                         help="the controller's framework (default: $SHIFTBED_CONTROLLER, else Ryu "
                                              "where it runs, else os-ken)")
     args = parser.parse_args(argv)

@@ -125,6 +125,7 @@ class Scenario:
     policy_files: tuple[str, ...] = ()  # resolved paths, already loaded
     knobs: PolicyKnobs = PolicyKnobs()  # guard_ms, realign_s
     transport: str = TRANSPORTS[0]  # how the jobs' flows travel (apps.dltjob.TRANSPORTS)
+    transport_given: bool = False  # the file says which (else the default, which a machine may change)
     time_scale: float = 1.0  # K: the fabric runs K times slower (scenarios/timescale.py)
 
     def timings(self, quantum_ms: float | None = None) -> list[JobTiming]:
@@ -279,7 +280,7 @@ class _Checker:
         if transport not in TRANSPORTS:
             self.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, got {_short(transport)}")
         scenario = Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
-                            policy_files, self.knobs(doc, jobs), transport)
+                            policy_files, self.knobs(doc, jobs), transport, transport_given="transport" in doc)
         if doc.get("time_scale") is not None:
             scenario = with_time_scale(scenario, self.number(doc["time_scale"], "time_scale", minimum=1.0,
                                                              strict=False), f"{self.path}: time_scale")

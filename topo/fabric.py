@@ -205,8 +205,12 @@ class Fabric:
         if os.geteuid() != 0:
             raise FabricError("building a fabric needs root: run with sudo")
         started = time.monotonic()
-        self.ovs_version = ensure_ovs_running()
-        self._lock.acquire(self.run_id)
+        self._lock.acquire(self.run_id)  # first: no OVS started while another fabric or a Debian root runs
+        try:
+            self.ovs_version = ensure_ovs_running()
+        except BaseException:
+            self._lock.release()
+            raise
         try:
             self._clean_stale_runs()
             self._refuse_conflicts()

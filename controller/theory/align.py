@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from controller.theory.schedule import (
     DEFAULT_MAX_NODES,
     BeyondExactMethod,
@@ -100,17 +102,17 @@ def _grid(jobs, quantum_ms, share) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def _search(jobs, quantum_ms, periods, comms, share) -> tuple[tuple[int, ...], Schedule] | None:
     """The first candidate, cheapest first, whose padded jobs have a zero-overlap schedule."""
-    if _pairwise_separable(periods, comms):  # the identity first: no padding when none is needed
+    if _pairwise_separable(np.array([periods]), comms)[0]:  # the identity first: no padding when none is needed
         schedule = _verified(jobs, quantum_ms, periods, "auto", IDENTITY_MAX_NODES)
         if schedule is not None:
             return periods, schedule
     searches = 0
-    for padded, framed in _candidates(periods, comms, share):
+    for padded, framed, separable in _candidates(periods, comms, share):
         if padded == periods:
             continue
         if framed:  # a TDM frame: separable by construction, the search only finds the shifts
             schedule = _verified(jobs, quantum_ms, padded, "auto", DEFAULT_MAX_NODES)
-        elif searches < MAX_SEARCHES and _pairwise_separable(padded, comms):
+        elif searches < MAX_SEARCHES and separable:
             searches += 1
             schedule = _verified(jobs, quantum_ms, padded, "exact", CANDIDATE_MAX_NODES)
         else:
@@ -130,20 +132,46 @@ def _verified(jobs, quantum_ms, padded, method, max_nodes) -> Schedule | None:
     return schedule if schedule.feasible else None
 
 
-def _candidates(periods, comms, share) -> list[tuple[tuple[int, ...], bool]]:
-    """``(P, framed)`` with ``P_j = ceil(T_j / F) * F`` for every frame ``F``, within the share, cheapest first.
+def _candidates(periods, comms, share) -> list[tuple[tuple[int, ...], bool, bool]]:
+    """``(P, framed, separable)`` with ``P_j = ceil(T_j / F) * F`` for every frame ``F``, within the share, cheapest first.
 
-    ``framed``: some frame that yields ``P`` holds every burst (a TDM frame).
+    ``framed``: some frame that yields ``P`` holds every burst (a TDM frame); ``separable``: every pair of
+    ``P`` can be kept apart (:func:`_pairwise_separable`). Every frame at once as arrays,
+    ranked by the losses in floating point; candidates whose mean losses lie within rounding of each other
+    are then put in the exact order (:func:`_cost`).
     """
+    t = np.array(periods, np.int64)
     total_comm = sum(comms)
-    cost, framed = {}, {}
-    for frame in range(1, max(total_comm, max(periods)) + 1):
-        padded = tuple(-(-t // frame) * frame for t in periods)
-        if padded not in cost and _within(periods, padded, share):
-            cost[padded] = (*_losses(periods, padded), sum(padded) - sum(periods), padded)
-        if padded in cost:
-            framed[padded] = framed.get(padded, False) or frame >= total_comm
-    return [(padded, framed[padded]) for padded in sorted(cost, key=cost.__getitem__)]
+    frames = np.arange(1, max(total_comm, max(periods)) + 1, dtype=np.int64)
+    padded = -(-t[None, :] // frames[:, None]) * frames[:, None]
+    keep = np.all(padded - t <= share * t * (1 + 1e-12), axis=1)
+    padded, frames = padded[keep], frames[keep]
+    if not len(frames):
+        return []
+    order = np.lexsort(padded.T[::-1])  # the same padding next to each other
+    padded, frames = padded[order], frames[order]
+    first = np.ones(len(frames), np.bool_)
+    first[1:] = np.any(padded[1:] != padded[:-1], axis=1)
+    starts = np.flatnonzero(first)
+    framed = np.maximum.reduceat(frames >= total_comm, starts)
+    padded = padded[starts]
+    ratio = t / padded
+    ranked = np.lexsort((*padded.T[::-1], padded.sum(axis=1), -ratio.min(axis=1), -ratio.sum(axis=1)))
+    padded = padded[ranked]
+    rows = list(zip(map(tuple, padded.tolist()), framed[ranked].tolist(),
+                    _pairwise_separable(padded, comms).tolist(), strict=True))
+    mean = -ratio.sum(axis=1)[ranked]
+    tied = np.flatnonzero(np.diff(mean) <= 1e-9)  # rows k and k + 1 within rounding of each other
+    run_starts = tied[np.r_[True, np.diff(tied) > 1]] if len(tied) else tied
+    run_ends = tied[np.r_[np.diff(tied) > 1, True]] + 2 if len(tied) else tied
+    for a, b in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
+        rows[a:b] = sorted(rows[a:b], key=lambda row: _cost(periods, row[0]))
+    return rows
+
+
+def _cost(periods, padded) -> tuple:
+    """A candidate's rank, exactly: mean loss, largest loss, total padding, then the periods themselves."""
+    return (*_losses(periods, padded), sum(padded) - sum(periods), padded)
 
 
 def _losses(periods, padded) -> tuple[Fraction, Fraction]:
@@ -152,14 +180,15 @@ def _losses(periods, padded) -> tuple[Fraction, Fraction]:
     return sum(losses, Fraction(0)) / len(losses), max(losses)
 
 
-def _within(periods, padded, share) -> bool:
-    return all(p - t <= share * t * (1 + 1e-12) for t, p in zip(periods, padded, strict=True))
-
-
-def _pairwise_separable(periods, comms) -> bool:
-    """Every pair can be kept apart: necessary for a zero-overlap schedule (sufficient for two jobs)."""
-    n = len(periods)
-    return all(comms[i] + comms[j] <= math.gcd(periods[i], periods[j]) for i in range(n) for j in range(i + 1, n))
+def _pairwise_separable(periods: np.ndarray, comms) -> np.ndarray:
+    """Of each row of periods (quanta): every pair can be kept apart, ``c_i + c_j <= gcd(P_i, P_j)``;
+    necessary for a zero-overlap schedule (sufficient for two jobs)."""
+    n = periods.shape[1]
+    out = np.ones(len(periods), np.bool_)
+    for i in range(n):
+        for j in range(i + 1, n):
+            out &= comms[i] + comms[j] <= np.gcd(periods[:, i], periods[:, j])
+    return out
 
 
 def _refusal(jobs, quantum_ms, periods, comms, share) -> str:

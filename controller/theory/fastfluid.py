@@ -62,11 +62,12 @@ def _last_start(shift, period, t):
     return shift + math.floor((t - shift) / period + EPS_MS) * period
 
 
-@numba.njit(cache=True)
-def _shares(sending, count, sharing, headroom, rank, sent, remaining, share):
-    """Each sending burst's speed relative to alone, as ``policies.link_shares`` computes it."""
+@numba.njit(cache=True, inline="always")
+def _shares(sending, count, sharing, headroom, rank, sent, remaining, share, weight, key, order):
+    """Each sending burst's speed relative to alone, as ``policies.link_shares`` computes it (``rank`` as
+    floats; ``weight``, ``key`` and ``order``: scratch, one entry per job, so that no event allocates)."""
     if sharing == 1:  # strict priority, in rank order
-        order = _sorted(sending, count, rank.astype(np.float64))
+        _sorted(sending, count, rank, order)
         left = 1.0
         for m in range(count):
             i = order[m]
@@ -76,15 +77,13 @@ def _shares(sending, count, sharing, headroom, rank, sent, remaining, share):
         return
     if sharing >= 2 and count >= 2:  # weights that grow with the share of the burst sent
         gain = _GAIN[sharing]
-        weight = np.empty(len(headroom))
-        key = np.empty(len(headroom))
         total = 0.0
         for m in range(count):
             i = sending[m]
             weight[i] = 1.0 + gain * sent[i] / max(sent[i] + remaining[i], 1e-9)
             key[i] = 1.0 / (headroom[i] * weight[i])
             total += weight[i]
-        order = _sorted(sending, count, key)
+        _sorted(sending, count, key, order)
         left = 1.0
         for m in range(count):
             i = order[m]
@@ -99,10 +98,11 @@ def _shares(sending, count, sharing, headroom, rank, sent, remaining, share):
         share[i] = min(1.0, headroom[i] / count)
 
 
-@numba.njit(cache=True)
-def _sorted(items, count, key):
-    """``items[:count]`` stably sorted by ``key[item]`` (Python's ``sorted``)."""
-    out = items[:count].copy()
+@numba.njit(cache=True, inline="always")
+def _sorted(items, count, key, out):
+    """``out[:count]``: ``items[:count]`` stably sorted by ``key[item]`` (Python's ``sorted``)."""
+    for a in range(count):
+        out[a] = items[a]
     for a in range(1, count):
         x = out[a]
         b = a - 1
@@ -110,7 +110,6 @@ def _sorted(items, count, key):
             out[b + 1] = out[b]
             b -= 1
         out[b + 1] = x
-    return out
 
 
 @numba.njit(cache=True)
@@ -131,6 +130,7 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
     next_realign = np.full(n, realign_ms if windows == REALIGNED else math.inf)
     next_t = offset.copy()
     sending = np.zeros(n, np.int64)
+    rank_f, weight, key, order = rank.astype(np.float64), np.empty(n), np.empty(n), np.zeros(n, np.int64)
     ends = _no_ends(n)
     span0, span1, give_up, target, max_events = _limits(period, horizon_ms, warmup_ms, iterations, warmup,
                                                         sharing, step_ms)
@@ -150,7 +150,7 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
                 i = sending[m]
                 share[i] = min(1.0, headroom[i] / count)
         else:
-            _shares(sending, count, sharing, headroom, rank, sent, remaining, share)
+            _shares(sending, count, sharing, headroom, rank_f, sent, remaining, share, weight, key, order)
         t_next = next_t[0]
         for i in range(1, n):
             if next_t[i] < t_next:
@@ -443,13 +443,14 @@ class Batch:
         self._means = simulate_many(*arrays, self.iterations or 0, 2, float(fluid.WARMUP_ITERATIONS),
                                     fluid.MLTCP_STEP_MS)
         self.seconds = time.process_time() - started
+        self._rows, self._stuck = self._means.tolist(), np.isnan(self._means).any(axis=1).tolist()
 
     def throughput(self, handle: tuple[int, int]) -> float:
         """The normalised throughput (mean over jobs of solo period / mean iteration time) of a slot;
         ``fluid.Unsimulated`` where the compiled loop made no progress on it."""
         solo, slot = handle
-        means = self._means[slot]
-        if np.isnan(means).any():
+        means = self._rows[slot]
+        if self._stuck[slot]:
             raise fluid.Unsimulated(self._policies[slot], "fluid model made no progress (window or time values "
                                                           "out of range)")
         total = 0.0

@@ -32,6 +32,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from fractions import Fraction
+from functools import cache
 
 import numpy as np
 
@@ -141,8 +142,14 @@ def harmonic_jobs(periods_ms: Sequence[float]) -> list[bool]:
 def harmonic_count(n_jobs: int, share: float, sample: int) -> int:
     """How many of the ``n_jobs`` of combination ``sample`` are harmonic: ``floor`` or ``ceil`` of
     ``share × n_jobs``, spread over the samples so that samples 0..K-1 hold ``floor(K × share × n)``."""
-    x = Fraction(share).limit_denominator(10_000) * n_jobs
+    x = _harmonic_rate(share) * n_jobs
     return math.floor((sample + 1) * x) - math.floor(sample * x)
+
+
+@cache
+def _harmonic_rate(share: float) -> Fraction:
+    """``share`` as the fraction :func:`harmonic_count` spreads (a map point asks for it every sample)."""
+    return Fraction(share).limit_denominator(10_000)
 
 
 def sample_mixed(rng: np.random.Generator, n_jobs: int, harmonic: int, period_range: tuple[int, int],

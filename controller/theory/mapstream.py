@@ -1,11 +1,13 @@
 """The map at scale (``shiftbed map``): chunks of combinations evaluated by the compiled fluid model and
 counted into one :class:`MapCell` per point, so memory does not grow with samples.
 
-A chunk is ``samples [start, stop)`` of one point (``controller/theory/chunks.py``). The combinations and
-their evaluation are those of ``controller/theory/mapping.py`` (its
-:func:`~controller.theory.mapping.evaluate_point` is the reference); where every policy of the map is one
-the compiled model reproduces (``fastfluid.supports``) a chunk runs all its simulations in one compiled
-batch, else each combination goes through the reference.
+A chunk is ``samples [start, stop)`` of the points that draw the same jobs (``controller/theory/chunks.py``):
+the quantum, error and re-alignment panels around a point share its draws, so a chunk draws each sample
+once, and a simulation two of its points share (``none`` everywhere, ``mltcp`` and ``priority`` wherever the
+schedule does not change them) runs once. The combinations and their evaluation are those of
+``controller/theory/mapping.py`` (its :func:`~controller.theory.mapping.evaluate_point` is the reference);
+where every policy of the map is one the compiled model reproduces (``fastfluid.supports``) a chunk runs
+all its simulations in one compiled batch, else each combination goes through the reference.
 """
 
 from __future__ import annotations
@@ -74,53 +76,66 @@ class MapCell:
                         for k in dict.fromkeys([*self.unsimulated, *other.unsimulated])})
 
 
-def map_chunk(task: tuple) -> MapCell:
-    """``(settings, point, start, stop)``: the cell of samples ``[start, stop)`` at ``point``."""
-    settings, point, start, stop = task
+def map_chunk(task: tuple) -> dict[MapPoint, MapCell]:
+    """``(settings, points, start, stop)``: the cell of samples ``[start, stop)`` at each of ``points``
+    (points that draw the same jobs, :func:`draws_alike`)."""
+    settings, points, start, stop = task
     load_from_environment()
     threshold = settings.get("threshold", HELPS_THRESHOLD)
     policies = tuple(settings["policies"])
     fast = all(fastfluid.supports(p) for p in ("none", "random", *policies))
-    cell = MapCell()
-    for result in (_fast if fast else _reference)(settings, point, range(start, stop), policies):
-        cell.add(result, threshold)
-    return cell
+    cells = {point: MapCell() for point in points}
+    for point, result in (_fast if fast else _reference)(settings, points, range(start, stop), policies):
+        cells[point].add(result, threshold)
+    return cells
 
 
-def _combination(settings: dict, point: MapPoint, sample: int):
-    """(true jobs, the scheduler's view, the sham's seed) of one combination (as ``mapping._task``)."""
-    seed = settings["seed"]
-    raw = sample_point(seed, point, sample, settings["period_range"], settings["zoo_link_mbps"])
-    view = scheduler_view(raw, point.error, error_normals(seed, point.n_jobs, sample))
-    return raw, view, f"{seed}/{point.n_jobs}/{sample}/{point.quantum_ms:g}"
+def draws_alike(point: MapPoint) -> tuple:
+    """What a point's jobs are drawn from (``mapping.sample_point``): points alike here draw the same jobs
+    and the same measurement errors' normals; quantum, error and re-alignment do not enter."""
+    return point.n_jobs, point.comm, point.mix, point.workload
 
 
-def _reference(settings, point, samples, policies):
-    knobs = PolicyKnobs(realign_s=point.realign_s)
+def _combinations(settings: dict, points: tuple[MapPoint, ...], sample: int):
+    """(point, true jobs, the scheduler's view, the sham's seed) of one sample at each of ``points`` (as
+    ``mapping._task``), the jobs drawn once."""
+    seed, first = settings["seed"], points[0]
+    raw = sample_point(seed, first, sample, settings["period_range"], settings["zoo_link_mbps"])
+    normals = (error_normals(seed, first.n_jobs, sample) if any(p.error for p in points)
+               else [0.0] * first.n_jobs)  # 0 × z is 0
+    for point in points:
+        yield point, raw, scheduler_view(raw, point.error, normals), f"{seed}/{point.n_jobs}/{sample}/{point.quantum_ms:g}"
+
+
+def _reference(settings, points, samples, policies):
     for sample in samples:
-        raw, view, sham_seed = _combination(settings, point, sample)
-        yield evaluate_point(raw, view, point.quantum_ms, policies, knobs, sham_seed)
+        for point, raw, view, sham_seed in _combinations(settings, points, sample):
+            yield point, evaluate_point(raw, view, point.quantum_ms, policies, PolicyKnobs(realign_s=point.realign_s),
+                                        sham_seed)
 
 
-def _fast(settings, point, samples, policies):
-    """Every simulation of the chunk in one compiled batch, then the results."""
-    knobs, q = PolicyKnobs(realign_s=point.realign_s), point.quantum_ms
+def _fast(settings, points, samples, policies):
+    """Every simulation of the chunk in one compiled batch (identical ones once), then the results."""
     batch = fastfluid.Batch()
     pending = []
     for sample in samples:
-        raw, view, sham_seed = _combination(settings, point, sample)
-        grid, jobs, cache, slots = on_grid(list(view), q), true_jobs(list(raw)), {}, {}
-        horizon_ms = fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)
-        for arm, policy, seed in point_arms(policies, sham_seed):
-            try:
-                slots[arm] = batch.add(policy, grid, jobs, q, knobs, cache, seed, horizon_ms=horizon_ms)
-            except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
-                slots[arm] = None
-        pending.append((raw, cache[tuple(grid)], slots))
+        jobs = horizon_ms = None
+        for point, raw, view, sham_seed in _combinations(settings, points, sample):
+            if jobs is None:  # the true jobs are the sample's at every point
+                jobs = true_jobs(list(raw))
+                horizon_ms = fluid.default_horizon_ms(jobs, MAX_HORIZON_ITERATIONS)
+            q, knobs = point.quantum_ms, PolicyKnobs(realign_s=point.realign_s)
+            grid, cache, slots = on_grid(list(view), q), {}, {}
+            for arm, policy, seed in point_arms(policies, sham_seed):
+                try:
+                    slots[arm] = batch.add(policy, grid, jobs, q, knobs, cache, seed, horizon_ms=horizon_ms)
+                except ValueError:  # the policy cannot schedule these jobs (align beyond its padding limit)
+                    slots[arm] = None
+            pending.append((point, raw, cache[tuple(grid)], slots))
     batch.run()
-    for raw, schedule, slots in pending:
+    for point, raw, schedule, slots in pending:
         thr, unsimulated = batch_throughputs(batch, slots)
-        yield combine_point(thr, schedule, raw, policies, unsimulated)
+        yield point, combine_point(thr, schedule, raw, policies, unsimulated)
 
 
 def run_map_cells(settings: dict, workers: int = 1, progress: bool = False,
@@ -129,12 +144,17 @@ def run_map_cells(settings: dict, workers: int = 1, progress: bool = False,
     each, counted into one cell per point (not depending on ``workers``, nor on ``chunk_samples`` but for the
     means' rounding; the same on the dask cluster at ``scheduler_address``)."""
     points = list(dict.fromkeys(p for _, _, p in panel_points(settings["panels"], settings["default"])))
-    tasks = [(settings, p, a, b) for p in points for a, b in sample_ranges(settings["samples"], chunk_samples)]
+    groups: dict[tuple, list[MapPoint]] = {}
+    for p in points:
+        groups.setdefault(draws_alike(p), []).append(p)
+    # the groups interleaved, so that the costly ones (the zoo's, four jobs') do not all come last
+    tasks = [(settings, tuple(group), a, b) for a, b in sample_ranges(settings["samples"], chunk_samples)
+             for group in groups.values()]
     out = {p: MapCell() for p in points}
-    for (_, point, _, _), cell in zip(tasks, run_chunks(map_chunk, tasks, workers, "map", progress,
-                                                        [b - a for _, _, a, b in tasks], scheduler_address),
-                                        strict=True):
-        out[point] = out[point].merge(cell)
+    for cells in run_chunks(map_chunk, tasks, workers, "map", progress,
+                            [(b - a) * len(group) for _, group, a, b in tasks], scheduler_address):
+        for point, cell in cells.items():
+            out[point] = out[point].merge(cell)
     return out
 
 

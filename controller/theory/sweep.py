@@ -50,7 +50,7 @@ import numpy as np
 from controller.theory import fluid, zoo
 from controller.theory.chunks import run_chunks
 from controller.theory.policies import PolicyKnobs, load_from_environment
-from controller.theory.schedule import JobTiming
+from controller.theory.schedule import JobTiming, comm_quanta, period_quanta
 from controller.theory.tally import mean_ci95, wilson_interval  # noqa: F401  (the sweep's API)
 
 HELPS_THRESHOLD = 0.01
@@ -117,10 +117,14 @@ def sample_raw(seed: int, n_jobs: int, sample: int, period_range: tuple[int, int
 
 
 def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming]:
-    """The sampling model's rounding: period to nearest, comm up, comm below the period."""
-    t, c = grid_quanta(np.array([[p for p, _ in raw]]), np.array([[f for _, f in raw]]), quantum_ms)
-    return [JobTiming(f"j{i}", int(ti) * quantum_ms, int(ci) * quantum_ms)
-            for i, (ti, ci) in enumerate(zip(t[0], c[0], strict=True))]
+    """The sampling model's rounding: period to nearest, comm up, comm below the period (one combination:
+    :func:`grid_quanta`'s rounding by the scalar functions, without building arrays)."""
+    out = []
+    for i, (period_ms, frac) in enumerate(raw):
+        t = max(2, period_quanta(period_ms, quantum_ms))  # room for a gap
+        c = min(comm_quanta(frac * t * quantum_ms, quantum_ms), t - 1)
+        out.append(JobTiming(f"j{i}", t * quantum_ms, c * quantum_ms))
+    return out
 
 
 def grid_quanta(periods_ms: np.ndarray, fracs: np.ndarray, quantum_ms: float) -> tuple[np.ndarray, np.ndarray]:

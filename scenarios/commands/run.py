@@ -16,6 +16,8 @@ import math
 import os
 import signal
 import sys
+import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -148,6 +150,31 @@ def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
     policy_schedules(scenario, policies)
 
 
+def burst_transport_here(scenario, scenario_text: str, version: tuple[int, int] | None = None):
+    """The scenario as this machine can run it, and its text as the results folder keeps it.
+
+    An iperf3 from 3.16 on ends each test at its next report tick (``apps.iperf``), so a fresh
+    test per burst cannot keep a job's time: a scenario that leaves the transport to the default
+    runs over standing connections, said in one line and written into the kept ``scenario.yaml``
+    (so ``report --repredict`` models what ran); one that asks for ``transport: iperf3`` is refused.
+    """
+    from apps import iperf
+
+    version = version or iperf.installed_version()
+    if scenario.transport != "iperf3" or version is None or version < iperf.ENDS_AT_REPORT_TICK_FROM:
+        return scenario, scenario_text
+    tick = (f"this machine's iperf3 {version[0]}.{version[1]} ends each test at its next report tick "
+            "(~1 s a burst)")
+    if scenario.transport_given:
+        raise InputError(f"{scenario.path}: transport: iperf3: {tick}, so no burst could keep its time; "
+                         "use transport: persistent (standing connections)")
+    print(f"shiftbed run: {tick}: the jobs' flows use standing connections (transport: persistent)",
+          file=sys.stderr)
+    kept = scenario_text.rstrip("\n") + (f"\n# shiftbed run: {tick}, so the default transport was\n"
+                                         "transport: persistent\n")
+    return replace(scenario, transport="persistent"), kept
+
+
 def checked_inputs(args):
     """The scenario as asked for (in its own units, at its time scale), its policies and seconds per
     policy; InputError (exit 2) on anything wrong, before anything is built."""
@@ -175,9 +202,10 @@ def run(args, display=None) -> int:
     from scenarios.timescale import on_wire
 
     scenario, policies, duration_s = checked_inputs(args)
-    wire, wire_duration_s = on_wire(scenario), duration_s * scenario.time_scale  # what the fabric runs
     if os.geteuid() != 0:
         raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed run ...`")
+    scenario, scenario_text = burst_transport_here(scenario, Path(args.scenario).read_text())
+    wire, wire_duration_s = on_wire(scenario), duration_s * scenario.time_scale  # what the fabric runs
     check_free_space(args.out, wire, len(policies), wire_duration_s)
     preflight()
 
@@ -192,7 +220,7 @@ def run(args, display=None) -> int:
     own_display = display is None
     if own_display:
         display = run_display([(scenario, policies)], duration_s)
-    experiment = Experiment(wire, Path(args.scenario).read_text(), options, display=display)
+    experiment = Experiment(wire, scenario_text, options, display=display)
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with display.showing():
@@ -340,6 +368,9 @@ def _json_view(summary: SummaryRecord, results_dir: Path, changes: dict[str, Pol
             "gaps": whole["gaps"]}
 
 
+TABLE_NOTE_CHARS = 100  # the verdict's line under the table, wrapped
+
+
 def _state_note(job: JobSummary) -> str:
     """A free-running job's two predicted states and how much of the run it spent apart."""
     if job.apart_share is None:
@@ -371,7 +402,8 @@ def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, P
                     + ("  knife edge (model {:.0f}-{:.0f} ms)".format(*j.predicted_range_ms)
                        if j.knife_edge else "") + _state_note(j))
             print(line.rstrip())
-    print(f"policies: {headline(changes)}")
+    # wrapped: in a log (the demo's --json sends the tables to stderr) every line stays short
+    print(textwrap.fill(f"policies: {headline(changes)}", width=TABLE_NOTE_CHARS, subsequent_indent="  "))
     if not summary.fidelity_ok:
         print(f"FIDELITY LOST: {summary.fidelity.advice}")
     print(f"report: {results_dir / 'report.md'}")

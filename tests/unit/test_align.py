@@ -1,13 +1,15 @@
 """The align decision: padded periods admit a zero-overlap schedule at the least mean loss."""
 
+import itertools
 import math
+import random
 from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.theory.align import Alignment, align_periods
+from controller.theory.align import Alignment, _candidates, align_periods
 from controller.theory.schedule import JobTiming, compute_schedule, separable, to_quanta
 
 
@@ -161,3 +163,30 @@ def test_two_jobs_match_brute_force_or_are_refused_alike(inst, share):
     check_padding(jobs, result, quantum_ms)
     assert result.mean_loss == pytest.approx(float(best[0]))
     assert sum(result.padding_ms.values()) == pytest.approx(best[2] * quantum_ms)
+
+
+def candidates_by_definition(periods, comms, share):
+    """Every frame's padding within the share, ranked by exact (mean loss, largest loss, padding, periods)."""
+    total_comm, cost, framed = sum(comms), {}, {}
+    for frame in range(1, max(total_comm, max(periods)) + 1):
+        padded = tuple(-(-t // frame) * frame for t in periods)
+        if all(p - t <= share * t * (1 + 1e-12) for t, p in zip(periods, padded, strict=True)):
+            losses = [1 - Fraction(t, p) for t, p in zip(periods, padded, strict=True)]
+            cost[padded] = (sum(losses) / len(losses), max(losses), sum(padded) - sum(periods), padded)
+            framed[padded] = framed.get(padded, False) or frame >= total_comm
+    return [(padded, framed[padded], all(c1 + c2 <= math.gcd(p1, p2) for (p1, c1), (p2, c2)
+                                        in itertools.combinations(zip(padded, comms, strict=True), 2)))
+            for padded in sorted(cost, key=cost.__getitem__)]
+
+
+def test_the_candidates_come_in_their_exact_order():
+    """The arrays' ranking (floating point, exact within rounding) is the exact one, ties included."""
+    rng = random.Random(5)
+    cases = [((6, 6), (1, 1), 1.0), ((4, 6, 12), (1, 1, 1), math.inf), ((10, 15), (3, 4), 0.0)]
+    for _ in range(400):
+        n = rng.choice((2, 2, 3, 4))
+        periods = tuple(rng.randrange(2, rng.choice((20, 200, 1000))) for _ in range(n))
+        comms = tuple(rng.randrange(1, max(2, t // 2)) for t in periods)
+        cases.append((periods, comms, rng.choice((0.1, 0.5, 1.0, math.inf))))
+    for periods, comms, share in cases:
+        assert list(_candidates(periods, comms, share)) == candidates_by_definition(periods, comms, share)

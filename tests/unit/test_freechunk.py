@@ -91,6 +91,8 @@ def test_grids_rounded_at_once_are_the_schedules_rounding():
             raw = [(rng.choice([1, 5, 10, 50]) * rng.randint(1, 30), rng.choice([0.1, 0.25, 0.5, 1 / 3]))
                    for _ in raw]
         q = rng.choice([0.1, 1.0, 2.5, 3.0, 10.0, 50.0])
-        for job, (p, f) in zip(sweep.on_grid(raw, q), raw, strict=True):
+        t_all, c_all = sweep.grid_quanta(np.array([[p for p, _ in raw]]), np.array([[f for _, f in raw]]), q)
+        for job, (p, f), ta, ca in zip(sweep.on_grid(raw, q), raw, t_all[0], c_all[0], strict=True):
             t = max(2, period_quanta(p, q))
             assert (job.period_ms, job.comm_ms) == (t * q, min(comm_quanta(f * t * q, q), t - 1) * q), (raw, q)
+            assert (job.period_ms, job.comm_ms) == (int(ta) * q, int(ca) * q), (raw, q)

@@ -41,12 +41,15 @@ def test_the_table_gives_each_policys_interval_and_verdict_and_ends_with_in_shor
     _print(SummaryRecord(fidelity_ok=True, policies=policies))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[-4:] == ["95", "%", "interval", "verdict"]
-    rows = {tuple(line.split()[:2]): line for line in lines[1:-2]}
+    verdict_at = next(i for i, line in enumerate(lines) if line.startswith("policies: "))
+    rows = {tuple(line.split()[:2]): line for line in lines[1:verdict_at]}
     assert rows[("shift", "alpha")].endswith("+0.1%    [-1.6, +1.9] neutral")
     assert rows[("gate", "beta")].endswith("-41.2%  [-43.7, -38.7] hurts")
     assert rows[("none", "beta")].endswith("+0.0%             n/a -")
-    assert lines[-2].startswith("policies: no policy beat `none` beyond the noise (`gate` hurt); the largest "
-                                "change was `shift`, +0.1 % [-1.6, +1.9]")
+    said = " ".join(line.strip() for line in lines[verdict_at:-1])  # the verdict, wrapped; then the report's path
+    assert said.startswith("policies: no policy beat `none` beyond the noise (`gate` hurt); the largest "
+                           "change was `shift`, +0.1 % [-1.6, +1.9]")
+    assert max(len(line) for line in lines[verdict_at:]) <= 100  # short lines in a log too
 
 
 def test_json_is_one_object_with_the_summarys_verdicts_and_numbers(tmp_path):

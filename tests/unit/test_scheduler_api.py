@@ -104,6 +104,19 @@ def test_json_nested_past_the_recursion_limit_is_400(raw):
     assert info.value.status == 400 and info.value.message == "body: not valid JSON (nested too deep)"
 
 
+def test_the_nesting_limit_is_shiftbeds_the_same_on_every_python():
+    """Python 3.13's parser takes 5000 levels that 3.11's refused: the limit is MAX_JSON_DEPTH on both."""
+    from controller.scheduler import MAX_JSON_DEPTH, json_depth
+
+    def nested(depth):
+        return b'{"a": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+    assert json_depth(parse_body(nested(MAX_JSON_DEPTH))) == MAX_JSON_DEPTH
+    with pytest.raises(ApiError) as info:
+        parse_body(nested(MAX_JSON_DEPTH + 1))
+    assert info.value.status == 400 and info.value.message == "body: not valid JSON (nested too deep)"
+
+
 HUGE = 10**400  # beyond any float: float(HUGE) raises OverflowError
 
 

@@ -3,6 +3,7 @@ the chunking and the number of processes."""
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -91,6 +92,20 @@ def test_tallies_merge_in_any_grouping_into_the_tally_of_all():
         assert stats["mean_gain"] == pytest.approx(mean, abs=1e-12)
         assert stats["mean_gain_ci95"] == pytest.approx([low, high], abs=1e-12)
     assert whole.two_sided() == sweep.two_sided(finite, 0.01)
+
+
+def test_points_that_draw_alike_give_in_one_chunk_the_cells_each_gives_alone():
+    """A chunk of several points (shared draws, shared simulations run once) counts each point exactly as a
+    chunk of that point alone: the same simulations, so the same tallies bit for bit."""
+    s = {**mapping.default_settings(samples=12), "policies": mapping.MAP_POLICIES}
+    base = mapping.DEFAULT_POINT
+    points = tuple(replace(base, **kw) for kw in ({}, {"quantum_ms": 50.0}, {"error": 0.02}, {"realign_s": 2.0}))
+    assert len({mapstream.draws_alike(p) for p in points}) == 1
+    assert mapstream.draws_alike(replace(base, comm="light")) != mapstream.draws_alike(base)
+    together = mapstream.map_chunk((s, points, 3, 12))
+    for p in points:
+        assert together[p] == mapstream.map_chunk((s, (p,), 3, 12))[p]
+        assert together[p].combinations == 9
 
 
 def test_streamed_map_gives_the_reference_cells():

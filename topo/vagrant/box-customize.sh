@@ -33,11 +33,9 @@ rm -f "$ROOT"/etc/ssh/ssh_host_*
 mkdir -p "$ROOT/etc/systemd/system/ssh.service.d"
 printf '[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n' > "$ROOT/etc/systemd/system/ssh.service.d/hostkeys.conf"
 
-# Trust what the host trusts (an intercepting proxy's CA, for one).
-if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
-    cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
-    chroot "$ROOT" update-ca-certificates >/dev/null
-fi
+die() { echo "make box: $*" >&2; exit 1; }
+. "$(dirname "$0")/../debianroot.sh"
+trust_host_cas "$ROOT"
 
 # A root console on the serial port, for `virsh console` when ssh is not up.
 chroot "$ROOT" systemctl enable serial-getty@ttyS0.service >/dev/null 2>&1 || true

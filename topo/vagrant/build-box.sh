@@ -4,8 +4,8 @@
 # Debian 12 is bootstrapped with mmdebstrap from the apt sources this machine already uses
 # (no box catalogue, no image download), onto a disk image booted by extlinux, and added to
 # Vagrant as shiftbed/debian12. The box is cached in $SHIFTBED_BOX_CACHE (default
-# /var/cache/shiftbed/box) under the hash of its recipe (this script, its customize hook and the
-# package list),
+# /var/cache/shiftbed/box) under the hash of its recipe (this script, its customize hook, the shell
+# functions it shares with topo/debian13/build-root.sh and the package list),
 # so a second build with the same recipe only checks the cache. An interrupted build leaves
 # its work folder behind; the next build deletes it and starts clean.
 #
@@ -25,21 +25,18 @@ BASE_PACKAGES="systemd-sysv udev linux-image-cloud-amd64 initramfs-tools ifupdow
 
 say() { echo "make box: $*" >&2; }
 die() { say "$*"; exit 1; }
+. "$HERE/../debianroot.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, a loop device and Vagrant's libvirt connection); run: sudo make box"
 mkdir -p "$CACHE"
 if ! ls "$CACHE"/shiftbed-debian12-*.box >/dev/null 2>&1; then
-    avail_gb=$(df -P --block-size=1G "$CACHE" | awk 'NR==2 {print $4}')
-    [ "$avail_gb" -ge "$NEED_FREE_GB" ] || die "not enough disk for the box: ${avail_gb} GB free in $CACHE, ${NEED_FREE_GB} GB needed (set SHIFTBED_BOX_CACHE to a larger disk)"
+    need_free_gb "$CACHE" "$NEED_FREE_GB" "the box" SHIFTBED_BOX_CACHE
 fi
 for tool in mmdebstrap losetup sfdisk mkfs.ext4 extlinux qemu-img vagrant; do
     command -v "$tool" >/dev/null || die "missing $tool (make box installs it: run it through make)"
 done
 
-recipe_hash() {
-    { cat "$0" "$HERE/box-customize.sh"; echo "$PROJECT_PACKAGES $BASE_PACKAGES"; } | sha256sum | cut -c1-12
-}
-HASH=$(recipe_hash)
+HASH=$(echo "$PROJECT_PACKAGES $BASE_PACKAGES" | recipe_hash "$0" "$HERE/box-customize.sh" "$HERE/../debianroot.sh")
 BOX_FILE="$CACHE/shiftbed-debian12-$HASH.box"
 STAMP="$CACHE/added-$HASH"            # the box in Vagrant is this recipe's
 
