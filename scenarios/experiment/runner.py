@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from controller.gate import FLOOR_BURST_MS
 from controller.limits import search_nodes
 from controller.scheduler_client import SchedulerClient
 from controller.theory.policies import get_policy, policy_schedule
@@ -98,6 +99,14 @@ def run_schedule(scenario, policy: str = "none"):
     weights = meeting_weights(scenario, fabric_wiring(fabric_params(scenario)))
     return policy_schedule(get_policy(policy), timings, scenario.quantum_ms, scenario.knobs,
                            max_nodes=search_nodes(periods), pair_weights=weights)
+
+
+def gate_floor_options(link_mbps: float, time_scale: float) -> dict:
+    """The floor a gated job keeps outside its windows on a link of ``link_mbps`` (the wire's):
+    :data:`GATE_FLOOR_SHARE` of it, its meter's bucket :data:`FLOOR_BURST_MS` times the time scale
+    long, so the bucket holds the same bytes at any K (less than one jumbo segment at K = 4 else)."""
+    return {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * link_mbps * 1000),
+            "floor_burst_ms": FLOOR_BURST_MS * time_scale}
 
 
 def guard_option_ms(scenario, policy: str) -> float:
@@ -256,7 +265,7 @@ class Experiment:
         pol = get_policy(policy)
         enforced = pol.enforces_windows
         if enforced:  # a floor, not a wall: a burst's closing handshake after its window still passes
-            options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000),
+            options = {**gate_floor_options(self.link_mbps, self.scenario.time_scale),
                        "guard_ms": guard_option_ms(self.scenario, policy)}
         for attempt in range(1, MEASURE_ATTEMPTS + 1):  # a run the host disturbed is kept, and run again
             doc = scheduler.set_policy(policy, start_in_s=START_IN_S, seed=self.options.seed,

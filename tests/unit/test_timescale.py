@@ -1,6 +1,7 @@
 """The time-scale factor K (scenarios/timescale.py): the scenario the fabric runs, and its figures turned back."""
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -10,9 +11,12 @@ import pandas as pd
 import pytest
 from results_example import EPOCHS_S, MEASURED_MS, summary_json, write_example
 
+from apps.dltjob import burst_bytes
+from controller.gate import DataFlow, GateWindow, MeterMod, WindowGate
 from scenarios import spec
 from scenarios.commands.run import _print_table
 from scenarios.errors import InputError
+from scenarios.experiment.runner import gate_floor_options
 from scenarios.experiment.summary import summary_in_scenario_units
 from scenarios.results import load_results
 from scenarios.summary_record import SummaryRecord
@@ -23,6 +27,7 @@ from scenarios.timescale import (
     scaled,
     tables_in_scenario_units,
 )
+from topo.leafspine import JUMBO_MTU, FabricIntf
 from topo.wiring import DEFAULT_QUEUE_MS, KERNEL_TCP_RTO_MIN_MS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,6 +65,61 @@ def test_a_burst_and_a_queue_hold_the_same_bytes_on_the_wire():
             assert b.comm_ms * wire.fabric.host_link_mbps == pytest.approx(a.comm_ms * written.fabric.host_link_mbps)
         queue_bits = (written.fabric.queue_ms or DEFAULT_QUEUE_MS) * written.fabric.fabric_link_mbps
         assert wire.fabric.queue_ms * wire.fabric.fabric_link_mbps == pytest.approx(queue_bits)
+
+
+def link_mbps(wire: spec.Scenario) -> float:
+    """The rate the run gives each job's flows (``runner.Experiment``): the slower of the two links."""
+    return min(wire.fabric.host_link_mbps, wire.fabric.fabric_link_mbps)
+
+
+def test_a_bursts_bytes_are_the_same_at_k_1_and_k_4():
+    for fill in (1.0, 0.8):
+        moved = {k: [burst_bytes(j.comm_ms, link_mbps(on_wire(pair(k))), fill) for j in on_wire(pair(k)).jobs]
+                 for k in (1, 4)}
+        assert moved[1] == moved[4] and moved[1][0] == int(40e6 / 8 * 0.1 * fill)
+
+
+def gate_meters(k: float) -> list[MeterMod]:
+    """Every meter message of a gated job over one period of the pair run at ``k``, the floor as the run asks."""
+    wire = on_wire(pair(k))
+    alpha = wire.jobs[0]
+    gate = WindowGate({"alpha": GateWindow(alpha.period_ms, 0.0, alpha.comm_ms)},
+                      {"alpha": [DataFlow(0x101, "10.0.0.1", "10.0.0.3", 5701)]}, 0.0,
+                      **gate_floor_options(link_mbps(wire), wire.time_scale))
+    edges = gate.edges(0.0, 1.5 * alpha.period_ms / 1000)
+    return [m for m in gate.setup() + [m for e in edges for m in e.mods] if isinstance(m, MeterMod)]
+
+
+def test_the_gates_meters_hold_the_same_bytes_at_k_1_and_k_4():
+    one, four = gate_meters(1), gate_meters(4)
+    assert [m.burst_kbit for m in one] == [m.burst_kbit for m in four]
+    floor = {m.rate_kbps: m.burst_kbit for m in one if m.command == "add"}
+    assert floor == {800: 200}  # 2 % of 40 Mbit/s, a quarter of a second's bucket
+    floor_four = [m for m in four if m.command == "add"]
+    assert [(m.rate_kbps, m.burst_kbit) for m in floor_four] == [(200, 200)]  # a quarter of the rate, as many bits
+    assert floor_four[0].burst_kbit * 1000 / 8 > JUMBO_MTU  # a full segment fits the bucket
+
+
+def port_byte_sizes(bw_mbps: float, queue_ms: float, on_host: bool) -> tuple[list[str], list[float]]:
+    """A fabric port's tc commands: every size in bytes (limits, bursts, quanta) and every rate in Mbit/s."""
+    intf = FabricIntf.__new__(FabricIntf)  # no interface is touched
+    intf.mtu, intf.queue_ms, intf.node = JUMBO_MTU, queue_ms, object() if on_host else None
+    text = " ".join(intf.bwCmds(bw=bw_mbps)[0])
+    sizes = re.findall(r"\b(?:limit|burst|cburst|quantum) (\S+)", text)
+    rates = [float(r) for r in re.findall(r"\b(?:rate|ceil) ([0-9.e+-]+)Mbit", text)]
+    return sizes, rates
+
+
+def test_every_port_queue_and_bucket_holds_the_same_bytes_at_k_1_and_k_4():
+    for on_host in (False, True):
+        sizes, rates = {}, {}
+        for k in (1, 4):
+            fabric = on_wire(pair(k)).fabric  # the fabric's default queue where the scenario gives none
+            sizes[k], rates[k] = port_byte_sizes(fabric.fabric_link_mbps, fabric.queue_ms or DEFAULT_QUEUE_MS, on_host)
+        assert sizes[1] == sizes[4] and len(sizes[1]) > 10
+        assert rates[4] == pytest.approx([r / 4 for r in rates[1]]) and len(rates[1]) > 10
+    switch_sizes, _ = port_byte_sizes(40, DEFAULT_QUEUE_MS, on_host=False)
+    assert "100000" in switch_sizes  # the data queue: 20 ms at 40 Mbit/s, in bytes
 
 
 def test_the_scenario_at_k_1_is_the_scenario_and_scaling_back_round_trips():
