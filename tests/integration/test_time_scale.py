@@ -4,26 +4,22 @@ Real Mininet + Open vSwitch + Ryu + iperf3 + tcpdump: ``shiftbed run`` of the
 coprime pair (periods 401 and 600 ms, no static shift separates them) under
 ``none``, ``shift`` and ``gate``, once as written and once with
 ``--time-scale 4`` (every time four times longer, every link four times
-slower, the same bytes per burst; ``scenarios/timescale.py``). Both runs cover
-the same number of iterations (15 scenario seconds a policy: at least 10 of
-gated beta's ~1 150-ms iterations, enough for a standard error; the K = 4 run
-takes 60 s of wire a policy). Every job's mean iteration time under every
-policy, in the scenario's units, must agree between the two within their
-combined 95 % interval, from each run's own standard errors (batch means,
-``analysis.job_means``).
+slower, the same bytes per burst and per queue and meter bucket;
+``scenarios/timescale.py``). Both runs cover the same number of iterations (15
+scenario seconds a policy: at least 10 of gated beta's ~1 150-ms iterations;
+the K = 4 run takes 60 s of wire a policy). Every job's mean iteration time
+under every policy, in the scenario's units, must agree between the two within
+a 95 % bound.
 
-Why the coprime pair and not the classroom one: there the jobs' bursts never
-need to meet, and what differs between two runs is decided once per run, which
-no interval within a run can see: under ``none`` the jobs part at a random
-moment (docs/accuracy.md, "Together or apart"), and under ``shift`` each job
-runs at the period its own calibration set, within a millisecond of the
-target. Both show as well between two runs at K = 1 (docs/platform.md, "A
-slower machine: the time scale"). The coprime pair's bursts keep meeting, so
-each run's mean is over many meetings; even so two of its runs at K = 1
-differed by a little more than their interval (docs/platform.md), and its
-`gate` at K = 4 loses bursts to the closed windows' floor, whose police burst
-is a quarter of a second at the floor's rate, less than one jumbo segment at
-K = 4's rates: this test fails until that burst scales with K.
+The bound holds each run's own standard error (batch means,
+``analysis.job_means``) and what moves between two runs at the same K, which
+no interval within a run can see (docs/platform.md, "A slower machine: the
+time scale"): on the wire the pair's solo iterations (~386 and ~577 ms) are
+within about 1 % of 3:2, so the bursts' relative position drifts a few ms a
+cycle, one way or the other as each run's calibration falls, and a 15-s run
+sits in one part of a beat of 40 s or more. :data:`BETWEEN_RUN_SD_MS` is that
+spread, measured from repeated runs at K = 1 and at K = 4; it is added once
+for each of the two runs compared.
 """
 
 import json
@@ -36,7 +32,7 @@ import pytest
 
 from scenarios import spec
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHIFTBED = str(pathlib.Path(sys.executable).with_name("shiftbed"))
@@ -45,6 +41,11 @@ POLICIES = "none,shift,gate"
 DURATION_S = 15  # per policy, scenario seconds: 10 or more of every job's iterations, gated beta's too
 SCALES = (1, 4)
 Z_95 = 1.96
+# The spread of a job's mean between runs at the same K beyond their own standard errors (scenario ms;
+# docs/platform.md, "A slower machine: the time scale"): pooled over none and shift, whose bursts drift
+# freely; gate's windows set the phase, and its runs at the same K differed by less than their errors.
+BETWEEN_RUN_SD_MS = {("none", "alpha"): 5.9, ("none", "beta"): 8.0, ("shift", "alpha"): 5.9, ("shift", "beta"): 8.0,
+                     ("gate", "alpha"): 0.0, ("gate", "beta"): 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +82,12 @@ def test_iteration_times_agree_at_k1_and_k4_within_their_intervals(runs):
         for job, one in fast["policies"][policy]["jobs"].items():
             four = slow["policies"][policy]["jobs"][job]
             assert one["iteration_se_ms"] is not None and four["iteration_se_ms"] is not None, (policy, job)
-            bound = Z_95 * math.hypot(one["iteration_se_ms"], four["iteration_se_ms"])
+            between = BETWEEN_RUN_SD_MS[policy, job]
+            bound = Z_95 * math.sqrt(one["iteration_se_ms"] ** 2 + four["iteration_se_ms"] ** 2 + 2 * between ** 2)
             gap = four["mean_iteration_ms"] - one["mean_iteration_ms"]
             print(f"{policy:<6} {job:<6} K=1 {one['mean_iteration_ms']:7.1f} ± {one['iteration_se_ms']:4.1f}  "
                   f"K=4 {four['mean_iteration_ms']:7.1f} ± {four['iteration_se_ms']:4.1f}  "
-                  f"difference {gap:+6.1f} (95 % bound {bound:.1f}) ms")
+                  f"difference {gap:+6.1f} (95 % bound {bound:.1f}, between runs {between:.1f}) ms")
             assert abs(gap) <= bound, (policy, job, one, four)
             compared += 1
     assert compared == 2 * len(POLICIES.split(","))
