@@ -5,8 +5,10 @@ A machine too slow for a scenario can still run it faithfully, slower. With
 period, burst, jitter, duration, quantum, guard band, re-alignment interval,
 queue time and the hosts' minimum TCP retransmission timeout (the kernel's
 200 ms where the scenario sets none) K times longer, every link rate K times
-lower. A burst moves the same bytes and a queue holds the same bytes, so each
-job keeps its true period and burst, only slower; a round trip is K times
+lower; the run asks the gate for a floor bucket K times as long
+(``runner.gate_floor_options``). A burst moves the same bytes and a queue and
+a bucket hold the same bytes, so each job keeps its true period and burst,
+only slower; a round trip is K times
 longer, and so is a retransmission timeout (left at 200 ms, a gated burst of
 the coprime pair at K = 4 did not end within iperf3's minute). What the
 run measures on the wire is turned back once, by :func:`in_scenario_units`
