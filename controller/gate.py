@@ -14,8 +14,10 @@ connection has) at the ingress leaf, where the job enters the shared links, are
 either
 
 - ``mode="block"``: dropped; or
-- ``mode="floor"``: policed to ``floor_kbps`` (drop band, burst ``0.25 × rate``,
-  which TCP needs: docs/platform.md).
+- ``mode="floor"``: policed to ``floor_kbps`` (drop band, burst ``floor_burst_ms`` at that
+  rate, by default :data:`FLOOR_BURST_MS`, a quarter of a second, which TCP needs:
+  docs/platform.md; a run at time scale K asks for K times as long, so the bucket holds the
+  same bytes at a K times lower floor).
 
 How an edge changes the gate (``toggle``):
 
@@ -59,6 +61,7 @@ MODES = ("block", "floor")
 TOGGLES = ("meter", "delete", "modify")
 OPEN_METER_KBPS = 100_000_000  # an open meter: 100 Gbit/s, far above any emulated link, never drops
 OPEN_METER_BURST_KBIT = 100_000  # room for a whole receive batch of jumbo frames within one ms
+FLOOR_BURST_MS = 250  # the floor's bucket: this long at the floor's rate (a quarter of a second, see above)
 CLOSED_METER_KBPS = 1  # a closed meter (block mode): a 1-kbit bucket, less than one full-sized data segment
 
 
@@ -140,14 +143,15 @@ class WindowGate:
     """Window edges and their messages for a set of jobs, an epoch (unix s) and a mode."""
 
     def __init__(self, windows: dict[str, GateWindow], flows: dict[str, list[DataFlow]],
-                 epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "meter"):
+                 epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "meter",
+                 floor_burst_ms: float = FLOOR_BURST_MS):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if toggle not in TOGGLES:
             raise ValueError(f"toggle must be one of {TOGGLES}, got {toggle!r}")
         self.toggle = toggle
-        if mode == "floor" and floor_kbps <= 0:
-            raise ValueError("floor_kbps must be positive")
+        if mode == "floor" and (floor_kbps <= 0 or floor_burst_ms <= 0):
+            raise ValueError("floor_kbps and floor_burst_ms must be positive")
         missing = sorted(set(windows) - set(flows))
         if missing:
             raise ValueError(f"no data flows for job(s) {', '.join(missing)}")
@@ -156,6 +160,7 @@ class WindowGate:
         self.epoch_s = float(epoch_s)
         self.mode = mode
         self.floor_kbps = int(floor_kbps)
+        self.floor_burst_ms = float(floor_burst_ms)
         self.meter_ids = {job: i + 1 for i, job in enumerate(sorted(windows))}
 
     @classmethod
@@ -186,7 +191,7 @@ class WindowGate:
         if opened:
             rate, burst = OPEN_METER_KBPS, OPEN_METER_BURST_KBIT
         elif self.mode == "floor":
-            rate, burst = self.floor_kbps, max(1, self.floor_kbps // 4)
+            rate, burst = self.floor_kbps, max(1, int(self.floor_kbps * self.floor_burst_ms / 1000))
         else:
             rate, burst = CLOSED_METER_KBPS, 1
         return tuple(MeterMod(command, dpid, self.meter_ids[job], rate, burst)

@@ -16,7 +16,7 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
   ``padding_ms`` (how much the policy lengthens the job's period: ``align``),
   hyper-period, feasibility
 - ``POST /policy`` ``{"policy", "epoch_s"? | "start_in_s"?, "seed"?, "mode"?,
-  "floor_kbps"?, "guard_ms"?, "quantum_ms"?, "toggle"?, "advance_ms"?}``: choose the policy (any
+  "floor_kbps"?, "floor_burst_ms"?, "guard_ms"?, "quantum_ms"?, "toggle"?, "advance_ms"?}``: choose the policy (any
   registered one, ``controller/theory/policies.py``) and the common epoch; for a policy that enforces
   its windows (``gate``) the controller starts firing edges. The schedule is the policy's own
   (``policies.policy_schedule``); ``guard_ms`` widens every window, and for ``guard`` the schedule
@@ -39,7 +39,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from controller.gate import MODES, TOGGLES, DataFlow
+from controller.gate import FLOOR_BURST_MS, MODES, TOGGLES, DataFlow
 from controller.limits import (
     MAX_JOBS,
     MAX_PERIOD_MS,
@@ -66,6 +66,7 @@ MAX_BODY_BYTES = 1 << 20
 MAX_JSON_DEPTH = 100
 MAX_EPOCH_SKEW_S = 3600.0
 MAX_START_IN_S = 600.0
+MAX_FLOOR_BURST_MS = 60_000.0  # a minute: a quarter second at a time scale far beyond any run's
 MAX_DPID = 2**64 - 1
 
 
@@ -249,6 +250,7 @@ class PolicyRequest:
     seed: int = 0
     mode: str = "block"
     floor_kbps: int = 1000
+    floor_burst_ms: float = FLOOR_BURST_MS  # the floor meter's bucket, this long at floor_kbps
     guard_ms: float = 0.0
     quantum_ms: float = 1.0
     toggle: str = "meter"
@@ -258,7 +260,7 @@ class PolicyRequest:
 def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     """Body of ``POST /policy`` → :class:`PolicyRequest`; ``epoch_s`` defaults to now + ``start_in_s`` (2 s)."""
     now_s = time.time() if now_s is None else now_s
-    _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "guard_ms",
+    _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "floor_burst_ms", "guard_ms",
                    "quantum_ms", "toggle", "advance_ms"}, "policy")
     policy = doc.get("policy")
     if not isinstance(policy, str) or policy not in POLICIES:
@@ -277,14 +279,16 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     if mode not in MODES:
         raise ApiError(400, f"policy.mode: must be one of {', '.join(MODES)}, got {mode!r}"[:200])
     floor_kbps = int(_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
+    floor_burst_ms = float(_number(doc, "floor_burst_ms", "policy", 0.0, MAX_FLOOR_BURST_MS,
+                                   default=FLOOR_BURST_MS))
     guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, 1000.0, lo_open=False, default=0.0))
     quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, 10_000.0, default=1.0))
     toggle = doc.get("toggle", "meter")
     if toggle not in TOGGLES:
         raise ApiError(400, f"policy.toggle: must be one of {', '.join(TOGGLES)}, got {toggle!r}"[:200])
     advance_ms = float(_number(doc, "advance_ms", "policy", 0.0, 50.0, lo_open=False, default=0.0))
-    return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, guard_ms, quantum_ms, toggle,
-                         advance_ms)
+    return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, floor_burst_ms, guard_ms, quantum_ms,
+                         toggle, advance_ms)
 
 
 def _compute(pol, timings: list[JobTiming], quantum_ms: float, knobs: PolicyKnobs,

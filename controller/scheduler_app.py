@@ -153,7 +153,8 @@ class SchedulerApp(BaseApp):
         windows = {name: GateWindow(*w) for name, w in core.windows_ms().items()}
         flows = {name: list(job.flows) for name, job in core.jobs.items()}
         self.gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
-                               floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle)
+                               floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle,
+                               floor_burst_ms=core.policy.floor_burst_ms)
         self.edges, self._pending = [], {}
         self.send(self.gate.setup())
         core.gating = True

@@ -55,8 +55,8 @@ class SchedulerClient:
 
     # -- policy and gate -------------------------------------------------------------------
     def set_policy(self, policy: str, **options) -> dict:
-        """``POST /shiftbed/policy`` (options: start_in_s | epoch_s, seed, mode, floor_kbps, guard_ms,
-        quantum_ms, toggle, advance_ms); returns the schedule."""
+        """``POST /shiftbed/policy`` (options: start_in_s | epoch_s, seed, mode, floor_kbps, floor_burst_ms,
+        guard_ms, quantum_ms, toggle, advance_ms); returns the schedule."""
         return self._checked("POST", "/shiftbed/policy", json={"policy": policy, **options})
 
     def stop(self) -> dict:

@@ -24,7 +24,11 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
         port_stats.csv      time, dpid, port, rx_bytes, tx_bytes, rx_packets, tx_packets,
                             rx_dropped, tx_dropped     (absolute unix time)
         summary.json        the verdicts and the numbers behind them: a
-                            scenarios.summary_record.SummaryRecord
+                            scenarios.summary_record.SummaryRecord, in the scenario's units
+                            with its time_scale K (1 unless the run was slowed:
+                            scenarios/timescale.py; the tables above and raw/ hold the
+                            wire's times and rates, K times longer and slower, and
+                            load_results gives them back in the scenario's units)
         plots/*.png, report.md, report.html      drawn by ``shiftbed report``
 
 Tables may carry extra columns after the schema's. ``throughput_change_vs_none_pct``
@@ -395,6 +399,15 @@ def _parse_summary(path: Path, data: Any) -> SummaryRecord:
         raise _bad(path, str(exc)) from None
 
 
+def _in_scenario_units(tables: dict[str, pd.DataFrame], summary: SummaryRecord):
+    """The iterations, bandwidth and windows tables of a run at ``summary.time_scale``, in the scenario's units."""
+    from scenarios.timescale import tables_in_scenario_units
+
+    epochs_s = {policy: entry.epoch_s for policy, entry in summary.policies.items()}
+    return tables_in_scenario_units(tables["iterations.csv"], tables["link_bandwidth.csv"], tables["windows.csv"],
+                                    epochs_s, summary.time_scale)
+
+
 def _parse_schedule(path: Path, data: Any) -> ScheduleRecord:
     try:
         return ScheduleRecord.from_dict(data)
@@ -429,7 +442,9 @@ def load_results(path: str | Path) -> Results:
     """Read a results folder; :class:`InputError` (one line) if it is not one.
 
     A complete run must have every file; an incomplete one may lack some
-    (empty tables, ``schedule=None``).
+    (empty tables, ``schedule=None``). The tables come back in the scenario's
+    units (stored as measured on the wire of a run at ``time_scale`` K,
+    ``scenarios/timescale.py``).
     """
     path = Path(path)
     if not path.is_dir():
@@ -456,6 +471,7 @@ def load_results(path: str | Path) -> Results:
     schedule = (_parse_schedule(schedule_path, _read_json(schedule_path))
                 if schedule_path.is_file() else None)
     tables = {name: _read_table(path / name, name) for name in TABLES}
+    tables["iterations.csv"], tables["link_bandwidth.csv"], tables["windows.csv"] = _in_scenario_units(tables, summary)
     return Results(
         path=path,
         summary=summary,

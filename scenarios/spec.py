@@ -9,6 +9,8 @@ Keys (``*`` = required)::
     name*  description  quantum_ms (default 1)  policies [none, shift, ...]  duration_s
     guard_ms (the guard policy's band, default 10)  realign_s (re-align shift every this many s)
     transport (iperf3: a fresh iperf3 test per burst, the default | persistent: standing connections)
+    time_scale (>= 1, default 1: the fabric runs every time K times longer and every link K times
+    slower, the same bytes per burst; figures come back in the scenario's units, ``scenarios/timescale.py``)
     policy_files [my_policy.py, ...]  (paths relative to the scenario file; docs/policies.md)
     fabric: spines* leaves* hosts_per_leaf* host_link_mbps* fabric_link_mbps*  queue_ms  tcp_rto_min_ms
     jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +55,20 @@ from controller.theory.schedule import JobTiming, comm_quanta, period_quanta, qu
 from scenarios.errors import InputError
 from scenarios.policyfiles import writable_by_others
 from topo.tcp_ports import PORTS_PER_JOB
-from topo.wiring import FabricParamError, FabricParams, check_queue_ms, check_tcp_rto_min_ms
+from topo.wiring import (
+    DEFAULT_QUEUE_MS,
+    KERNEL_TCP_RTO_MIN_MS,
+    MAX_QUEUE_MS,
+    MAX_TCP_RTO_MIN_MS,
+    FabricParamError,
+    FabricParams,
+    check_queue_ms,
+    check_tcp_rto_min_ms,
+)
 
 PATTERNS = ("ring", "ps")
 TOP_KEYS = ("name", "description", "quantum_ms", "policies", "policy_files", "duration_s", "guard_ms", "realign_s",
-            "transport", "fabric", "jobs")
+            "transport", "time_scale", "fabric", "jobs")
 FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_link_mbps", "queue_ms",
                "tcp_rto_min_ms")
 FABRIC_REQUIRED = FABRIC_KEYS[:5]
@@ -115,6 +126,7 @@ class Scenario:
     knobs: PolicyKnobs = PolicyKnobs()  # guard_ms, realign_s
     transport: str = TRANSPORTS[0]  # how the jobs' flows travel (apps.dltjob.TRANSPORTS)
     transport_given: bool = False  # the file says which (else the default, which a machine may change)
+    time_scale: float = 1.0  # K: the fabric runs K times slower (scenarios/timescale.py)
 
     def timings(self, quantum_ms: float | None = None) -> list[JobTiming]:
         """The jobs on the quantum grid (period to nearest, comm rounded up)."""
@@ -158,6 +170,28 @@ def parse(text: str, path: str = "<scenario>") -> Scenario:
     if doc is None:
         raise InputError(f"{path}: (top level): empty file, expected a mapping with 'name' and 'jobs'")
     return _Checker(path).scenario(doc)
+
+
+def with_time_scale(scenario: Scenario, time_scale: float, field: str = "--time-scale") -> Scenario:
+    """``scenario`` to run at ``time_scale`` (K >= 1, finite); InputError naming ``field`` where it is
+    not one, or where a job's period times K is longer than a job may have."""
+    if not (isinstance(time_scale, int | float) and not isinstance(time_scale, bool)
+            and math.isfinite(time_scale) and time_scale >= 1):
+        raise InputError(f"{field}: must be a number >= 1, got {_short(time_scale)}")
+    queue_ms = (scenario.fabric.queue_ms if scenario.fabric else None) or DEFAULT_QUEUE_MS
+    if queue_ms * time_scale > MAX_QUEUE_MS:
+        raise InputError(f"{field}: the ports' queue of {queue_ms:g} ms times {time_scale:g} is more than "
+                         f"the {MAX_QUEUE_MS:g} ms a queue may hold")
+    rto_ms = (scenario.fabric.tcp_rto_min_ms if scenario.fabric else None) or KERNEL_TCP_RTO_MIN_MS
+    if rto_ms * time_scale > MAX_TCP_RTO_MIN_MS:
+        raise InputError(f"{field}: the hosts' minimum TCP retransmission timeout of {rto_ms:g} ms times "
+                         f"{time_scale:g} is more than the {MAX_TCP_RTO_MIN_MS:g} ms a host may have "
+                         "(set fabric.tcp_rto_min_ms lower)")
+    for job in scenario.jobs:
+        if job.period_ms * time_scale > limits.MAX_PERIOD_MS:
+            raise InputError(f"{field}: {job.name}'s period {job.period_ms:g} ms times {time_scale:g} is more than "
+                             f"the {limits.MAX_PERIOD_MS:g} ms a job may have")
+    return replace(scenario, time_scale=float(time_scale))
 
 
 class _Checker:
@@ -245,8 +279,12 @@ class _Checker:
         transport = doc.get("transport", TRANSPORTS[0])
         if transport not in TRANSPORTS:
             self.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, got {_short(transport)}")
-        return Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
-                        policy_files, self.knobs(doc, jobs), transport, transport_given="transport" in doc)
+        scenario = Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
+                            policy_files, self.knobs(doc, jobs), transport, transport_given="transport" in doc)
+        if doc.get("time_scale") is not None:
+            scenario = with_time_scale(scenario, self.number(doc["time_scale"], "time_scale", minimum=1.0,
+                                                             strict=False), f"{self.path}: time_scale")
+        return scenario
 
     def knobs(self, doc: dict, jobs: list[ScenarioJob]) -> PolicyKnobs:
         """``guard_ms`` (>= 0, leaving every job some computation) and ``realign_s`` (> 0)."""

@@ -268,6 +268,8 @@ class SummaryRecord:
     links: dict[str, dict] = field(default_factory=dict)  # every link two or more jobs share: jobs, captured
     policies: dict[str, PolicySummary] = field(default_factory=dict)
     gaps: tuple[Gap, ...] = ()
+    # K: the run's wire ran K times slower (scenarios/timescale.py); every figure here is in the scenario's units
+    time_scale: float = 1.0
     format: str = FORMAT
     results_dir: str = ""
 
@@ -299,5 +301,5 @@ class SummaryRecord:
                    incomplete_reason=data.get("incomplete_reason"), fidelity_ok=bool(data.get("fidelity_ok", False)),
                    fidelity=fidelity, crosschecks=crosschecks, shared_link=data.get("shared_link"),
                    links=dict(data.get("links") or {}),
-                   policies=policies, gaps=gaps, format=str(data.get("format", FORMATS_READ[0])),
+                   policies=policies, gaps=gaps, time_scale=_number(data.get("time_scale")) or 1.0, format=str(data.get("format", FORMATS_READ[0])),
                    results_dir=str(data.get("results_dir", "")))

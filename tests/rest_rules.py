@@ -49,6 +49,7 @@ MAX_DPID = 2**64 - 1
 POLICY_NUMBERS = {
     "seed": (0, 2**63 - 1, True, True, 0),
     "floor_kbps": (0, 10_000_000, False, True, 1000),
+    "floor_burst_ms": (0.0, 60_000.0, False, False, 250.0),
     "guard_ms": (0.0, 1000.0, True, False, 0.0),
     "quantum_ms": (0.0, 10_000.0, False, False, 1.0),
     "advance_ms": (0.0, 50.0, True, False, 0.0),
@@ -340,6 +341,7 @@ def policy_fields(now_s: float, exact_bounds: bool) -> dict:
         "seed": choose([0, 7, 2**63 - 1], [-1, 2**63, 1.5, "1"]),
         "mode": choose(["block", "floor"], ["half", None, "BLOCK"]),
         "floor_kbps": choose([1, 1000, 10_000_000], [0, 10_000_001, 1000.0, -5]),
+        "floor_burst_ms": choose([0.5, 250, 1000, 60_000], [0, -250, 60_000.5, "250"]),
         # 140 and 1000: valid, but with the 200 ms job of GOOD_JOB (60 ms burst) a gate window is
         # not shorter than the period, so a gate is refused
         "guard_ms": choose([0, 2.5, 100, 139.5, 140, 1000], [-0.1, 1000.1, "0"]),

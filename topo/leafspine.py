@@ -32,11 +32,7 @@ except ModuleNotFoundError:  # `mn --custom topo/leafspine.py`: the repository i
     from topo import wiring as numbering
 
 JUMBO_MTU = numbering.MAX_MTU  # the default: the largest MTU the fabric supports
-# Per-port data queue, in ms at the link rate (see FabricIntf.bwCmds). At 10 ms
-# (8 jumbo frames at 50 Mbit/s) the userspace switch's scheduling jitter
-# overflowed leaf uplinks and solo bursts lost packets: 44-46 of 50 Mbit/s in
-# some runs, under the 90 % fidelity line. 20 ms removed those drops (docs/accuracy.md).
-DEFAULT_QUEUE_MS = 20
+DEFAULT_QUEUE_MS = numbering.DEFAULT_QUEUE_MS  # per-port data queue (see FabricIntf.bwCmds; why 20 ms: wiring.py)
 # A host's own interface queues what its sockets hand it, as a Linux interface's
 # transmit queue does (txqueuelen 1000): it never drops its own packets. With the
 # switch ports' 20 ms a host sending two 97-KB flows at 25 Mbit/s dropped ~7 of

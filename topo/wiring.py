@@ -37,8 +37,14 @@ HOST_PREFIX_LEN = 8
 MAX_HOSTS = 4096
 MIN_MTU, MAX_MTU = 576, 9000
 MAX_QUEUE_MS = 10_000
+# Per-port data queue, in ms at the link rate. At 10 ms (8 jumbo frames at 50 Mbit/s) the
+# userspace switch's scheduling jitter overflowed leaf uplinks and solo bursts lost packets:
+# 44-46 of 50 Mbit/s in some runs, under the 90 % fidelity line. 20 ms removed those drops
+# (docs/accuracy.md).
+DEFAULT_QUEUE_MS = 20
 # Hosts' minimum TCP retransmission timeout, ms (a route metric; Linux's own is 200 ms).
 MIN_TCP_RTO_MIN_MS, MAX_TCP_RTO_MIN_MS = 1, 1000
+KERNEL_TCP_RTO_MIN_MS = 200  # Linux's own, where a fabric sets none
 
 
 class FabricParamError(ValueError):

@@ -35,11 +35,13 @@ def add_arguments(parser):
     parser.add_argument("--out", default="results", help="results root (default: results/)")
     parser.add_argument("--duration", default=str(DEMO_DURATION_S),
                         help=f"seconds per policy (default {DEMO_DURATION_S:g})")
+    parser.add_argument("--time-scale", help="run every time K times longer and every link K times slower "
+                        "(K >= 1, default 1); figures stay in the scenarios' units")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
-def run_arguments(path, duration_s: float, out: str):
-    """The arguments of ``shiftbed run PATH --duration D --out OUT``, parsed by
+def run_arguments(path, duration_s: float, out: str, time_scale: str | None = None):
+    """The arguments of ``shiftbed run PATH --duration D --out OUT [--time-scale K]``, parsed by
     the run command's own parser, so that the demo gets its defaults."""
     import argparse
 
@@ -47,7 +49,8 @@ def run_arguments(path, duration_s: float, out: str):
 
     parser = argparse.ArgumentParser()
     run_command.add_arguments(parser)
-    return parser.parse_args([str(path), "--duration", f"{duration_s:g}", "--out", str(out)])
+    scale = ["--time-scale", time_scale] if time_scale is not None else []
+    return parser.parse_args([str(path), "--duration", f"{duration_s:g}", "--out", str(out), *scale])
 
 
 def run(args) -> int:
@@ -61,7 +64,9 @@ def run(args) -> int:
     if os.geteuid() != 0:
         raise EnvironmentProblem("the demo builds an emulated fabric and needs root: `sudo make demo`")
     reports, runs, codes = {}, {}, []
-    scenarios = {name: spec.load(SCENARIOS_DIR / name) for name in DEMO_SCENARIOS}
+    time_scale = getattr(args, "time_scale", None)
+    scenarios = {name: run_command.parse_time_scale(time_scale, spec.load(SCENARIOS_DIR / name))
+                 for name in DEMO_SCENARIOS}
     # one display for both runs: its estimate is the whole demo's
     display = run_command.run_display([(s, s.policies) for s in scenarios.values()], duration)
     display.introduce()
@@ -70,7 +75,7 @@ def run(args) -> int:
         print(f"== {scenario.name}: {scenario.description}", file=sys.stderr)
         # with --json, stdout holds the demo's one object: each run's table goes to stderr
         with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-            code = run_command.run(run_arguments(path, duration, args.out), display=display)
+            code = run_command.run(run_arguments(path, duration, args.out, time_scale), display=display)
         codes.append(code)
         if not keeps_going(code):  # a fault or an interrupt: the next scenario would not fare better
             return code

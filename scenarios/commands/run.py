@@ -45,6 +45,8 @@ def add_arguments(parser):
     parser.add_argument("--datapath", choices=["kernel", "user"], help="OVS datapath (default: automatic)")
     parser.add_argument("--force", action="store_true",
                         help="run even if the fabric is larger than this machine can emulate faithfully")
+    parser.add_argument("--time-scale", help="run every time K times longer and every link K times slower "
+                        "(K >= 1; default: the scenario's time_scale, else 1); figures stay in the scenario's units")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     from scenarios import policyfiles
 
@@ -80,6 +82,19 @@ def parse_duration(text: str | None, default: float) -> float:
     if value > MAX_DURATION_S:
         raise InputError(f"--duration: at most {MAX_DURATION_S:g} s, got {text!r}")
     return value
+
+
+def parse_time_scale(text: str | None, scenario):
+    """``scenario`` at ``--time-scale`` (its own ``time_scale`` when not given); InputError if not a number >= 1."""
+    from scenarios.spec import with_time_scale
+
+    if text is None:
+        return scenario
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"--time-scale: must be a number >= 1, got {text!r}") from None
+    return with_time_scale(scenario, value)
 
 
 def check_out_root(text: str) -> Path:
@@ -160,27 +175,38 @@ def burst_transport_here(scenario, scenario_text: str, version: tuple[int, int] 
     return replace(scenario, transport="persistent"), kept
 
 
-def run(args, display=None) -> int:
-    """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``)."""
+def checked_inputs(args):
+    """The scenario as asked for (in its own units, at its time scale), its policies and seconds per
+    policy; InputError (exit 2) on anything wrong, before anything is built."""
     from scenarios import policyfiles, spec
+    from scenarios.timescale import on_wire
 
     policyfiles.load(args.policy_file)
-    scenario = spec.load(args.scenario)
+    scenario = parse_time_scale(getattr(args, "time_scale", None), spec.load(args.scenario))
     scenario.require_runnable()
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
     require_emulated(scenario, args.scenario, policies)
     require_capturable(scenario, args.scenario)
-    load = emulation_load_mbps(scenario)
+    load = emulation_load_mbps(on_wire(scenario))  # as the fabric runs it: K times slower
     if load > MAX_FAITHFUL_MBPS and not args.force:
         raise InputError(f"{args.scenario}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "
                          f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
-                         "rates or pass --force")
+                         "rates, raise --time-scale or pass --force")
+    return scenario, policies, duration_s
+
+
+def run(args, display=None) -> int:
+    """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``)."""
+    from scenarios.timescale import on_wire
+
+    scenario, policies, duration_s = checked_inputs(args)
     if os.geteuid() != 0:
         raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed run ...`")
-    check_free_space(args.out, scenario, len(policies), duration_s)
     scenario, scenario_text = burst_transport_here(scenario, Path(args.scenario).read_text())
+    wire, wire_duration_s = on_wire(scenario), duration_s * scenario.time_scale  # what the fabric runs
+    check_free_space(args.out, wire, len(policies), wire_duration_s)
     preflight()
 
     from controller.process import ControllerError
@@ -189,12 +215,12 @@ def run(args, display=None) -> int:
     from topo.fabric import FabricError
     from topo.runrecord import FabricBusy
 
-    options = RunOptions(policies=policies, duration_s=duration_s, out_root=Path(args.out), seed=args.seed,
+    options = RunOptions(policies=policies, duration_s=wire_duration_s, out_root=Path(args.out), seed=args.seed,
                          datapath=args.datapath)
     own_display = display is None
     if own_display:
         display = run_display([(scenario, policies)], duration_s)
-    experiment = Experiment(scenario, scenario_text, options, display=display)
+    experiment = Experiment(wire, scenario_text, options, display=display)
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with display.showing():
@@ -242,17 +268,20 @@ def run(args, display=None) -> int:
 
 
 def run_display(runs, duration_s: float):
-    """The display of one or more runs (``runs``: scenario and its policies, in order), its estimate
-    made from them (``estimate.run_stages``), on standard error."""
+    """The display of one or more runs (``runs``: scenario and its policies, in order; ``duration_s``
+    in the scenarios' units), its estimate made from them as the fabric runs them
+    (``estimate.run_stages``, ``timescale.on_wire``), on standard error."""
     from scenarios.experiment.display import RunDisplay
     from scenarios.experiment.estimate import Timeline, run_stages
     from scenarios.experiment.progressview import estimate_line
+    from scenarios.timescale import on_wire
 
     stages = [stage for scenario, policies in runs
-              for stage in run_stages(scenario.name, {job.name: job.period_ms for job in scenario.jobs},
-                                      policies, duration_s)]
+              for stage in run_stages(scenario.name, {job.name: job.period_ms for job in on_wire(scenario).jobs},
+                                      policies, duration_s * scenario.time_scale)]
     timeline = Timeline(stages)
-    intro = estimate_line([scenario.name for scenario, _ in runs], sum(len(p) for _, p in runs), duration_s,
+    wire_s = max(duration_s * scenario.time_scale for scenario, _ in runs)
+    intro = estimate_line([scenario.name for scenario, _ in runs], sum(len(p) for _, p in runs), wire_s,
                           timeline.estimate_s)
     return RunDisplay(sys.stderr, timeline, intro)
 
@@ -333,7 +362,8 @@ def _json_view(summary: SummaryRecord, results_dir: Path, changes: dict[str, Pol
     whole = summary.to_dict()
     policies = {p: {**entry, **changes[p].to_json()} if p in changes else entry
                 for p, entry in whole["policies"].items()}
-    return {"results_dir": str(results_dir), "fidelity_ok": whole["fidelity_ok"], "complete": whole["complete"],
+    return {"results_dir": str(results_dir), "time_scale": summary.time_scale,
+            "fidelity_ok": whole["fidelity_ok"], "complete": whole["complete"],
             "crosschecks": whole["crosschecks"], "policies": policies, "policy_verdict": headline(changes),
             "gaps": whole["gaps"]}
 
@@ -354,6 +384,9 @@ def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, P
     on each of its rows; then "In short"'s phrase on the policies."""
     from scenarios.analysis.verdict import headline, verdict_word
 
+    if summary.time_scale != 1:
+        print(f"time scale K = {summary.time_scale:g}: the fabric ran {summary.time_scale:g} times slower; "
+              "every figure below is in the scenario's units")
     print(f"{'policy':<8} {'job':<10} {'iters':>5} {'measured ms ± se':>17} {'predicted ms':>13} {'error':>7} "
           f"{'vs none':>8} {'95 % interval':>15} {'verdict':<11}")
     for policy, entry in summary.policies.items():

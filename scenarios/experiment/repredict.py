@@ -3,7 +3,9 @@
 A run's predictions come from the fluid model of its day, fed with what the run
 measured: calibration's solo figures and bursts, every policy's bursts (the
 model of one policy draws on the others'), the offsets each policy ran with.
-All of it is in the folder (``summary.json`` and ``raw/``), so a changed model
+All of it is in the folder (``summary.json`` and ``raw/``; a run at time scale
+K measured its raw runs on the wire, and is predicted again there, then turned
+back to the scenario's units as the run was), so a changed model
 can be checked against every kept run without running it again. With the code
 that made the folder, every prediction comes out as recorded. The folder is
 only read.
@@ -39,6 +41,8 @@ from scenarios.experiment.summary import policy_summaries
 from scenarios.results import load_results
 from scenarios.runlinks import run_links
 from scenarios.sharedlink import fabric_params
+from scenarios.summary_record import PolicySummary
+from scenarios.timescale import in_scenario_units, on_wire, on_wire_units
 from topo.wiring import fabric_wiring
 
 WITHIN_PCT = 10.0  # the accuracy goal (docs/accuracy.md): how many pairs are within it
@@ -180,7 +184,8 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
     if unknown:
         raise InputError(f"{path}: policy {unknown[0]} is not registered here: give the file that registers it "
                          "with --policy-file")
-    scenario = scenario_spec.load(path / "scenario.yaml")
+    time_scale = summary.time_scale  # the raw runs are on the wire, the summary in the scenario's units
+    scenario = on_wire(scenario_spec.with_time_scale(scenario_spec.load(path / "scenario.yaml"), time_scale))
     wiring = fabric_wiring(fabric_params(scenario))
     links = run_links(scenario, wiring)
     queue_ms = results.environment.get("queue_ms")
@@ -195,7 +200,7 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
     schedule = run_schedule(scenario)
     schedules = policy_schedules(scenario, policies)
     if summary.fidelity.solo:
-        solo = summary.fidelity.solo
+        solo = on_wire_units(summary.fidelity.solo, time_scale)
         solo_spans = {job: read_raw_run(kept_solo_dir(raw, job)).bursts for job in solo}
     else:
         solo, solo_spans = solo_from_raw(raw, scenario, links, wiring)
@@ -206,12 +211,14 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
         record.measured[policy] = analysis.policy_figures(measured.iterations, measured.bursts, links.meeting_pairs())
         record.bursts[policy] = measured.bursts
         kept = summary.policies.get(policy)
-        record.offsets[policy] = run_offsets_ms(policy, kept.offsets_ms if kept else {}, results.windows,
-                                                schedules[policy], notes)
+        windows = results.windows.assign(open_s=results.windows["open_s"] * time_scale)  # as on the wire
+        record.offsets[policy] = run_offsets_ms(policy, on_wire_units({"offsets_ms": kept.offsets_ms}, time_scale)
+                                                ["offsets_ms"] if kept else {}, windows, schedules[policy], notes)
         record.epochs[policy] = kept.epoch_s if kept else None
     run = MeasuredRun(schedule, solo, solo_spans, record.bursts, launch_leads_ms(solo), schedules,
                       links.meeting_pairs(), scenario.transport)
-    now = policy_summaries(run, record, links.primary.mbps, float(queue_ms), links)
+    now = {policy: PolicySummary.from_dict(in_scenario_units(entry.to_dict(), time_scale))
+           for policy, entry in policy_summaries(run, record, links.primary.mbps, float(queue_ms), links).items()}
     rows = []
     for policy, entry in now.items():
         if entry.prediction_unavailable:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from controller.gate import FLOOR_BURST_MS
 from controller.limits import search_nodes
 from controller.scheduler_client import SchedulerClient
 from controller.theory.policies import get_policy, policy_schedule
@@ -50,13 +51,14 @@ from scenarios.experiment.environment import environment_record
 from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
-from scenarios.experiment.summary import build_summary
+from scenarios.experiment.summary import build_summary, summary_in_scenario_units
 from scenarios.results import PREDICTION_LOG, ResultsWriter
 from scenarios.routes import link_names
 from scenarios.runlinks import RunLinks, run_links
 from scenarios.schedule_record import schedule_record
 from scenarios.sharedlink import fabric_params, planned_solo_mbps
 from scenarios.summary_record import Gap, SummaryRecord
+from scenarios.timescale import in_scenario_units
 from topo import tcp_ports
 
 log = logging.getLogger(__name__)
@@ -99,6 +101,14 @@ def run_schedule(scenario, policy: str = "none"):
                            max_nodes=search_nodes(periods), pair_weights=weights)
 
 
+def gate_floor_options(link_mbps: float, time_scale: float) -> dict:
+    """The floor a gated job keeps outside its windows on a link of ``link_mbps`` (the wire's):
+    :data:`GATE_FLOOR_SHARE` of it, its meter's bucket :data:`FLOOR_BURST_MS` times the time scale
+    long, so the bucket holds the same bytes at any K (less than one jumbo segment at K = 4 else)."""
+    return {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * link_mbps * 1000),
+            "floor_burst_ms": FLOOR_BURST_MS * time_scale}
+
+
 def guard_option_ms(scenario, policy: str) -> float:
     """The ``guard_ms`` the run asks the controller for: the scenario's guard band where the policy's
     schedule lengthens the bursts by it (``guard``), else 0 (every other window is one burst long)."""
@@ -121,7 +131,11 @@ def policy_schedules(scenario, policies) -> dict:
 
 
 class Experiment:
-    """Runs one scenario under the requested policies and writes the results folder."""
+    """Runs one scenario under the requested policies and writes the results folder.
+
+    ``scenario`` is the one the fabric runs (``timescale.on_wire``: at K = ``time_scale``, every time
+    K times longer and every rate K times lower); the folder keeps the scenario file as written, its
+    tables as measured on the wire, and a summary in the scenario's units."""
 
     def __init__(self, scenario, scenario_text: str, options: RunOptions, display=None):
         self.scenario = scenario
@@ -154,6 +168,10 @@ class Experiment:
         params = fabric_params(sc)
         pins = self._pins(Pin)
         stages.info("%s", plan_line(sc.name, self.schedule, self.options.policies, self.options.duration_s))
+        if sc.time_scale != 1:
+            stages.info("time scale K = %g: every time on the fabric is %g times the scenario's, every link %g "
+                        "times slower; the lines below are on the wire, the summary and report in the scenario's "
+                        "units", sc.time_scale, sc.time_scale, sc.time_scale)
         self.writer = ResultsWriter(self.options.out_root, sc.name)
         self._begin("fabric")
         complete, reason = False, None
@@ -169,7 +187,8 @@ class Experiment:
                 self.links = run_links(sc, fabric.wiring)
                 self.queue_ms = fabric.queue_ms
                 self.expected_solo_mbps = planned_solo_mbps(sc, fabric.wiring, self.links.home)
-                self.writer.write_json("environment.json", environment_record(fabric))
+                self.writer.write_json("environment.json", {**environment_record(fabric),
+                                                            "time_scale": sc.time_scale})
                 stages.info("%s", fabric_line(fabric, self.links))
                 try:
                     self._run_on(fabric)
@@ -224,8 +243,8 @@ class Experiment:
                  controller_schedule.get("hyperperiod_ms"))
         measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.display)
         self.specs = self.calibration.run(measurer, self.specs, on_job=lambda name: self._begin("calibrate", name))
-        self.writer.write_json("schedule.json", schedule_record(self.schedule, {
-            name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}))
+        self.writer.write_json("schedule.json", in_scenario_units(schedule_record(self.schedule, {
+            name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}), sc.time_scale))
         for policy in self.options.policies:
             self._run_policy(measurer, policy)
 
@@ -246,7 +265,7 @@ class Experiment:
         pol = get_policy(policy)
         enforced = pol.enforces_windows
         if enforced:  # a floor, not a wall: a burst's closing handshake after its window still passes
-            options = {"mode": "floor", "floor_kbps": int(GATE_FLOOR_SHARE * self.link_mbps * 1000),
+            options = {**gate_floor_options(self.link_mbps, self.scenario.time_scale),
                        "guard_ms": guard_option_ms(self.scenario, policy)}
         for attempt in range(1, MEASURE_ATTEMPTS + 1):  # a run the host disturbed is kept, and run again
             doc = scheduler.set_policy(policy, start_in_s=START_IN_S, seed=self.options.seed,
@@ -343,11 +362,12 @@ class Experiment:
         run = MeasuredRun(self.schedule, cal.solo, cal.solo_spans, self.record.bursts, cal.launch_lead_ms,
                           self.schedules, self.links.meeting_pairs() if self.links is not None else None,
                           self.scenario.transport)
-        return build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run, record=self.record,
-                             notes=self.notes, links=self.links, queue_ms=self.queue_ms, link_mbps=self.link_mbps,
-                             expected_solo_mbps=self.expected_solo_mbps,
-                             port_stats_csv=self.writer.partial_dir / "port_stats.csv", gaps=self.gaps,
-                             tracebacks=tracebacks)
+        on_wire = build_summary(scenario=self.scenario, complete=complete, reason=reason, run=run,
+                                record=self.record, notes=self.notes, links=self.links, queue_ms=self.queue_ms,
+                                link_mbps=self.link_mbps, expected_solo_mbps=self.expected_solo_mbps,
+                                port_stats_csv=self.writer.partial_dir / "port_stats.csv", gaps=self.gaps,
+                                tracebacks=tracebacks)
+        return summary_in_scenario_units(on_wire, self.scenario.time_scale)
 
 
 def _copy_if_exists(src, dst) -> None:

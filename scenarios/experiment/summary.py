@@ -159,3 +159,13 @@ def build_summary(*, scenario, complete: bool, reason: str | None, run: Measured
                          shared_link=links.primary.name if links is not None else None,
                          links=links.record() if links is not None else {},
                          policies=policies, gaps=tuple(gaps))
+
+
+def summary_in_scenario_units(summary: SummaryRecord, time_scale: float) -> SummaryRecord:
+    """A summary built from what the wire of a run at ``time_scale`` measured (and the model fed
+    with it predicted), in the scenario's units and saying K (``timescale.in_scenario_units``)."""
+    from scenarios.timescale import in_scenario_units
+
+    if time_scale == 1:
+        return summary
+    return SummaryRecord.from_dict({**in_scenario_units(summary.to_dict(), time_scale), "time_scale": time_scale})

@@ -25,6 +25,7 @@ from scenarios.results import (
     load_results,
     throughput_change_pct,
 )
+from scenarios.timescale import stated
 
 ACCURACY_GOAL_PCT = 10.0  # the model's goal: the measured mean within 10 % of the prediction
 LATE_START_NOTE_MS = 5.0  # a miss whose bursts start this much later than alone gets a sentence saying so
@@ -477,6 +478,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
     lines += [f"Results folder `{results.path.name}` "
               f"({'complete run' if summary.complete else 'incomplete run'}). "
               "Redraw with `shiftbed report <this folder>`.", "",
+              *([stated(summary.time_scale), ""] if summary.time_scale != 1 else []),
               "## In short", "",
               f"- Schedule: {feasibility}.",
               f"- Policies: {policies_said}.",

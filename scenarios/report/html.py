@@ -23,6 +23,7 @@ from scenarios.report import plots, story
 from scenarios.report.document import measured_cell, predicted_change_pct, verdicts
 from scenarios.report.timeline import BURST_GAP_S, timeline
 from scenarios.results import BANDWIDTH_BIN_S, REPORT_HTML_FILE, Results, atomic_write_bytes
+from scenarios.timescale import stated
 
 FIGURES = (  # the figures shown on the page (the bandwidth plot's place is taken by the timeline)
     (plots.SCHEDULE_PNG, "The schedule as clocks: each job's period is a circle, its burst an arc at its "
@@ -72,7 +73,9 @@ def render_html(results: Results, plot_paths: list[Path]) -> str:
     title = f"shiftbed report: {results.summary.scenario or results.path.parent.name}"
     grid, merge = timeline(results)
     said = verdicts(results)
-    before = "\n".join([f"<h1>{_e(title)}</h1>", *_banners(results), *_in_short(results, said),
+    k = results.summary.time_scale
+    before = "\n".join([f"<h1>{_e(title)}</h1>", *_banners(results), *([f"<p>{_e(stated(k))}</p>"] if k != 1 else []),
+                        *_in_short(results, said),
                         *_timeline_intro(results, merge, grid is not None)])
     after = "\n".join([*_schedule(results, said), *_policies(results, said), *_theory(results, said),
                        *story.apart(results),

@@ -65,10 +65,11 @@ def test_json_is_one_object_with_the_summarys_verdicts_and_numbers(tmp_path):
     results = load_results(folder)
     changes = folder_changes(results)
     view = json.loads(json.dumps(_json_view(results.summary, folder, changes)))
-    assert list(view) == ["results_dir", "fidelity_ok", "complete", "crosschecks", "policies", "policy_verdict",
+    assert list(view) == ["results_dir", "time_scale", "fidelity_ok", "complete", "crosschecks", "policies", "policy_verdict",
                           "gaps"]
     written = json.loads((folder / "summary.json").read_text())
     assert view["results_dir"] == str(folder) and view["policy_verdict"] == headline(changes)
+    assert view["time_scale"] == 1
     same = ("fidelity_ok", "complete", "crosschecks", "gaps")
     assert {key: view[key] for key in same} == {key: written[key] for key in same}
     added = ("throughput_change_vs_none_ci95", "throughput_verdict", "duration_to_tell_s")

@@ -132,8 +132,8 @@ def test_a_job_integer_beyond_any_float_is_out_of_range(field, value):
     assert "... (40" in info.value.message and len(info.value.message) < 200  # the number shortened
 
 
-@pytest.mark.parametrize("field", ["epoch_s", "start_in_s", "seed", "floor_kbps", "guard_ms", "quantum_ms",
-                                   "advance_ms"])
+@pytest.mark.parametrize("field", ["epoch_s", "start_in_s", "seed", "floor_kbps", "floor_burst_ms", "guard_ms",
+                                   "quantum_ms", "advance_ms"])
 def test_a_policy_integer_beyond_any_float_is_out_of_range(field):
     for value in (HUGE, -HUGE):
         with pytest.raises(ApiError) as info:
@@ -275,8 +275,8 @@ def test_the_slowest_instance_found_is_answered_within_the_clients_timeout():
 
 FZ = {"fz": (200, 60)}  # a job registered under the name the generated bodies use
 TWO = {"fz": (200, 60), "b": (400, 100)}
-POLICY_FIELDS = ("policy", "epoch_s", "seed", "mode", "floor_kbps", "guard_ms", "quantum_ms", "toggle",
-                 "advance_ms")
+POLICY_FIELDS = ("policy", "epoch_s", "seed", "mode", "floor_kbps", "floor_burst_ms", "guard_ms", "quantum_ms",
+                 "toggle", "advance_ms")
 
 
 def core_with(registered: dict, gating: bool = False) -> SchedulerCore:
@@ -326,7 +326,8 @@ def started_gate(core: SchedulerCore) -> WindowGate:
     windows = {name: GateWindow(*w) for name, w in core.windows_ms().items()}
     flows = {name: list(job.flows) for name, job in core.jobs.items()}
     gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
-                      floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle)
+                      floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle,
+                      floor_burst_ms=core.policy.floor_burst_ms)
     assert gate.setup()
     return gate
 
