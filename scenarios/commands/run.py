@@ -135,6 +135,19 @@ def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
     policy_schedules(scenario, policies)
 
 
+def require_runnable_here(scenario, path: str, policies: tuple[str, ...], force: bool = False) -> None:
+    """What ``run`` checks of a scenario beyond its file, before anything is built (InputError naming
+    ``path``): every policy emulated, every burst captured, a load this machine forwards faithfully
+    (unless ``force``)."""
+    require_emulated(scenario, path, policies)
+    require_capturable(scenario, path)
+    load = emulation_load_mbps(scenario)
+    if load > MAX_FAITHFUL_MBPS and not force:
+        raise InputError(f"{path}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "
+                         f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
+                         "rates or pass --force")
+
+
 def burst_transport_here(scenario, scenario_text: str, version: tuple[int, int] | None = None):
     """The scenario as this machine can run it, and its text as the results folder keeps it.
 
@@ -170,13 +183,7 @@ def run(args, display=None) -> int:
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
-    require_emulated(scenario, args.scenario, policies)
-    require_capturable(scenario, args.scenario)
-    load = emulation_load_mbps(scenario)
-    if load > MAX_FAITHFUL_MBPS and not args.force:
-        raise InputError(f"{args.scenario}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "
-                         f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
-                         "rates or pass --force")
+    require_runnable_here(scenario, args.scenario, policies, args.force)
     if os.geteuid() != 0:
         raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed run ...`")
     check_free_space(args.out, scenario, len(policies), duration_s)
