@@ -48,13 +48,18 @@ class BatchProgress:
         table = pd.DataFrame(scenario_rows(self.folder, name))
         agreeing, compared = running_agreement(batch_table_like(table))
         self.agreeing, self.compared, self.done = self.agreeing + agreeing, self.compared + compared, self.done + 1
-        said = "; ".join(f"{r.policy} {r.wire_verdict or 'no interval'} on the wire, model {r.model_verdict}"
+        said = "; ".join(f"{r.policy} {_word(r.wire_verdict, 'no interval')} on the wire, model "
+                         f"{_word(r.model_verdict, 'no prediction')}"
                          for r in policy_frame(batch_table_like(table)).itertuples())
         self.display.note = self.status()
         self.display.record(f"{name} done: {said}. {self.status()}", is_stage=False)
 
     def finish(self) -> None:
         self.display.finish()
+
+
+def _word(verdict, missing: str) -> str:
+    return missing if pd.isna(verdict) else verdict
 
 
 def batch_table_like(table: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from scenarios.results import REPORT_FILE, REPORT_HTML_FILE, atomic_write_bytes
 class Section:
     title: str
     words: list[str] = field(default_factory=list)  # paragraphs (Markdown phrases: **bold**, `code`)
-    tables: list[tuple[list[str], list[list[str]]]] = field(default_factory=list)  # header, rows
+    tables: list[tuple[str, list[str], list[list[str]]]] = field(default_factory=list)  # caption, header, rows
 
 
 def _pct(x: float | None, signed: bool = False) -> str:
@@ -56,23 +56,25 @@ def sections(found: dict, record: dict) -> list[Section]:
         left = f"{p['no_wire_verdict']} without an interval, {p['no_model_verdict']} without a prediction"
         rows.append([policy, str(p["compared"]), *(_fraction(p["wire"][o]) for o in OUTCOMES),
                      *(_fraction(p["model"][o]) for o in OUTCOMES), left])
-    counts.tables.append((header, rows))
+    counts.tables.append(("", header, rows))
     out.append(counts)
     agreement = Section("The model's verdict against the wire's", [
         "Rows: the model's verdict before the run; columns: the wire's. Cohen's kappa is the agreement "
         "beyond what chance would give (1: always, 0: no better than chance)."])
     for name, a in [("every policy", found["agreement"]),
                     *((f"`{p}`", found["policies"][p]["agreement"]) for p in policies)]:
-        agreement.words.append(f"{name}: {a['n']} compared, agreement {_pct(100 * a['share'])}, "
-                               f"kappa {_kappa(a['kappa'])}")
-        agreement.tables.append((["model \\ wire", *OUTCOMES],
+        caption = f"{name}: {a['n']} compared, agreement {_pct(100 * a['share'])}, kappa {_kappa(a['kappa'])}"
+        agreement.tables.append((caption, ["model \\ wire", *OUTCOMES],
                                  [[o, *(str(c) for c in a["table"][i])] for i, o in enumerate(OUTCOMES)]))
     out.append(agreement)
     out.append(_errors(found, policies))
     out.append(_disagreements(found))
-    out.append(Section("Settings", [f"{key}: `{value}`" for key, value in record.get("settings", {}).items()]
-                       + ["The data: `batch.parquet` (one row per scenario, policy and job), each scenario's "
-                          "folder (`prediction.json`, its run's results folder, `outcome.json`); docs/batch.md."]))
+    settings = Section("Settings", ["The data: `batch.parquet` (one row per scenario, policy and job), each "
+                                    "scenario's folder (`prediction.json`, its run's results folder, "
+                                    "`outcome.json`); docs/batch.md."])
+    settings.tables.append(("", ["setting", "value"],
+                            [[key, f"`{value}`"] for key, value in record.get("settings", {}).items()]))
+    out.append(settings)
     return out
 
 
@@ -107,20 +109,21 @@ def _errors(found: dict, policies: list[str]) -> Section:
             cells.append("n/a" if not q["n"] else
                          f"{100 * q['median']:.1f} / {100 * q['p90']:.1f} % (n {q['n']})")
         rows.append([kind, *cells])
-    section.tables.append((header, rows))
+    section.tables.append(("", header, rows))
     return section
 
 
 def _disagreements(found: dict) -> Section:
     section = Section("Where the model and the wire disagree", [
         "Each scenario and policy whose verdicts differ, with its likely causes (docs/batch.md: knife edge, "
-        "fidelity lost, jobs sorting themselves apart, transient, declared timings, model error)."])
+        "too short to tell, fidelity lost, jobs sorting themselves apart, transient, declared timings, model "
+        "error)."])
     rows = [[d["scenario"], d["policy"], f"{d['model']} ({_pct(d['model_change_pct'], True)})",
              f"{d['wire']} ({_pct(d['wire_change_pct'], True)} [{_pct(d['wire_ci95'][0], True)}, "
              f"{_pct(d['wire_ci95'][1], True)}])", _pct(d["run_predicted_change_pct"], True), ", ".join(d["causes"])]
             for d in found["disagreements"]]
     if rows:
-        section.tables.append((["scenario", "policy", "model before the run", "wire (95 % interval)",
+        section.tables.append(("", ["scenario", "policy", "model before the run", "wire (95 % interval)",
                                 "run's prediction", "likely causes"], rows))
     else:
         section.words.append("None.")
@@ -133,7 +136,8 @@ def render_markdown(title: str, parts: list[Section]) -> str:
         lines += [f"## {s.title}", ""]
         for w in s.words:
             lines += [w, ""]
-        for header, rows in s.tables:
+        for caption, header, rows in s.tables:
+            lines += [caption, ""] if caption else []
             lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "---|" * len(header))
             lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -146,7 +150,8 @@ def render_html(title: str, parts: list[Section]) -> str:
     for s in parts:
         body.append(f"<h2>{html.escape(s.title)}</h2>")
         body += [f"<p>{inline_markdown(w)}</p>" for w in s.words]
-        for header, rows in s.tables:
+        for caption, header, rows in s.tables:
+            body.append(f"<p>{inline_markdown(caption)}</p>" if caption else "")
             body.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
             body += ["<tr>" + "".join(f"<td>{inline_markdown(c)}</td>" for c in row) + "</tr>" for row in rows]
             body.append("</table>")

@@ -58,7 +58,8 @@ def fabric(path: str) -> spec.FabricSpec:
 
 def plan_batch(values: dict, out: str) -> tuple[dict, dict[str, str]]:
     """``batch.json``'s record and every scenario's file text, in order (InputError for anything wrong)."""
-    from scenarios.commands.demo import DEMO_SCENARIOS, SCENARIOS_DIR as SHIPPED
+    from scenarios.commands.demo import DEMO_SCENARIOS
+    from scenarios.commands.demo import SCENARIOS_DIR as SHIPPED
 
     count = values["scenarios"]
     if count < 1:

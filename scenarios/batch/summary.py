@@ -13,6 +13,9 @@ Likely causes of a disagreement, each from the run's own data (all that apply):
 - *knife edge*: the model's change lies within the wire's half-width of the
   threshold (±1 %), so a difference the wire cannot resolve moves the verdict;
   or the run marked the policy's prediction a knife edge (``knife_edge``);
+- *too short to tell*: the wire's change is neutral with an interval wider
+  than the threshold (``verdict.PolicyChange.too_wide``): a longer run could
+  still find it helps or hurts;
 - *jobs sorting themselves apart*: under ``none`` some job ran apart
   (``apart_share`` > 0), so the baseline beat the "together" the model
   predicted before the run;
@@ -30,15 +33,16 @@ import math
 
 import pandas as pd
 
-from scenarios.analysis.verdict import BASELINE, THRESHOLD_PCT
+from scenarios.analysis.verdict import BASELINE, THRESHOLD_PCT, PolicyChange
 from scenarios.batch import stats
 from scenarios.batch.predict import model_verdict
 from scenarios.report.document import MEETING_CHANGE
 from scenarios.report.story import AFTERWARDS, BEFORE, CALIBRATION
 
 KINDS = {BEFORE: "before_ms", CALIBRATION: "calibration_ms", AFTERWARDS: "afterwards_ms"}
-FIDELITY_LOST, KNIFE_EDGE, APART, TRANSIENT, DECLARED, MODEL_ERROR = (
-    "fidelity lost", "knife edge", "jobs sorting themselves apart", "transient", "declared timings", "model error")
+FIDELITY_LOST, KNIFE_EDGE, TOO_SHORT, APART, TRANSIENT, DECLARED, MODEL_ERROR = (
+    "fidelity lost", "knife edge", "too short to tell", "jobs sorting themselves apart", "transient",
+    "declared timings", "model error")
 
 
 def policy_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -70,6 +74,8 @@ def causes(row, threshold_pct: float = THRESHOLD_PCT) -> list[str]:
     if row["knife_edge"] or (math.isfinite(model) and math.isfinite(half)
                              and min(abs(model - threshold_pct), abs(model + threshold_pct)) <= half):
         found.append(KNIFE_EDGE)
+    if PolicyChange(row["policy"], row["wire_change_pct"], half, threshold_pct).too_wide:
+        found.append(TOO_SHORT)
     if row["none_apart_share"] > 0:
         found.append(APART)
     if max(row["met_change"], row["none_met_change"]) >= MEETING_CHANGE:

@@ -17,7 +17,6 @@ import contextlib
 import os
 import signal
 import sys
-from pathlib import Path
 
 from apps.dltjob import TRANSPORTS
 from scenarios.errors import EnvironmentProblem, InputError
