@@ -228,3 +228,12 @@ def test_a_fabric_a_job_cannot_cross_is_refused(tmp_path):
                         "fabric_link_mbps: 50}\njobs: [{name: a, period_ms: 100, comm_ms: 10}]\n")
     result = shiftbed("OUT", "--scenarios", "2", "--fabric", str(one_leaf), cwd=tmp_path)
     assert result.returncode == 2 and "places each job across two leaves" in result.stderr
+
+
+def test_compare_reads_a_batch_folder_as_its_kept_runs(tmp_path):
+    from scenarios.analysis.compare import compare_table, load_runs
+
+    folder = _synthetic_batch(tmp_path)
+    runs = load_runs([folder.root])
+    assert [r.path.parent.name for r in runs] == ["s000"]
+    assert len(compare_table(runs)) == 3 * 2
