@@ -78,7 +78,7 @@ def causes(row, threshold_pct: float = THRESHOLD_PCT) -> list[str]:
         found.append(TOO_SHORT)
     if row["none_apart_share"] > 0:
         found.append(APART)
-    if max(row["met_change"], row["none_met_change"]) >= MEETING_CHANGE:
+    if any(x >= MEETING_CHANGE for x in (row["met_change"], row["none_met_change"]) if math.isfinite(x)):
         found.append(TRANSIENT)
     run_verdict = model_verdict(row["policy"], row["run_predicted_change_pct"], threshold_pct) \
         if math.isfinite(row["run_predicted_change_pct"]) else None

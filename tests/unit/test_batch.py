@@ -237,3 +237,40 @@ def test_compare_reads_a_batch_folder_as_its_kept_runs(tmp_path):
     runs = load_runs([folder.root])
     assert [r.path.parent.name for r in runs] == ["s000"]
     assert len(compare_table(runs)) == 3 * 2
+
+
+def test_the_batch_report_opens_in_chromium_offline(tmp_path):
+    """report.html of a batch in Debian's Chromium, headless: it loads with no console error and no request
+    beyond the file itself, and a reader sees every section, with its tables."""
+    from headless_chromium import CHROMIUM, open_page
+
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (`make test` installs it)")
+    folder = _synthetic_batch(tmp_path)
+    _, page_path = write_report(folder.root, summarise(batch_table(folder), ["none", "shift", "gate"]),
+                                folder.record)
+    with open_page(page_path.as_uri()) as page:
+        page.wait_until("document.readyState === 'complete'")
+        titles = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+        tables = page.evaluate("document.querySelectorAll('table').length")
+        errors, urls = page.errors(), page.requested_urls()
+    assert errors == [] and all(u.startswith(("file:", "data:", "about:")) for u in urls), (errors, urls)
+    assert titles == ["In short", "How often each policy helps", "The model's verdict against the wire's",
+                      "Each kind of prediction's error", "Where the model and the wire disagree", "Settings"]
+    assert tables >= 1 + 3 + 1 + 1  # fractions, agreement (every policy, shift, gate), errors, settings
+
+
+def test_each_cause_from_the_runs_own_data():
+    from scenarios.batch.summary import causes
+
+    base = {"policy": "shift", "fidelity_ok": True, "wire_verdict": "neutral", "wire_change_pct": 0.2,
+            "wire_low_pct": -0.3, "wire_high_pct": 0.7, "model_change_pct": 4.0, "knife_edge": False,
+            "met_change": math.nan, "none_met_change": math.nan, "none_apart_share": math.nan,
+            "run_predicted_change_pct": 3.0}
+    assert causes(base) == ["model error"]
+    assert causes({**base, "fidelity_ok": False})[0] == "fidelity lost"
+    assert causes({**base, "model_change_pct": 1.4}) == ["knife edge"]  # 0.4 from +1 %, half-width 0.5
+    assert causes({**base, "wire_low_pct": -2.0, "wire_high_pct": 2.4}) == ["too short to tell"]  # ±2.2 > 1 %
+    assert causes({**base, "none_apart_share": 0.4}) == ["jobs sorting themselves apart"]
+    assert causes({**base, "met_change": math.nan, "none_met_change": 0.3}) == ["transient"]
+    assert causes({**base, "run_predicted_change_pct": 0.5}) == ["declared timings"]
