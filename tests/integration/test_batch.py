@@ -30,10 +30,10 @@ def run_folders(scenario_dir: Path) -> list[str]:
     return sorted(p.name for p in scenario_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def wait_for(predicate, proc, timeout_s: float) -> None:
+def wait_for(predicate, proc, log: Path, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
-        assert proc.poll() is None, f"the batch ended early ({proc.returncode}): {proc.stderr.read()[-3000:]}"
+        assert proc.poll() is None, f"the batch ended early ({proc.returncode}): {log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.5)
 
@@ -45,13 +45,14 @@ def killed_and_resumed(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root")
     out = tmp_path_factory.mktemp("batch") / "b"
-    proc = subprocess.Popen([SHIFTBED, "batch", str(out), *BATCH], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    log = out.with_name("first.log")
+    with open(log, "w") as stream:
+        proc = subprocess.Popen([SHIFTBED, "batch", str(out), *BATCH], cwd=REPO, stdout=stream, stderr=stream)
     second = out / ".partial" / "s001"
     wait_for(lambda: (out / "s000" / "outcome.json").is_file() and second.is_dir()
-             and any(p.name.endswith(".partial") for p in second.iterdir()), proc, TIMEOUT_S)
+             and any(p.name.endswith(".partial") for p in second.iterdir()), proc, log, TIMEOUT_S)
     time.sleep(KILL_AFTER_START_S)
-    assert proc.poll() is None, proc.stderr.read()[-3000:]
+    assert proc.poll() is None, log.read_text()[-3000:]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     at_kill = {"s000": run_folders(out / "s000"),
