@@ -274,3 +274,21 @@ def test_each_cause_from_the_runs_own_data():
     assert causes({**base, "none_apart_share": 0.4}) == ["jobs sorting themselves apart"]
     assert causes({**base, "met_change": math.nan, "none_met_change": 0.3}) == ["transient"]
     assert causes({**base, "run_predicted_change_pct": 0.5}) == ["declared timings"]
+
+
+def test_the_progress_says_the_scenarios_done_and_the_running_agreement(tmp_path):
+    import io
+
+    from scenarios.batch.progress import BatchProgress
+    from scenarios.batch.summary import running_agreement
+
+    folder = _synthetic_batch(tmp_path)
+    stream = io.StringIO()
+    progress = BatchProgress(folder, [], stream=stream)  # a resumed batch with nothing left
+    progress.introduce()
+    agreeing, compared = running_agreement(batch_table(folder))
+    assert compared >= 1
+    said = stream.getvalue()
+    assert "0 of 1 scenarios to run" in said
+    assert f"1 of 1 scenarios done; model and wire agree on {agreeing} of {compared} verdicts" in said
+    assert progress.display.note == progress.status()
