@@ -25,6 +25,7 @@ from scenarios.batch.summary import summarise
 from scenarios.batch.table import batch_table
 from scenarios.commands.batch import DEFAULTS
 from scenarios.commands.run import require_runnable_here
+from scenarios.exitcodes import FIDELITY_LOST, OK
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC = spec.load(REPO / "scenarios" / "classroom.yaml").fabric
@@ -292,3 +293,33 @@ def test_the_progress_says_the_scenarios_done_and_the_running_agreement(tmp_path
     assert "0 of 1 scenarios to run" in said
     assert f"1 of 1 scenarios done; model and wire agree on {agreeing} of {compared} verdicts" in said
     assert progress.display.note == progress.status()
+
+
+@pytest.mark.parametrize("fidelity, attempts, code", [((True,), 1, 0), ((False, True), 2, 0),
+                                                       ((False, False), 2, 3)])
+def test_a_run_that_lost_fidelity_is_run_once_more_then_kept(tmp_path, monkeypatch, fidelity, attempts, code):
+    """The batch's own decisions around a run (the run itself stood in for by the synthetic results folder,
+    written where ``run`` writes and answering with ``run``'s exit status for it)."""
+    from scenarios.batch import predict
+    from scenarios.commands import batch as command
+    from scenarios.commands import run as run_command
+
+    folder = BatchFolder.create(tmp_path / "b", {"settings": {"seed": 0, "policies": ["none", "shift", "gate"]}},
+                                {"s000": spec_text()})
+    answers, made = iter(fidelity), []
+
+    def fake_run(args, display=None):
+        made.append(next(answers))
+        run = example.write_example(tmp_path / f"run{len(made)}", fidelity_ok=made[-1])
+        shutil.move(str(run), Path(args.out) / "s000" / f"20261206T00000{len(made)}Z")
+        return OK if made[-1] else FIDELITY_LOST
+
+    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(predict, "before_the_run", lambda scenario, policies: {"kind": "before the run",
+                                                                              "policies": {}})
+    assert command.run_scenario(folder, "s000", display=None) == code
+    outcome = folder.outcome("s000")
+    assert len(outcome["attempts"]) == attempts and outcome["exit_code"] == code
+    assert outcome["kept"] == outcome["attempts"][-1]["results_dir"]
+    assert [a["fidelity_ok"] for a in outcome["attempts"]] == list(fidelity)
+    assert folder.pending() == [] and not list(folder.work_root.iterdir())
