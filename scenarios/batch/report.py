@@ -66,6 +66,10 @@ def sections(found: dict, record: dict) -> list[Section]:
         caption = f"{name}: {a['n']} compared, agreement {_pct(100 * a['share'])}, kappa {_kappa(a['kappa'])}"
         agreement.tables.append((caption, ["model \\ wire", *OUTCOMES],
                                  [[o, *(str(c) for c in a["table"][i])] for i, o in enumerate(OUTCOMES)]))
+    run = found["agreement_from_the_run"]
+    agreement.words.append(f"For contrast, the run's own prediction (from calibration; for `none` explained "
+                           f"afterwards) gives the wire's verdict in {_pct(100 * run['share'])} of {run['n']} "
+                           f"(kappa {_kappa(run['kappa'])}).")
     out.append(agreement)
     out.append(_errors(found, policies))
     out.append(_disagreements(found))

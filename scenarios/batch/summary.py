@@ -111,6 +111,10 @@ def summarise(table: pd.DataFrame, policies: list[str], threshold_pct: float = T
             "model": stats.fractions(list(mine["model_verdict"])),
             "agreement": _agreement(list(zip(mine["model_verdict"], mine["wire_verdict"], strict=True)))}
     out["agreement"] = _agreement(list(zip(compared["model_verdict"], compared["wire_verdict"], strict=True)))
+    calibrated = [(model_verdict(p, c, threshold_pct), w) for p, c, w in
+                  zip(compared["policy"], compared["run_predicted_change_pct"], compared["wire_verdict"], strict=True)
+                  if math.isfinite(c)]
+    out["agreement_from_the_run"] = _agreement(calibrated)  # the run's own prediction's verdict, for contrast
     kept = table[table["fidelity_ok"]] if not table.empty else table
     for kind, column in KINDS.items():
         out["errors"][kind] = {"all": stats.error_quantiles(stats.relative_errors(kept["measured_iteration_ms"],

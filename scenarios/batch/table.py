@@ -19,8 +19,9 @@ import math
 import pandas as pd
 
 from scenarios import spec
-from scenarios.analysis.verdict import BASELINE, folder_changes, standard_errors_ms
+from scenarios.analysis.verdict import folder_changes, standard_errors_ms
 from scenarios.batch.folder import PREDICTION_FILE, BatchFolder
+from scenarios.report.document import predicted_change_pct
 from scenarios.report.story import AFTERWARDS, CALIBRATION, prediction_kind
 from scenarios.results import load_results
 
@@ -73,8 +74,7 @@ def scenario_rows(folder: BatchFolder, name: str) -> list[dict]:
                 "wire_change_pct": _num(change and change.change_pct), "wire_low_pct": _num(change and change.low_pct),
                 "wire_high_pct": _num(change and change.high_pct), "wire_verdict": change and change.verdict,
                 "model_change_pct": _num(model.get("change_pct")), "model_verdict": model.get("verdict"),
-                "run_predicted_change_pct": _num(0.0 if policy == BASELINE else
-                                                 entry and entry.predicted_throughput_change_vs_none_pct),
+                "run_predicted_change_pct": _num(None if entry is None else predicted_change_pct(results, policy)),
             })
     return rows
 

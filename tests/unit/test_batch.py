@@ -323,3 +323,12 @@ def test_a_run_that_lost_fidelity_is_run_once_more_then_kept(tmp_path, monkeypat
     assert outcome["kept"] == outcome["attempts"][-1]["results_dir"]
     assert [a["fidelity_ok"] for a in outcome["attempts"]] == list(fidelity)
     assert folder.pending() == [] and not list(folder.work_root.iterdir())
+
+
+def test_the_runs_own_prediction_is_judged_beside_the_one_before_the_run(tmp_path):
+    found = summarise(batch_table(_synthetic_batch(tmp_path)), ["none", "shift", "gate"])
+    run = found["agreement_from_the_run"]
+    assert run["n"] == found["agreement"]["n"]  # the same pairs, the run's prediction in place of the model's
+    # the example's run predicted shift +3.4 % and gate +12.5 % from its means (both help): the wire's
+    # verdicts, whatever they are, stand in the "helps" row
+    assert sum(run["table"][0]) == run["n"] == 2
