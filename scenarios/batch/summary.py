@@ -47,8 +47,6 @@ FIDELITY_LOST, KNIFE_EDGE, TOO_SHORT, APART, TRANSIENT, DECLARED, MODEL_ERROR = 
 
 def policy_frame(table: pd.DataFrame) -> pd.DataFrame:
     """One row per scenario and policy (``none`` left out), with what the causes need from its jobs."""
-    if table.empty:
-        return pd.DataFrame(columns=["scenario", "policy"])
     jobs = table.assign(met_change=(table["met_share_last"] - table["met_share_first"]).abs())
     by = jobs.groupby(["scenario", "policy"], sort=False)
     per = by.first()[["fidelity_ok", "wire_verdict", "model_verdict", "wire_change_pct", "wire_low_pct",

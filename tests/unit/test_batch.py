@@ -332,3 +332,12 @@ def test_the_runs_own_prediction_is_judged_beside_the_one_before_the_run(tmp_pat
     # the example's run predicted shift +3.4 % and gate +12.5 % from its means (both help): the wire's
     # verdicts, whatever they are, stand in the "helps" row
     assert sum(run["table"][0]) == run["n"] == 2
+
+
+def test_a_batch_with_nothing_done_yet_summarises_and_reports_to_nothing_compared(tmp_path):
+    folder = BatchFolder.create(tmp_path / "b", {"settings": {}}, {"s000": spec_text()})
+    table = batch_table(folder)
+    found = summarise(table, ["none", "shift"])
+    assert table.empty and found["agreement"]["n"] == 0 and found["policies"]["shift"]["compared"] == 0
+    md, _ = write_report(folder.root, found, folder.record)
+    assert "0 of 1 scenarios done" in md.read_text() and "Incomplete batch" in md.read_text()
