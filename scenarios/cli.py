@@ -28,13 +28,14 @@ SUBCOMMANDS = {
     "map": ("scenarios.commands.map", "theory: which policy wins, and by how much, one factor at a time"),
     "explore": ("scenarios.commands.explore", "a page in the browser: change a period or a burst, see every policy's gain"),
     "run": ("scenarios.commands.run", "full emulation of one scenario under one or more policies"),
+    "batch": ("scenarios.commands.batch", "a sample of the sweep's scenarios on the fabric, each predicted before it runs"),
     "report": ("scenarios.commands.report", "redraw plots and report.md from a results folder"),
     "compare": ("scenarios.commands.compare", "one table and one plot across runs, scenarios and policies"),
     "clean": ("scenarios.commands.clean", "remove what a crashed run left behind (shiftbed's own things only)"),
     "demo": ("scenarios.commands.demo", "run the demo scenarios and print where the reports are"),
 }
 
-VERBOSE_COMMANDS = ("run", "demo", "check")  # the subcommands that build a fabric: they have -v and --controller
+VERBOSE_COMMANDS = ("run", "demo", "check", "batch")  # the subcommands that build a fabric: they have -v and --controller
 
 
 def configure_logging(verbosity: int) -> None:

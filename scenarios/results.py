@@ -279,12 +279,7 @@ class ResultsWriter:
 
     def _give_to_sudo_user(self) -> None:
         """Under ``sudo``, hand what we created to the invoking user, so they can redraw it."""
-        uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
-        if os.geteuid() != 0 or not uid or not gid:
-            return
-        paths = [*self._created, self.final_dir, *self.final_dir.rglob("*")]
-        for path in paths:
-            os.chown(path, int(uid), int(gid), follow_symlinks=False)
+        give_to_sudo_user([*self._created, self.final_dir, *self.final_dir.rglob("*")])
 
     def __enter__(self) -> ResultsWriter:
         return self
@@ -298,6 +293,15 @@ class ResultsWriter:
             self.finish(complete=False, reason="interrupted (Ctrl-C)")
         else:
             self.finish(complete=False, reason=f"{exc_type.__name__}: {exc}".strip())
+
+
+def give_to_sudo_user(paths: Iterable[Path]) -> None:
+    """Under ``sudo``, hand ``paths`` to the invoking user (else nothing), so they can read and redraw them."""
+    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+    if os.geteuid() != 0 or not uid or not gid:
+        return
+    for path in paths:
+        os.chown(path, int(uid), int(gid), follow_symlinks=False)
 
 
 def _reserve_space(path: Path, size_bytes: int) -> None:

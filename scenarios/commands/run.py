@@ -150,6 +150,21 @@ def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
     policy_schedules(scenario, policies)
 
 
+def require_runnable_here(scenario, path: str, policies: tuple[str, ...], force: bool = False) -> None:
+    """What ``run`` checks of a scenario beyond its file, before anything is built (InputError naming
+    ``path``): every policy emulated, every burst captured, a load this machine forwards faithfully
+    (unless ``force``)."""
+    from scenarios.timescale import on_wire
+
+    require_emulated(scenario, path, policies)
+    require_capturable(scenario, path)
+    load = emulation_load_mbps(on_wire(scenario))  # as the fabric runs it: K times slower
+    if load > MAX_FAITHFUL_MBPS and not force:
+        raise InputError(f"{path}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "
+                         f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
+                         "rates, raise --time-scale or pass --force")
+
+
 def burst_transport_here(scenario, scenario_text: str, version: tuple[int, int] | None = None):
     """The scenario as this machine can run it, and its text as the results folder keeps it.
 
@@ -179,7 +194,6 @@ def checked_inputs(args):
     """The scenario as asked for (in its own units, at its time scale), its policies and seconds per
     policy; InputError (exit 2) on anything wrong, before anything is built."""
     from scenarios import policyfiles, spec
-    from scenarios.timescale import on_wire
 
     policyfiles.load(args.policy_file)
     scenario = parse_time_scale(getattr(args, "time_scale", None), spec.load(args.scenario))
@@ -187,13 +201,7 @@ def checked_inputs(args):
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     check_out_root(args.out)
-    require_emulated(scenario, args.scenario, policies)
-    require_capturable(scenario, args.scenario)
-    load = emulation_load_mbps(on_wire(scenario))  # as the fabric runs it: K times slower
-    if load > MAX_FAITHFUL_MBPS and not args.force:
-        raise InputError(f"{args.scenario}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "
-                         f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
-                         "rates, raise --time-scale or pass --force")
+    require_runnable_here(scenario, args.scenario, policies, args.force)
     return scenario, policies, duration_s
 
 

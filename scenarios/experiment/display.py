@@ -38,6 +38,7 @@ class RunDisplay:
         self._sample: tuple[dict[str, int], float | None] = ({}, None)
         self._console = self._live = None
         self._introduced = False
+        self.note = ""  # a line the terminal's status keeps under the clock (a batch's scenarios done)
 
     # -- the run's events ------------------------------------------------------
 
@@ -163,7 +164,8 @@ class _Status:
                     Text(d.timeline.stage_name(), style="bold"))
         measure, sample = d._measure, d._sample  # no lock: the refresh must never wait on a writer
         measuring = d._measure_text(measure, sample) if measure is not None else None
-        return Group(row, Text("  " + measuring)) if measuring else row
+        lines = [row, *([Text("  " + d.note)] if d.note else []), *([Text("  " + measuring)] if measuring else [])]
+        return Group(*lines) if len(lines) > 1 else row
 
 
 class _Handler(logging.Handler):

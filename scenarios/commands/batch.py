@@ -1,0 +1,166 @@
+"""``shiftbed batch OUT --scenarios N``: a sample of the sweep's scenarios, each predicted, then run on the fabric.
+
+Thin adapter. Everything is checked first (exit 2, one line, nothing built or
+written): the sampling arguments as ``sweep`` reads them, the fabric file,
+the policies, and every drawn scenario as ``run`` checks a file. Then the
+batch folder is created whole (``scenarios/batch/folder.py``) and each
+scenario runs in turn: the model's prediction is written before its first
+policy (``batch/predict.py``), then ``run`` runs it in-process, its results
+folder inside the scenario's; a run that lost fidelity is run once more, then
+kept. ``--resume OUT`` runs what is not done. At the end: ``batch.parquet``,
+``report.md`` and ``report.html`` (docs/batch.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+
+from apps.dltjob import TRANSPORTS
+from scenarios.errors import EnvironmentProblem, InputError
+from scenarios.exitcodes import FIDELITY_LOST, OK, combined_exit_code, keeps_going
+
+DEFAULTS = {"jobs": "2", "period_ms": "100:1000", "comm_frac": "0.1:0.5", "quantum_ms": "1", "seed": 0,
+            "zoo": False, "zoo_link_mbps": None, "fabric": None, "policy": "none,shift,gate,priority",
+            "transport": None, "duration": "12", "scenarios": None}
+ATTEMPTS = 2  # a scenario whose fidelity is lost is run once more, then kept
+BATCH_PARQUET = "batch.parquet"
+
+
+def add_arguments(parser) -> None:
+    from scenarios.commands.demo import DEMO_SCENARIOS
+
+    parser.add_argument("out", nargs="?", metavar="OUT", help="the batch's folder (must not exist)")
+    parser.add_argument("--resume", metavar="DIR", help="run what a batch in DIR has not done (no other option)")
+    parser.add_argument("--scenarios", type=int, help="how many scenarios to draw (required)")
+    parser.add_argument("--jobs", help="number(s) of jobs per scenario, taking turns, e.g. 2,3 (default 2)")
+    parser.add_argument("--period-ms", help="LO:HI, periods uniform over these integers (ms; default 100:1000)")
+    parser.add_argument("--comm-frac", help="lo:hi, comm_ms = U(lo, hi) × period_ms (default 0.1:0.5)")
+    parser.add_argument("--quantum-ms", help="the schedule's quantum, one value (ms; default 1)")
+    parser.add_argument("--seed", type=int, help="the sweep's seed: the same draws as `shiftbed sweep --seed` "
+                                                 "(default 0)")
+    parser.add_argument("--zoo", action="store_true", default=None, help="draw jobs from the model zoo")
+    parser.add_argument("--zoo-link-mbps", type=float, help="link rate the zoo models are timed at (--zoo)")
+    parser.add_argument("--fabric", metavar="FILE", help=f"a scenario file to take the fabric from (default "
+                                                         f"scenarios/{DEMO_SCENARIOS[0]}, the demo's)")
+    parser.add_argument("--policy", help=f"comma-separated policies, `none` among them (default {DEFAULTS['policy']})")
+    parser.add_argument("--transport", choices=TRANSPORTS, help="how the jobs' flows travel (default: as `run` "
+                                                                "picks on this machine)")
+    parser.add_argument("--duration", help=f"seconds each policy runs (default {DEFAULTS['duration']})")
+
+
+def _given(args) -> list[str]:
+    return [f"--{k.replace('_', '-')}" for k in DEFAULTS if getattr(args, k) is not None]
+
+
+def run(args) -> int:
+    from scenarios.batch.folder import BatchFolder
+    from scenarios.batch.settings import check_new_out, plan_batch
+
+    if args.resume is not None:
+        if args.out is not None or _given(args):
+            extra = args.out or _given(args)[0]
+            raise InputError(f"--resume: takes the batch's own settings; give no other option or OUT ({extra})")
+        folder = BatchFolder.open(args.resume)
+        _require_root()
+        return run_batch(folder)
+    if args.out is None:
+        raise InputError("OUT: give the batch's folder (or --resume DIR)")
+    if args.scenarios is None:
+        raise InputError("--scenarios: say how many scenarios to draw")
+    values = {k: (DEFAULTS[k] if getattr(args, k) is None else getattr(args, k)) for k in DEFAULTS}
+    check_new_out(args.out)
+    record, texts = plan_batch(values, args.out)  # InputError for anything wrong, nothing written
+    _require_root()
+    from scenarios.commands.run import preflight
+
+    preflight()
+    folder = BatchFolder.create(args.out, record, texts)
+    return run_batch(folder)
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed batch ...`")
+
+
+def run_batch(folder) -> int:
+    """Every scenario not done, in order, then the table and the report; 130 when interrupted, the first
+    run's status that stops a batch (``exitcodes.keeps_going``), else the batch's combined status."""
+    from scenarios.batch.progress import BatchProgress
+    from scenarios.commands.run import _raise_interrupt
+
+    pending = folder.pending()
+    progress = BatchProgress(folder, pending)
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        progress.introduce()
+        for name in pending:
+            code = run_scenario(folder, name, progress.display)
+            if not keeps_going(code):
+                print(f"shiftbed batch: {name} stopped the batch (exit {code}); `shiftbed batch --resume "
+                      f"{folder.root}` runs it again and the rest", file=sys.stderr)
+                return code
+            progress.scenario_done(name)
+        progress.finish()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return write_results(folder)
+
+
+def run_scenario(folder, name: str, display) -> int:
+    """One scenario: its prediction written, then its run (once more if fidelity was lost), then done."""
+    from scenarios import spec
+    from scenarios.batch.folder import PREDICTION_FILE, RUN_LOG, run_folders
+    from scenarios.batch.predict import before_the_run
+    from scenarios.commands import run as run_command
+    from scenarios.commands.demo import run_arguments
+    from scenarios.results import json_text, load_results
+
+    work = folder.begin(name)
+    path = folder.scenario_file(name)
+    scenario = spec.load(path)
+    prediction = before_the_run(scenario, scenario.policies)  # nothing of this run measured yet
+    (work / PREDICTION_FILE).write_text(json_text(prediction))
+    attempts = []
+    for _ in range(ATTEMPTS):
+        args = run_arguments(path, scenario.duration_s, str(folder.work_root))
+        args.seed = folder.record["settings"]["seed"]
+        with open(work / RUN_LOG, "a") as log, contextlib.redirect_stdout(log):
+            code = run_command.run(args, display=display)
+        if not keeps_going(code):
+            return code
+        kept = run_folders(work)[-1]
+        attempts.append({"results_dir": kept.name, "exit_code": code,
+                         "fidelity_ok": load_results(kept).summary.fidelity_ok})
+        if code != FIDELITY_LOST:
+            break
+    folder.finish(name, {"scenario": name, "attempts": attempts, "kept": attempts[-1]["results_dir"],
+                         "exit_code": attempts[-1]["exit_code"]})
+    return attempts[-1]["exit_code"]
+
+
+def write_results(folder) -> int:
+    """batch.parquet, report.md and report.html from every done scenario; the batch's exit status."""
+    from scenarios.batch.report import write_report
+    from scenarios.batch.summary import summarise
+    from scenarios.batch.table import batch_table
+    from scenarios.results import atomic_write_bytes, give_to_sudo_user
+
+    table = batch_table(folder)
+    atomic_write_bytes(folder.root / BATCH_PARQUET, table.to_parquet(index=False))
+    policies = folder.record["settings"]["policies"]
+    found = summarise(table, policies)
+    md, page = write_report(folder.root, found, folder.record)
+    give_to_sudo_user([folder.root / BATCH_PARQUET, md, page])
+    a = found["agreement"]
+    agreement = "n/a" if not a["n"] else f"{a['share']:.0%} of {a['n']} policy verdicts (kappa {a['kappa']:.2f})"
+    print(f"batch: {found['scenarios']} of {len(folder.names)} scenarios done; the model before the run agreed "
+          f"with the wire in {agreement}")
+    print(f"report: {md}\n        {page} (the same, to open in a browser)")
+    codes = [folder.outcome(n)["exit_code"] for n in folder.done()]
+    return combined_exit_code(codes) if codes else OK
+

@@ -1,0 +1,343 @@
+"""`shiftbed batch` without a fabric: the draws, their placement and files, the folder's bookkeeping,
+the table and report from a synthetic scenario, and bad arguments (each refused before anything is built).
+
+Every command-line case here is one the batch refuses: a valid one would build a fabric.
+"""
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import results_example as example
+
+from controller.theory.sweep import sample_raw
+from scenarios import spec
+from scenarios.batch import draw as drawing
+from scenarios.batch.folder import PREDICTION_FILE, BatchFolder
+from scenarios.batch.predict import before_the_run, model_verdict
+from scenarios.batch.report import write_report
+from scenarios.batch.settings import plan_batch
+from scenarios.batch.summary import summarise
+from scenarios.batch.table import batch_table
+from scenarios.commands.batch import DEFAULTS
+from scenarios.commands.run import require_runnable_here
+from scenarios.exitcodes import FIDELITY_LOST, OK
+
+REPO = Path(__file__).resolve().parents[2]
+FABRIC = spec.load(REPO / "scenarios" / "classroom.yaml").fabric
+SAMPLING = drawing.Sampling(seed=3, jobs=(2, 3), period_range_ms=(100, 1000), frac_range=(0.1, 0.5), quantum_ms=1.0)
+
+
+def test_the_draws_are_the_sweeps_jobs_taking_turns():
+    drawn = drawing.draw(SAMPLING, 5)
+    assert [(d.n_jobs, d.sample) for d in drawn] == [(2, 0), (3, 0), (2, 1), (3, 1), (2, 2)]
+    for d in drawn:  # the very draws `shiftbed sweep --seed 3` evaluates
+        assert list(d.raw) == sample_raw(3, d.n_jobs, d.sample, (100, 1000), (0.1, 0.5), False, 10_000.0)
+    assert drawing.draw(SAMPLING, 5) == drawn  # reproducible
+    assert [d.name for d in drawn] == ["s000", "s001", "s002", "s003", "s004"]
+    assert drawing.scenario_name(7, 1500) == "s0007"
+
+
+def test_workers_cross_the_two_leaves_each_pair_once_as_the_shipped_scenarios_do():
+    placed = [drawing.workers(k, FABRIC) for k in range(4)]
+    assert placed == [["h1", "h3"], ["h2", "h4"], ["h1", "h4"], ["h2", "h3"]]  # classroom, three-jobs
+    hosts = set(FABRIC.hosts[:FABRIC.hosts_per_leaf])
+    assert all(first in hosts and second not in hosts for first, second in placed)
+
+
+def test_a_drawn_scenario_file_reads_back_as_run_reads_it(tmp_path):
+    drawn = drawing.draw(SAMPLING, 2)[1]  # three jobs
+    path = tmp_path / "s001.yaml"
+    text, scenario = drawing.render(drawn, SAMPLING, FABRIC, ("none", "shift"), 6.0, "persistent", str(path))
+    path.write_text(text)
+    again = spec.load(path)
+    assert again == scenario
+    assert again.policies == ("none", "shift") and again.duration_s == 6.0 and again.transport == "persistent"
+    assert again.fabric == FABRIC
+    for job, (period_ms, frac) in zip(again.jobs, drawn.raw, strict=True):
+        assert job.period_ms == period_ms and job.comm_ms == frac * period_ms  # true timings, not rounded
+        assert job.pin_spine == 1
+    again.require_runnable()
+    require_runnable_here(again, str(path), again.policies)  # run's own checks: captured, faithful load
+
+
+def test_every_job_crosses_leaf1s_uplink_to_spine1_where_the_run_captures():
+    from scenarios.runlinks import run_links
+    from scenarios.sharedlink import fabric_params
+    from topo.wiring import fabric_wiring
+
+    _, scenario = drawing.render(drawing.draw(SAMPLING, 2)[1], SAMPLING, FABRIC, ("none",), 6.0, None, "x.yaml")
+    links = run_links(scenario, fabric_wiring(fabric_params(scenario)))
+    assert links.meetings[("up", 1, 1)] == ("j0", "j1", "j2")  # leaf 1 -> spine 1: all three jobs meet
+    assert [(p.leaf, p.spine) for p in links.ports] == [(1, 1)]
+
+
+def _values(**given):
+    return {**DEFAULTS, "scenarios": 3, **given}
+
+
+def test_plan_batch_writes_nothing_and_records_the_draws(tmp_path):
+    out = tmp_path / "b"
+    record, texts = plan_batch(_values(jobs="2,3", transport="persistent"), str(out))
+    assert not out.exists()
+    assert list(texts) == ["s000", "s001", "s002"]
+    assert record["draws"]["s001"] == {"n_jobs": 3, "sample": 0}
+    assert record["settings"]["policies"] == ["none", "shift", "gate", "priority"]
+    assert all("transport: persistent" in t for t in texts.values())
+
+
+def _synthetic_batch(tmp_path, fidelity_ok=True) -> BatchFolder:
+    """A batch of one done scenario: the synthetic results folder (results_example) as its run, and a
+    prediction before the run with known figures."""
+    text = spec_text()
+    folder = BatchFolder.create(tmp_path / "batch", {"settings": {"policies": ["none", "shift", "gate"]},
+                                                     "draws": {"s000": {"n_jobs": 2, "sample": 0}}},
+                                {"s000": text})
+    work = folder.begin("s000")
+    run = example.write_example(tmp_path / "runs", fidelity_ok=fidelity_ok)
+    shutil.move(str(run), work / run.name)
+    before = {"none": {"jobs": {"a": 120.0, "b": 240.0}, "change_pct": 0.0, "verdict": None},
+              "shift": {"jobs": {"a": 120.0, "b": 240.0}, "change_pct": 0.0, "verdict": "neutral"},
+              "gate": {"jobs": {"a": 100.0, "b": 200.0}, "change_pct": 20.0, "verdict": "helps"}}
+    (work / PREDICTION_FILE).write_text(json.dumps({"policies": before}))
+    folder.finish("s000", {"scenario": "s000", "attempts": [{"results_dir": run.name, "exit_code": 0,
+                                                             "fidelity_ok": fidelity_ok}],
+                           "kept": run.name, "exit_code": 0})
+    return folder
+
+
+def spec_text() -> str:
+    jobs = "\n".join(f"  - {{name: {j}, period_ms: {v['period_ms']}, comm_ms: {v['comm_ms']}, workers: [h1, h3]}}"
+                     for j, v in example.JOBS.items())
+    return ("name: s000\npolicies: [none, shift, gate]\nduration_s: 3\nfabric: {spines: 1, leaves: 2, "
+            f"hosts_per_leaf: 2, host_link_mbps: 20, fabric_link_mbps: 20}}\njobs:\n{jobs}\n")
+
+
+def test_the_table_holds_every_kind_of_prediction_per_job_and_policy(tmp_path):
+    folder = _synthetic_batch(tmp_path)
+    table = batch_table(folder)
+    assert len(table) == 3 * 2  # policies × jobs
+    row = table[(table.policy == "gate") & (table.job == "b")].iloc[0]
+    assert row.measured_iteration_ms == example.MEASURED_MS["gate"]["b"]
+    assert row.calibration_ms == example.PREDICTED_MS["gate"]["b"]  # the run's prediction, from calibration
+    assert math.isnan(row.afterwards_ms)  # no apart_share: not explained afterwards
+    assert row.before_ms == 200.0 and row.model_verdict == "helps" and row.model_change_pct == 20.0
+    assert row.knife_edge  # the example marks gate's b
+    shift = table[table.policy == "shift"].iloc[0]
+    assert shift.wire_change_pct == pytest.approx(example.SHIFT_CHANGE_PCT, abs=2)
+
+
+def test_the_summary_and_report_from_the_table(tmp_path):
+    folder = _synthetic_batch(tmp_path)
+    table = batch_table(folder)
+    found = summarise(table, ["none", "shift", "gate"])
+    errors = found["errors"]["before the run"]["all"]
+    measured = {(p, j): ms for p, jobs in example.MEASURED_MS.items() for j, ms in jobs.items()}
+    before = {("none", "a"): 120, ("none", "b"): 240, ("shift", "a"): 120, ("shift", "b"): 240,
+              ("gate", "a"): 100, ("gate", "b"): 200}
+    expected = sorted(abs(measured[k] - before[k]) / measured[k] for k in before)
+    assert errors["n"] == 6 and errors["median"] == pytest.approx((expected[2] + expected[3]) / 2)
+    compared = found["policies"]["gate"]["compared"] + found["policies"]["shift"]["compared"]
+    assert found["agreement"]["n"] == compared
+    for d in found["disagreements"]:
+        assert d["causes"] and d["model"] != d["wire"]
+    md, page = write_report(folder.root, found, folder.record)
+    assert "Cohen's kappa" in md.read_text() and page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_lost_fidelity_is_kept_and_named_but_not_compared(tmp_path):
+    folder = _synthetic_batch(tmp_path, fidelity_ok=False)
+    found = summarise(batch_table(folder), ["none", "shift", "gate"])
+    assert found["fidelity_lost"] == ["s000"] and found["agreement"]["n"] == 0
+    assert all(d["causes"][0] == "fidelity lost" for d in found["disagreements"])
+
+
+def test_a_scenario_is_done_only_once_renamed_and_resume_redoes_the_rest(tmp_path):
+    folder = BatchFolder.create(tmp_path / "b", {"settings": {}}, {"s000": "a", "s001": "b", "s002": "c"})
+    assert not list(tmp_path.glob(".b.creating"))
+    assert folder.pending() == ["s000", "s001", "s002"]
+    work = folder.begin("s000")
+    (work / "half-written").write_text("x")
+    folder.finish("s000", {"attempts": [], "exit_code": 0})
+    work = folder.begin("s001")  # then killed: the work folder stays behind
+    (work / "stale").write_text("x")
+    again = BatchFolder.open(tmp_path / "b")
+    assert again.pending() == ["s001", "s002"] and again.done() == ["s000"]
+    assert (again.done_dir("s000") / "half-written").is_file()
+    fresh = again.begin("s001")  # a resumed scenario starts from nothing
+    assert list(fresh.iterdir()) == []
+
+
+def test_model_verdicts_at_the_sweeps_threshold():
+    assert model_verdict("shift", 1.5) == "helps" and model_verdict("shift", -1.5) == "hurts"
+    assert model_verdict("shift", 0.5) == "neutral" and model_verdict("none", 0.0) is None
+    assert model_verdict("gate", None) is None
+
+
+def test_the_prediction_before_the_run_needs_nothing_measured():
+    scenario = spec.load(REPO / "scenarios" / "classroom.yaml")
+    out = before_the_run(scenario, ("none", "shift", "gate"))
+    assert out["kind"] == "before the run" and out["feasible"]
+    assert out["policies"]["shift"]["verdict"] == "helps"  # gcd 300 >= 100 + 150: apart, at full speed
+    assert out["policies"]["none"]["verdict"] is None
+
+
+def shiftbed(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "scenarios.cli", "batch", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "OUT: give the batch's folder"),
+    (["OUT"], "--scenarios: say how many"),
+    (["OUT", "--scenarios", "0"], "--scenarios: must be at least 1"),
+    (["OUT", "--scenarios", "2", "--jobs", "1"], "--jobs: need at least 2 jobs"),
+    (["OUT", "--scenarios", "2", "--period-ms", "900:100"], "--period-ms: need 0 < LO <= HI"),
+    (["OUT", "--scenarios", "2", "--comm-frac", "0.2:1.5"], "--comm-frac: HI must be below 1"),
+    (["OUT", "--scenarios", "2", "--quantum-ms", "1,5"], "--quantum-ms: a batch runs one quantum"),
+    (["OUT", "--scenarios", "2", "--policy", "shift,gate"], "--policy: a batch judges every policy against"),
+    (["OUT", "--scenarios", "2", "--policy", "none,bogus"], "--policy: "),
+    (["OUT", "--scenarios", "2", "--policy", "none,mltcp"], "a model only"),
+    (["OUT", "--scenarios", "2", "--duration", "-1"], "--duration: must be a positive number"),
+    (["OUT", "--scenarios", "2", "--fabric", "/no/such.yaml"], "--fabric: /no/such.yaml: no such file"),
+    (["OUT", "--scenarios", "2", "--transport", "carrier-pigeon"], "invalid choice"),
+    (["--resume", "."], "not a batch folder"),
+    (["--resume", ".", "--seed", "4"], "--resume: takes the batch's own settings"),
+])
+def test_bad_arguments_are_one_line_and_exit_2_with_nothing_written(tmp_path, args, message):
+    result = shiftbed(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_out_is_refused_and_left_alone(tmp_path):
+    (tmp_path / "OUT").mkdir()
+    result = shiftbed("OUT", "--scenarios", "2", cwd=tmp_path)
+    assert result.returncode == 2 and "--resume OUT" in result.stderr
+    assert list((tmp_path / "OUT").iterdir()) == []
+
+
+def test_a_fabric_a_job_cannot_cross_is_refused(tmp_path):
+    one_leaf = tmp_path / "one-leaf.yaml"
+    one_leaf.write_text("name: x\nfabric: {spines: 1, leaves: 1, hosts_per_leaf: 4, host_link_mbps: 50, "
+                        "fabric_link_mbps: 50}\njobs: [{name: a, period_ms: 100, comm_ms: 10}]\n")
+    result = shiftbed("OUT", "--scenarios", "2", "--fabric", str(one_leaf), cwd=tmp_path)
+    assert result.returncode == 2 and "places each job across two leaves" in result.stderr
+
+
+def test_compare_reads_a_batch_folder_as_its_kept_runs(tmp_path):
+    from scenarios.analysis.compare import compare_table, load_runs
+
+    folder = _synthetic_batch(tmp_path)
+    runs = load_runs([folder.root])
+    assert [r.path.parent.name for r in runs] == ["s000"]
+    assert len(compare_table(runs)) == 3 * 2
+
+
+def test_the_batch_report_opens_in_chromium_offline(tmp_path):
+    """report.html of a batch in Debian's Chromium, headless: it loads with no console error and no request
+    beyond the file itself, and a reader sees every section, with its tables."""
+    from headless_chromium import CHROMIUM, open_page
+
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (`make test` installs it)")
+    folder = _synthetic_batch(tmp_path)
+    _, page_path = write_report(folder.root, summarise(batch_table(folder), ["none", "shift", "gate"]),
+                                folder.record)
+    with open_page(page_path.as_uri()) as page:
+        page.wait_until("document.readyState === 'complete'")
+        titles = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+        tables = page.evaluate("document.querySelectorAll('table').length")
+        errors, urls = page.errors(), page.requested_urls()
+    assert errors == [] and all(u.startswith(("file:", "data:", "about:")) for u in urls), (errors, urls)
+    assert titles == ["In short", "How often each policy helps", "The model's verdict against the wire's",
+                      "Each kind of prediction's error", "Where the model and the wire disagree", "Settings"]
+    assert tables >= 1 + 3 + 1 + 1  # fractions, agreement (every policy, shift, gate), errors, settings
+
+
+def test_each_cause_from_the_runs_own_data():
+    from scenarios.batch.summary import causes
+
+    base = {"policy": "shift", "fidelity_ok": True, "wire_verdict": "neutral", "wire_change_pct": 0.2,
+            "wire_low_pct": -0.3, "wire_high_pct": 0.7, "model_change_pct": 4.0, "knife_edge": False,
+            "met_change": math.nan, "none_met_change": math.nan, "none_apart_share": math.nan,
+            "run_predicted_change_pct": 3.0}
+    assert causes(base) == ["model error"]
+    assert causes({**base, "fidelity_ok": False})[0] == "fidelity lost"
+    assert causes({**base, "model_change_pct": 1.4}) == ["knife edge"]  # 0.4 from +1 %, half-width 0.5
+    assert causes({**base, "wire_low_pct": -2.0, "wire_high_pct": 2.4}) == ["too short to tell"]  # ±2.2 > 1 %
+    assert causes({**base, "none_apart_share": 0.4}) == ["jobs sorting themselves apart"]
+    assert causes({**base, "met_change": math.nan, "none_met_change": 0.3}) == ["transient"]
+    assert causes({**base, "run_predicted_change_pct": 0.5}) == ["declared timings"]
+
+
+def test_the_progress_says_the_scenarios_done_and_the_running_agreement(tmp_path):
+    import io
+
+    from scenarios.batch.progress import BatchProgress
+    from scenarios.batch.summary import running_agreement
+
+    folder = _synthetic_batch(tmp_path)
+    stream = io.StringIO()
+    progress = BatchProgress(folder, [], stream=stream)  # a resumed batch with nothing left
+    progress.introduce()
+    agreeing, compared = running_agreement(batch_table(folder))
+    assert compared >= 1
+    said = stream.getvalue()
+    assert "0 of 1 scenarios to run" in said
+    assert f"1 of 1 scenarios done; model and wire agree on {agreeing} of {compared} verdicts" in said
+    assert progress.display.note == progress.status()
+
+
+@pytest.mark.parametrize("fidelity, attempts, code", [((True,), 1, 0), ((False, True), 2, 0),
+                                                       ((False, False), 2, 3)])
+def test_a_run_that_lost_fidelity_is_run_once_more_then_kept(tmp_path, monkeypatch, fidelity, attempts, code):
+    """The batch's own decisions around a run (the run itself stood in for by the synthetic results folder,
+    written where ``run`` writes and answering with ``run``'s exit status for it)."""
+    from scenarios.batch import predict
+    from scenarios.commands import batch as command
+    from scenarios.commands import run as run_command
+
+    folder = BatchFolder.create(tmp_path / "b", {"settings": {"seed": 0, "policies": ["none", "shift", "gate"]}},
+                                {"s000": spec_text()})
+    answers, made = iter(fidelity), []
+
+    def fake_run(args, display=None):
+        made.append(next(answers))
+        run = example.write_example(tmp_path / f"run{len(made)}", fidelity_ok=made[-1])
+        shutil.move(str(run), Path(args.out) / "s000" / f"20261206T00000{len(made)}Z")
+        return OK if made[-1] else FIDELITY_LOST
+
+    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(predict, "before_the_run", lambda scenario, policies: {"kind": "before the run",
+                                                                              "policies": {}})
+    assert command.run_scenario(folder, "s000", display=None) == code
+    outcome = folder.outcome("s000")
+    assert len(outcome["attempts"]) == attempts and outcome["exit_code"] == code
+    assert outcome["kept"] == outcome["attempts"][-1]["results_dir"]
+    assert [a["fidelity_ok"] for a in outcome["attempts"]] == list(fidelity)
+    assert folder.pending() == [] and not list(folder.work_root.iterdir())
+
+
+def test_the_runs_own_prediction_is_judged_beside_the_one_before_the_run(tmp_path):
+    found = summarise(batch_table(_synthetic_batch(tmp_path)), ["none", "shift", "gate"])
+    run = found["agreement_from_the_run"]
+    assert run["n"] == found["agreement"]["n"]  # the same pairs, the run's prediction in place of the model's
+    # the example's run predicted shift +3.4 % and gate +12.5 % from its means (both help): the wire's
+    # verdicts, whatever they are, stand in the "helps" row
+    assert sum(run["table"][0]) == run["n"] == 2
+
+
+def test_a_batch_with_nothing_done_yet_summarises_and_reports_to_nothing_compared(tmp_path):
+    folder = BatchFolder.create(tmp_path / "b", {"settings": {}}, {"s000": spec_text()})
+    table = batch_table(folder)
+    found = summarise(table, ["none", "shift"])
+    assert table.empty and found["agreement"]["n"] == 0 and found["policies"]["shift"]["compared"] == 0
+    md, _ = write_report(folder.root, found, folder.record)
+    assert "0 of 1 scenarios done" in md.read_text() and "Incomplete batch" in md.read_text()
