@@ -195,7 +195,7 @@ def edge_run(fabric, work: Path, plan: Plan, load: bool, advance_ms: float, togg
         for p in plan.probes:
             scheduler.remove_job(p.name)
     common = {"load": load, "advance_ms": advance_ms, "toggle": toggle, "jobs_total": len(plan.probes),
-              "controller_send_late_ms": status["send_lateness_ms"],
+              "controller_send_late_ms": status["send_lateness_ms"], "controller_stages_ms": status["stages_ms"],
               "barrier_late_ms": status["barrier_lateness_ms"], "openflow_errors": status["openflow_errors"],
               "probes_hung": hung, "host_steal_pct": steal.as_dict(), "host_disturbed": steal.disturbed}
     return [{"switch": leaf_name(leaf), **switch_edges(work, tag, plan, leaf, schedule), **common}

@@ -10,7 +10,10 @@ controller's wall clock — sleep in the hub until ~2 ms before the edge, then
 in a plain, high-resolution sleep until it is due, send the edge's flow-mods
 and a barrier — and (3) records for each edge its due time, the time its
 messages were handed to the switch connection and the time the barrier reply
-came back (``GET /shiftbed/edges``).
+came back (``GET /shiftbed/edges``), and where a late edge lost its time:
+``GET /shiftbed/status`` sums up per stage (``stages_ms``) how late the hub
+woke the firer against its plan, how long the messages took to prepare, how
+late the plain sleep returned and how long the sends took.
 
 ``advance_ms`` (policy option, default 0) sends every edge that much early:
 the switch applies a flow-mod ~1.3-1.9 ms after it is sent (barrier replies,
@@ -39,6 +42,7 @@ import logging
 import time
 
 from controller import openflow
+from controller.edge_timing import stages_ms, summary
 from controller.framework import (
     DEAD_DISPATCHER,
     MAIN_DISPATCHER,
@@ -188,14 +192,16 @@ class SchedulerApp(BaseApp):
                     hub.sleep(delay_s - HUB_SLEEP_MARGIN_S)
                 record = {"due_s": due_s, "job": ",".join(e.job for e in group),
                           "opening": ",".join("open" if e.opening else "close" for e in group),
-                          "sent_s": None, "barrier_s": None}
+                          "sent_s": None, "barrier_s": None, "send_at_s": send_at_s, "woke_s": time.time()}
                 prepared = self.prepare([m for e in group for m in e.mods], record)
+                record["prepared_s"] = time.time()
                 # The last stretch blocks the hub (at most HUB_SLEEP_MARGIN_S) instead of
                 # yielding in a loop, which kept a whole core busy for 3 ms before every
                 # edge; it sends ~0.2 ms after send_at_s (docs/gate.md).
                 remaining_s = send_at_s - time.time()
                 if remaining_s > 0:
                     precise_sleep(remaining_s)
+                record["slept_s"] = time.time()
                 if generation != self._generation:
                     return
                 self.send_prepared(prepared, record)
@@ -207,19 +213,13 @@ class SchedulerApp(BaseApp):
 
     def status(self) -> dict:
         fired = [e for e in self.edges if e["sent_s"] is not None]
-        late_ms = sorted((e["sent_s"] - e["due_s"]) * 1000 for e in fired)
-        barrier_ms = sorted((e["barrier_s"] - e["due_s"]) * 1000 for e in fired if e["barrier_s"])
-
-        def summary(values):
-            if not values:
-                return None
-            return {"mean": sum(values) / len(values), "p95": values[int(0.95 * (len(values) - 1))],
-                    "max": values[-1]}
-
+        late_ms = [(e["sent_s"] - e["due_s"]) * 1000 for e in fired]
+        barrier_ms = [(e["barrier_s"] - e["due_s"]) * 1000 for e in fired if e["barrier_s"]]
         return {"policy": self.core.policy.policy if self.core.policy else None,
                 "gating": self.core.gating, "jobs": sorted(self.core.jobs),
                 "datapaths": sorted(self.datapaths), "edges_fired": len(fired),
                 "send_lateness_ms": summary(late_ms), "barrier_lateness_ms": summary(barrier_ms),
+                "stages_ms": stages_ms(fired, HUB_SLEEP_MARGIN_S),
                 "openflow_errors": len(self.errors), "last_errors": self.errors[-5:]}
 
 
