@@ -75,6 +75,8 @@ def plan_batch(values: dict, out: str) -> tuple[dict, dict[str, str]]:
     paths = {d.name: str(Path(out) / SCENARIOS_DIR / f"{d.name}.yaml") for d in drawn}
     transport = values["transport"]
     first_text, first = render(drawn[0], sample, placed_on, policies, duration_s, transport, paths[drawn[0].name])
+    first.require_runnable()  # its one line comes before any notice of the transport
+    run_command.require_runnable_here(first, paths[drawn[0].name], policies)
     here, _ = run_command.burst_transport_here(first, first_text)  # InputError: a transport this machine lacks
     if transport is None and here.transport != first.transport:
         transport = here.transport  # said once (above); written into every scenario file

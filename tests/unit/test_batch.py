@@ -341,3 +341,15 @@ def test_a_batch_with_nothing_done_yet_summarises_and_reports_to_nothing_compare
     assert table.empty and found["agreement"]["n"] == 0 and found["policies"]["shift"]["compared"] == 0
     md, _ = write_report(folder.root, found, folder.record)
     assert "0 of 1 scenarios done" in md.read_text() and "Incomplete batch" in md.read_text()
+
+
+def test_a_model_only_policy_is_refused_before_a_newer_iperf3s_transport_notice(tmp_path, monkeypatch, capsys):
+    """With an iperf3 that ends each test at its next report tick (3.16 on), the default transport
+    changes with a notice: a refused policy's one line must come first, and alone."""
+    from apps import iperf
+    from scenarios.errors import InputError
+
+    monkeypatch.setattr(iperf, "installed_version", lambda: (3, 18))
+    with pytest.raises(InputError, match="a model only"):
+        plan_batch(_values(policy="none,mltcp"), str(tmp_path / "OUT"))
+    assert capsys.readouterr().err == ""
