@@ -32,6 +32,10 @@ JOB_NAME_RULE = (f"1-{MAX_JOB_NAME_CHARS} characters of letters, digits, '-', '_
 
 MAX_JOBS = 64
 MAX_PERIOD_MS = 600_000.0
+# What the controller's policy request accepts (``POST /shiftbed/policy``); a scenario is held to them
+# when it is loaded, at its time scale too, so a run is never refused half-way.
+MAX_GUARD_MS = 1000.0
+MAX_QUANTUM_MS = 10_000.0
 MAX_SCHEDULE_CELLS = 5_000_000
 # The exact search's time: each node costs about a fixed overhead plus one pass over the free
 # jobs' arrays, plus, where the last two jobs are solved jointly, their gcd² table (at most

@@ -41,8 +41,10 @@ from dataclasses import dataclass
 
 from controller.gate import FLOOR_BURST_MS, MODES, TOGGLES, DataFlow
 from controller.limits import (
+    MAX_GUARD_MS,
     MAX_JOBS,
     MAX_PERIOD_MS,
+    MAX_QUANTUM_MS,
     job_name_problem,
     period_quanta_problem,
     schedule_size_problem,
@@ -281,8 +283,8 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     floor_kbps = int(_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
     floor_burst_ms = float(_number(doc, "floor_burst_ms", "policy", 0.0, MAX_FLOOR_BURST_MS,
                                    default=FLOOR_BURST_MS))
-    guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, 1000.0, lo_open=False, default=0.0))
-    quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, 10_000.0, default=1.0))
+    guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, MAX_GUARD_MS, lo_open=False, default=0.0))
+    quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, MAX_QUANTUM_MS, default=1.0))
     toggle = doc.get("toggle", "meter")
     if toggle not in TOGGLES:
         raise ApiError(400, f"policy.toggle: must be one of {', '.join(TOGGLES)}, got {toggle!r}"[:200])

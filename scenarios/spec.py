@@ -187,6 +187,11 @@ def with_time_scale(scenario: Scenario, time_scale: float, field: str = "--time-
         raise InputError(f"{field}: the hosts' minimum TCP retransmission timeout of {rto_ms:g} ms times "
                          f"{time_scale:g} is more than the {MAX_TCP_RTO_MIN_MS:g} ms a host may have "
                          "(set fabric.tcp_rto_min_ms lower)")
+    for what, value_ms, most_ms in (("quantum_ms", scenario.quantum_ms, limits.MAX_QUANTUM_MS),
+                                    ("guard_ms", scenario.knobs.guard_ms, limits.MAX_GUARD_MS)):
+        if value_ms * time_scale > most_ms:
+            raise InputError(f"{field}: {what} {value_ms:g} times {time_scale:g} is more than the {most_ms:g} ms "
+                             "the controller accepts")
     for job in scenario.jobs:
         if job.period_ms * time_scale > limits.MAX_PERIOD_MS:
             raise InputError(f"{field}: {job.name}'s period {job.period_ms:g} ms times {time_scale:g} is more than "
@@ -251,7 +256,7 @@ class _Checker:
     def scenario(self, doc: Any) -> Scenario:
         doc = self.mapping(doc, "(top level)", TOP_KEYS, ("name", "jobs"))
         name = self.text(doc["name"], "name")
-        quantum_ms = self.number(doc.get("quantum_ms", 1.0), "quantum_ms")
+        quantum_ms = self.number(doc.get("quantum_ms", 1.0), "quantum_ms", maximum=limits.MAX_QUANTUM_MS)
         description = doc.get("description", "")
         if not isinstance(description, str):
             self.fail("description", f"must be a string, got {_kind(description)}")
@@ -290,7 +295,7 @@ class _Checker:
         """``guard_ms`` (>= 0, leaving every job some computation) and ``realign_s`` (> 0)."""
         knobs = PolicyKnobs()
         if doc.get("guard_ms") is not None:
-            guard_ms = self.number(doc["guard_ms"], "guard_ms", strict=False)
+            guard_ms = self.number(doc["guard_ms"], "guard_ms", strict=False, maximum=limits.MAX_GUARD_MS)
             for j in jobs:
                 if guard_ms >= j.period_ms - j.comm_ms:
                     self.fail("guard_ms", f"must be less than every job's period_ms - comm_ms "

@@ -151,7 +151,29 @@ def test_a_bad_time_scale_in_the_file_is_one_line_naming_the_field(value, messag
 
 def test_a_period_times_k_beyond_a_jobs_longest_is_refused():
     with pytest.raises(InputError, match=r"--time-scale: alpha's period 300 ms times 3000 is more than"):
-        spec.with_time_scale(replace(pair(), fabric=replace(pair().fabric, queue_ms=1, tcp_rto_min_ms=0.1)), 3000)
+        spec.with_time_scale(replace(pair(), fabric=replace(pair().fabric, queue_ms=1, tcp_rto_min_ms=0.1),
+                                     knobs=replace(pair().knobs, guard_ms=0)), 3000)
+
+
+@pytest.mark.parametrize("knob, value_ms, message", [
+    ("quantum_ms", 50, "--time-scale: quantum_ms 50 times 300 is more than the 10000 ms the controller accepts"),
+    ("guard_ms", 40, "--time-scale: guard_ms 40 times 300 is more than the 1000 ms the controller accepts"),
+])
+def test_a_quantum_or_guard_band_times_k_beyond_what_the_controller_accepts_is_refused(knob, value_ms, message):
+    """Refused when the scenario is loaded: the controller would refuse the policy half-way through the run."""
+    quiet = replace(pair(), fabric=replace(pair().fabric, queue_ms=1, tcp_rto_min_ms=1))
+    doc = {"quantum_ms": replace(quiet, quantum_ms=value_ms),
+           "guard_ms": replace(quiet, knobs=replace(quiet.knobs, guard_ms=value_ms))}[knob]
+    with pytest.raises(InputError) as raised:
+        spec.with_time_scale(doc, 300)
+    assert str(raised.value) == message
+    assert spec.with_time_scale(doc, 10).time_scale == 10
+
+
+@pytest.mark.parametrize("field, value", [("quantum_ms", 10_001), ("guard_ms", 1_001)])
+def test_a_quantum_or_guard_band_beyond_what_the_controller_accepts_is_refused_in_the_file(field, value):
+    with pytest.raises(InputError, match=rf"^pair.yaml: {field}: must be <= "):
+        spec.parse(PAIR + f"{field}: {value}\n", "pair.yaml")
 
 
 @pytest.mark.parametrize("value", ["0.99", "abc", "inf", "-4"])
