@@ -37,7 +37,10 @@ help:
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
 	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~3 min on 2 cores)"
 
+# The schedule search's compiled loops are made here (controller/theory/warm.py; a fraction of a second
+# once they are on disk), not in a controller's first request, which a client waits on for 5 s.
 install: apt $(STAMP) link ovs
+	@$(PY) -m controller.theory.warm
 
 # The Pythons shiftbed was run on, each with its constraints file: 3.11 (Debian 12; the controller on
 # Ryu 4.34, os-ken beside it), 3.12 and 3.13 (Debian 13; os-ken). Said in one line before pip runs.

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from controller.fabric_config import FabricConfig
 
+SCHEDULER_APP = "controller.scheduler_app"
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -86,7 +88,12 @@ class ControllerProcess:
                 "--ofp-port", str(self.ofp_port), "--wsapi-port", str(self.wsapi_port)]
 
     def start(self, timeout_s: float = 20.0) -> int:
-        """Start the controller and wait until its OpenFlow port accepts connections."""
+        """Start the controller and wait until its OpenFlow port accepts connections. A scheduler's
+        compiled search is made first, here, if it is not on disk (``controller/theory/warm.py``)."""
+        if SCHEDULER_APP in self.apps:
+            from controller.theory.warm import compile_schedule_loops
+
+            compile_schedule_loops()
         env = {**os.environ, **self.env}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
         with open(self.log_path, "ab") as log:
