@@ -56,61 +56,6 @@ def _next_start(shift, period, t):
     return shift + math.ceil((t - shift) / period - EPS_MS) * period
 
 
-@numba.njit(cache=True, inline="always")
-def _last_start(shift, period, t):
-    return shift + math.floor((t - shift) / period + EPS_MS) * period
-
-
-@numba.njit(cache=True, inline="always")
-def _shares(sending, count, sharing, headroom, rank, sent, remaining, share, weight, key, order):
-    """Each sending burst's speed relative to alone, as ``policies.link_shares`` computes it (``rank`` as
-    floats; ``weight``, ``key`` and ``order``: scratch, one entry per job, so that no event allocates)."""
-    if sharing == 1:  # strict priority, in rank order
-        _sorted(sending, count, rank, order)
-        left = 1.0
-        for m in range(count):
-            i = order[m]
-            take = min(1.0 / headroom[i], left) if left > 1e-12 else 0.0
-            share[i] = take * headroom[i]
-            left = left - take
-        return
-    if sharing >= 2 and count >= 2:  # weights that grow with the share of the burst sent
-        gain = _GAIN[sharing]
-        total = 0.0
-        for m in range(count):
-            i = sending[m]
-            weight[i] = 1.0 + gain * sent[i] / max(sent[i] + remaining[i], 1e-9)
-            key[i] = 1.0 / (headroom[i] * weight[i])
-            total += weight[i]
-        _sorted(sending, count, key, order)
-        left = 1.0
-        for m in range(count):
-            i = order[m]
-            cap = 1.0 / headroom[i]
-            take = cap if cap * total <= left * weight[i] else left * weight[i] / total
-            share[i] = take * headroom[i]
-            left = left - take
-            total = total - weight[i]
-        return
-    for m in range(count):
-        i = sending[m]
-        share[i] = min(1.0, headroom[i] / count)
-
-
-@numba.njit(cache=True, inline="always")
-def _sorted(items, count, key, out):
-    """``out[:count]``: ``items[:count]`` stably sorted by ``key[item]`` (Python's ``sorted``)."""
-    for a in range(count):
-        out[a] = items[a]
-    for a in range(1, count):
-        x = out[a]
-        b = a - 1
-        while b >= 0 and key[out[b]] > key[x]:
-            out[b + 1] = out[b]
-            b -= 1
-        out[b + 1] = x
-
-
 @numba.njit(cache=True)
 def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shift, w_period, w_length, realign_ms,
                    horizon_ms, warmup_ms, iterations, warmup, step_ms):
@@ -118,9 +63,18 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
     :func:`fluid.simulate` with ``horizon_ms`` (> 0) or a fixed count ``iterations`` (``horizon_ms <= 0``).
     ``windows``: 0 none; :data:`GATED`: every burst waits for its window start and the windows are enforced;
     :data:`REALIGNED`: the first burst ready after every ``realign_ms`` waits for its window start, the windows
-    not enforced. NaN: no progress."""
+    not enforced. NaN: no progress.
+
+    Written as one loop over local arrays, every helper that takes arrays inlined: the link's shares
+    (``policies.link_shares``: fair, strict priority in ``rank`` order, weights growing with the share sent,
+    sorted stably as Python's ``sorted``) and a ready burst's window (``fluid.simulate``'s ``begin``)."""
     n = len(period)
     compute = period - comm
+    eps = np.empty(n)
+    cap = np.empty(n)
+    for i in range(n):
+        eps[i] = EPS_MS * max(1.0, comm[i])
+        cap[i] = 1.0 / headroom[i]
     remaining = np.zeros(n)
     sent = np.zeros(n)
     share = np.zeros(n)
@@ -129,7 +83,11 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
     next_realign = np.full(n, realign_ms if windows == REALIGNED else math.inf)
     next_t = offset.copy()
     sending = np.zeros(n, np.int64)
-    rank_f, weight, key, order = rank.astype(np.float64), np.empty(n), np.empty(n), np.zeros(n, np.int64)
+    order = np.zeros(n, np.int64)
+    weight = np.empty(n)
+    key = np.empty(n)
+    rank_f = rank.astype(np.float64)
+    gain = _GAIN[sharing]
     ends = _no_ends(n)
     span0, span1, give_up, target, max_events = _limits(period, horizon_ms, warmup_ms, iterations, warmup,
                                                         sharing, step_ms)
@@ -143,13 +101,42 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
             if state[i] == _SEND:
                 sending[count] = i
                 count += 1
-        # the sending bursts' progress up to the next event (inline: as a function the loop is 2.5 times slower)
-        if sharing == 0:  # fair, here rather than in _shares: the common case, three times faster
+        if sharing == 0 or (sharing >= 2 and count < 2):
             for m in range(count):
                 i = sending[m]
                 share[i] = min(1.0, headroom[i] / count)
         else:
-            _shares(sending, count, sharing, headroom, rank_f, sent, remaining, share, weight, key, order)
+            total = 0.0
+            if sharing == 1:
+                for m in range(count):
+                    key[sending[m]] = rank_f[sending[m]]
+            else:
+                for m in range(count):
+                    i = sending[m]
+                    weight[i] = 1.0 + gain * sent[i] / max(sent[i] + remaining[i], 1e-9)
+                    key[i] = 1.0 / (headroom[i] * weight[i])
+                    total += weight[i]
+            for a in range(count):  # stable insertion sort by key
+                x = sending[a]
+                b = a - 1
+                while b >= 0 and key[order[b]] > key[x]:
+                    order[b + 1] = order[b]
+                    b -= 1
+                order[b + 1] = x
+            left = 1.0
+            if sharing == 1:
+                for m in range(count):
+                    i = order[m]
+                    take = min(cap[i], left) if left > 1e-12 else 0.0
+                    share[i] = take * headroom[i]
+                    left = left - take
+            else:
+                for m in range(count):
+                    i = order[m]
+                    take = cap[i] if cap[i] * total <= left * weight[i] else left * weight[i] / total
+                    share[i] = take * headroom[i]
+                    left = left - take
+                    total = total - weight[i]
         t_next = next_t[0]
         for i in range(1, n):
             if next_t[i] < t_next:
@@ -167,19 +154,44 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
             sent[i] += dt * share[i]
         t = t_next
         for i in range(n):
-            eps = EPS_MS * max(1.0, comm[i])
-            if state[i] == _SEND and remaining[i] <= eps:
+            s = state[i]
+            if s == _SEND and remaining[i] <= eps[i]:
                 _end(ends, i, t, horizon_ms, span0, span1, warmup)
                 state[i], next_t[i] = _COMPUTE, t + max(0.0, compute[i])
-            elif state[i] == _COMPUTE and next_t[i] <= t + EPS_MS:
-                remaining[i] = comm[i]
-                sent[i] = 0.0
-                aligned[i] = False
-                _begin(i, t, windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period, w_length)
-            elif state[i] == _WAIT and next_t[i] <= t + EPS_MS:
-                _begin(i, next_t[i], windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period,
-                       w_length)
-            elif state[i] == _SEND and next_t[i] <= t + EPS_MS:  # the window closes
+            elif s != _SEND and next_t[i] <= t + EPS_MS:  # a burst is ready (computed, or its wait is over)
+                now = t
+                if s == _COMPUTE:
+                    remaining[i] = comm[i]
+                    sent[i] = 0.0
+                    aligned[i] = False
+                else:
+                    now = next_t[i]
+                if windows == 0:
+                    state[i], next_t[i] = _SEND, math.inf
+                    continue
+                start = w_shift[i] + math.floor((now - w_shift[i]) / w_period[i] + EPS_MS) * w_period[i]  # the last
+                end = start + w_length[i]
+                inside = now < end - EPS_MS
+                takes = now - start <= 1e-6 and inside  # at a window start
+                following = _next_start(w_shift[i], w_period[i], now)
+                if now >= next_realign[i] - EPS_MS and not aligned[i]:  # time to re-align
+                    while next_realign[i] <= now + EPS_MS:
+                        next_realign[i] += realign_ms
+                    aligned[i] = True
+                    if not takes:
+                        state[i], next_t[i] = _WAIT, following + REALIGN_COST_MS
+                        continue
+                if windows == GATED and not aligned[i] and not takes:  # waits for a window start
+                    state[i], next_t[i] = _WAIT, following
+                    continue
+                aligned[i] = True
+                if windows != GATED:
+                    state[i], next_t[i] = _SEND, math.inf
+                elif not inside:
+                    state[i], next_t[i] = _WAIT, following
+                else:
+                    state[i], next_t[i] = _SEND, end
+            elif s == _SEND and next_t[i] <= t + EPS_MS:  # the window closes
                 state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], t + EPS_MS)
     return _means(ends, horizon_ms, warmup)
 
@@ -305,35 +317,6 @@ def _means(ends, horizon_ms, warmup):
         else:
             out[i] = ends[i, _SECOND] - first
     return out
-
-
-@numba.njit(cache=True, inline="always")
-def _begin(i, now, windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period, w_length):
-    """Job i's burst goes now, or waits for its next window start (``fluid.simulate``'s ``begin``)."""
-    if windows == 0:
-        state[i], next_t[i] = _SEND, math.inf
-        return
-    start = _last_start(w_shift[i], w_period[i], now)
-    end = start + w_length[i]
-    inside = now < end - EPS_MS
-    takes = now - start <= 1e-6 and inside  # at a window start
-    if now >= next_realign[i] - EPS_MS and not aligned[i]:  # time to re-align
-        while next_realign[i] <= now + EPS_MS:
-            next_realign[i] += realign_ms
-        aligned[i] = True
-        if not takes:
-            state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now) + REALIGN_COST_MS
-            return
-    if windows == GATED and not aligned[i] and not takes:  # waits for a window start
-        state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
-        return
-    aligned[i] = True
-    if windows != GATED:
-        state[i], next_t[i] = _SEND, math.inf
-    elif not inside:
-        state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
-    else:
-        state[i], next_t[i] = _SEND, end
 
 
 def supports(policy: str) -> bool:
