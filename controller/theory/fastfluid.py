@@ -44,7 +44,7 @@ from controller.theory.schedule import JobTiming
 # policies whose answers (offsets, windows, sharing) the compiled loop reproduces; a subclass is not one
 FAST_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy, PriorityPolicy, MltcpPolicy,
                  AlignPolicy)
-_SHARING = {"fair": 0, "priority": 1, "mltcp": 2, "leader": 3}
+SHARING_CODES = {"fair": 0, "priority": 1, "mltcp": 2, "leader": 3}
 _GAIN = (0.0, 0.0, MLTCP_GAIN, LEADER_GAIN)
 _COMPUTE, _SEND, _WAIT = 0, 1, 2
 GATED, REALIGNED = 1, 2  # the compiled loop's window modes (0: none)
@@ -383,8 +383,8 @@ class Batch:
         elif horizon_ms is None:
             horizon_ms = fluid.default_horizon_ms([FluidJob(j.name, p, j.comm_ms) for j, p in zip(jobs, period,
                                                                                                strict=True)])
-        sharing = _SHARING[pol.link_sharing("fair")]
-        if sharing == _SHARING["priority"]:
+        sharing = SHARING_CODES[pol.link_sharing("fair")]
+        if sharing == SHARING_CODES["priority"]:
             order = {name: k for k, name in enumerate(pol.priority_order(schedule))}
             rank = tuple(order.get(j.name, len(order) + k) for k, j in enumerate(jobs))
         else:
