@@ -8,7 +8,7 @@ arrays: ``none``, ``priority`` and ``mltcp`` start every job at 0 (``priority`` 
 the grid first); ``shift``, ``gate`` and ``guard`` take the pair's closed-form schedule
 (``pairschedule.two_job_tables_min``, ``guard`` on bursts lengthened by its band); ``random`` and the
 noise floor take the drawn uniforms' share of each grid period (``draws.Uniforms``). ``align`` asks
-``align_periods`` sample by sample. Identical simulations run once (``none`` at every point of a chunk, say).
+``align.pair_paddings`` (compiled). Identical simulations run once (``none`` at every point of a chunk, say).
 ``tests/unit/test_mapchunk.py`` holds the results to the reference's within 1e-6.
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.theory import fastfluid, fluid, pairschedule
+from controller.theory.align import DEFAULT_PADDING_SHARE, PAIR_PRODUCT_LIMIT, pair_paddings
 from controller.theory.draws import HARMONIC_MULTIPLES, Block
 from controller.theory.mapping import MAX_HORIZON_ITERATIONS, MapPoint
 from controller.theory.policies import (
@@ -34,7 +35,7 @@ from controller.theory.policies import (
     ShiftPolicy,
     get_policy,
 )
-from controller.theory.schedule import MAX_PERIOD_QUANTA, JobTiming
+from controller.theory.schedule import MAX_PERIOD_QUANTA, JobTiming, to_quanta
 from controller.theory.sweep import grid_quanta
 
 ARRAY_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy, PriorityPolicy, MltcpPolicy,
@@ -204,26 +205,27 @@ def _guard(runs: _Runs, t: np.ndarray, c: np.ndarray, q: float, guard_ms: float)
 
 
 def _align(runs: _Runs, t: np.ndarray, c: np.ndarray, q: float) -> np.ndarray:
-    """``align``: each sample's padded periods from ``align_periods`` (as ``AlignPolicy``), gated on them;
-    no row where no padding within its limit separates the jobs."""
+    """``align``: each sample's padded periods (``align.pair_paddings``, compiled, where the periods keep to
+    its limit; else ``align_periods`` sample by sample, as ``AlignPolicy``), gated on them; no row where no
+    padding within its limit separates the jobs."""
+    padded = np.full(t.shape, -1, np.int64)
+    compiled = (1 + DEFAULT_PADDING_SHARE) ** 2 * t[:, 0] * t[:, 1] < PAIR_PRODUCT_LIMIT
+    if compiled.any():
+        padded[compiled] = pair_paddings(t[compiled, 0], c[compiled, 0], t[compiled, 1], c[compiled, 1], DEFAULT_PADDING_SHARE)
     pol = get_policy("align")
-    rows = len(t)
-    offsets, pad = np.zeros(t.shape), np.zeros(t.shape)
-    w_period, w_length = t * q, c * q
-    valid = np.ones(rows, np.bool_)
-    for r in range(rows):
+    for r in np.flatnonzero(~compiled):
         grid = [JobTiming(f"j{i}", int(t[r, i]) * q, int(c[r, i]) * q) for i in range(2)]
         try:
-            padded = pol.scheduled_timings(grid, q, _KNOBS)
+            padded[r] = [to_quanta(s.period_ms, q) for s in pol.scheduled_timings(grid, q, _KNOBS)]
         except ValueError:
-            valid[r] = False
             continue
-        schedule = pairschedule.compute_schedule_fast(padded, q)
-        for i, (s, g) in enumerate(zip(schedule.jobs, grid, strict=True)):
-            offsets[r, i] = schedule.shifts_ms[s.name]
-            pad[r, i] = s.period_ms - g.period_ms
-            w_period[r, i], w_length[r, i] = s.period_ms, s.comm_ms
-    return runs.add(offsets, 0, fastfluid.GATED, None, w_period, w_length, pad=pad, valid=valid)
+    valid = padded[:, 0] > 0
+    padded = np.where(valid[:, None], padded, t)
+    _, shift = _schedule(padded, c)
+    offsets = np.zeros(t.shape)
+    offsets[:, 1] = shift * q
+    w_period = padded * q  # the padded jobs on the grid (align._verified), their bursts the grid's
+    return runs.add(offsets, 0, fastfluid.GATED, None, w_period, c * q, pad=w_period - t * q, valid=valid)
 
 
 def _horizons(periods: np.ndarray) -> np.ndarray:
