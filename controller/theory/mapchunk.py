@@ -1,15 +1,17 @@
-"""A chunk of two-job map combinations evaluated as arrays: every point's grids, schedules, offsets and
-windows for all the chunk's samples at once, every simulation in one compiled call, the gains as arrays.
+"""A chunk of map combinations evaluated as arrays: every point's grids, schedules, offsets and windows for
+all the chunk's samples at once, every simulation in one compiled call, the gains as arrays.
 
 The combinations and arms are those of ``controller/theory/mapping.py`` (its
 :func:`~controller.theory.mapping.evaluate_point` is the reference) and the simulations those of the compiled
 model (``fastfluid.simulate_many``); what differs is the bookkeeping. The policies' answers are read as
 arrays: ``none``, ``priority`` and ``mltcp`` start every job at 0 (``priority`` ranks the shorter burst on
-the grid first); ``shift``, ``gate`` and ``guard`` take the pair's closed-form schedule
-(``pairschedule.two_job_tables_min``, ``guard`` on bursts lengthened by its band); ``random`` and the
-noise floor take the drawn uniforms' share of each grid period (``draws.Uniforms``). ``align`` asks
-``align.pair_paddings`` (compiled). Identical simulations run once (``none`` at every point of a chunk, say).
-``tests/unit/test_mapchunk.py`` holds the results to the reference's within 1e-6.
+the grid first); ``shift``, ``gate`` and ``guard`` take the grid's schedule (``guard`` on bursts lengthened
+by its band), two jobs' by the pair's closed form for all samples at once
+(``pairschedule.two_job_tables_min``), more jobs' from ``compute_schedule`` sample by sample; ``random`` and
+the noise floor take the drawn uniforms' share of each grid period (``draws.Uniforms``); ``align`` pads two
+jobs by ``align.pair_paddings`` (compiled), more by ``align_periods``. Identical simulations run once
+(``none`` at every point of a chunk, say). ``tests/unit/test_mapchunk.py`` holds the results to the
+reference's within 1e-6.
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ class NotClosedForm(ValueError):
     """A grid pair beyond the closed form's periods (a quantum far below a millisecond): not for here."""
 
 
-def applies(n_jobs: int, policies: tuple[str, ...]) -> bool:
-    """Can a chunk of these combinations be evaluated here (two jobs, built-in policies, not subclasses)?"""
-    return n_jobs == 2 and all(type(get_policy(p)) in ARRAY_POLICIES for p in ("none", "random", *policies))
+def applies(policies: tuple[str, ...]) -> bool:
+    """Can a chunk of these combinations be evaluated here (built-in policies, not subclasses)?"""
+    return all(type(get_policy(p)) in ARRAY_POLICIES for p in ("none", "random", *policies))
 
 
 @dataclass
@@ -86,7 +88,7 @@ def evaluate_chunk(block: Block, points: tuple[MapPoint, ...], policies: tuple[s
         view_f = fracs * periods / view_p
         q = point.quantum_ms
         t, c = grid_quanta(view_p, view_f, q)
-        grid_feasible, shift = _schedule(t, c)
+        grid_feasible, shifts_ms = _schedule(t, c, q)
         arms = {"none": runs.add(np.zeros_like(periods), 0, 0)}
         arms["random"] = runs.add(_random_offsets(block.offsets[:, 1], t, q), 0, 0)  # draws.RANDOM_ARMS: sham_base
         for p in policies:
@@ -99,14 +101,11 @@ def evaluate_chunk(block: Block, points: tuple[MapPoint, ...], policies: tuple[s
             if type(pol) is GuardPolicy:
                 arms[p] = _guard(runs, t, c, q, _KNOBS.guard_ms)
                 continue
-            offsets = np.zeros_like(periods)
-            if pol.uses_schedule:
-                offsets[:, 1] = shift * q
+            offsets = shifts_ms if pol.uses_schedule else np.zeros_like(periods)
             sharing = fastfluid.SHARING_CODES[pol.link_sharing("fair")]
             rank = np.zeros(periods.shape, np.int64)
             if sharing == fastfluid.SHARING_CODES["priority"]:  # shortest burst on the grid first, ties in job order
-                rank[:, 0] = c[:, 0] > c[:, 1]
-                rank[:, 1] = 1 - rank[:, 0]
+                np.put_along_axis(rank, np.argsort(c, axis=1, kind="stable"), np.arange(c.shape[1])[None, :], axis=1)
             realign = bool(point.realign_s) and pol.uses_schedule and not pol.enforces_windows
             mode = fastfluid.GATED if pol.enforces_windows else (fastfluid.REALIGNED if realign else 0)
             if mode:  # windows on the grid from the offsets (fluid.policy_windows)
@@ -177,13 +176,23 @@ class _Runs:
         return np.where(stuck, math.nan, thr), stuck
 
 
-def _schedule(t: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Feasibility and the second job's shift (quanta) of each pair's closed-form schedule
-    (``pairschedule.compute_schedule_fast``; every grid pair here is one it solves in closed form)."""
+def _schedule(t: np.ndarray, c: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's grid schedule (``pairschedule.compute_schedule_fast``): its feasibility and shifts, ms.
+    Two jobs as arrays by the pair's closed form; more, sample by sample (``compute_schedule``)."""
     if t.max() > MAX_PERIOD_QUANTA:
         raise NotClosedForm(f"a grid period beyond {MAX_PERIOD_QUANTA} quanta: not a closed-form pair")
-    d, overlap = pairschedule.two_job_tables_min(t[:, 0], c[:, 0], t[:, 1], c[:, 1])
-    return overlap == 0, d
+    shifts_ms = np.zeros(t.shape)
+    if t.shape[1] == 2:
+        d, overlap = pairschedule.two_job_tables_min(t[:, 0], c[:, 0], t[:, 1], c[:, 1])
+        shifts_ms[:, 1] = d * q
+        return overlap == 0, shifts_ms
+    feasible = np.zeros(len(t), np.bool_)
+    for r in range(len(t)):
+        grid = [JobTiming(f"j{i}", int(t[r, i]) * q, int(c[r, i]) * q) for i in range(t.shape[1])]
+        schedule = pairschedule.compute_schedule_fast(grid, q)
+        feasible[r] = schedule.feasible
+        shifts_ms[r] = [schedule.shifts_ms[j.name] for j in grid]
+    return feasible, shifts_ms
 
 
 def _random_offsets(uniforms: np.ndarray, t: np.ndarray, q: float) -> np.ndarray:
@@ -197,10 +206,8 @@ def _guard(runs: _Runs, t: np.ndarray, c: np.ndarray, q: float, guard_ms: float)
     band = math.ceil(guard_ms / q - 1e-9)
     length_ms = c * q + band * q
     valid = (length_ms < t * q).all(axis=1)
-    wide = np.where(valid[:, None], c + band, 1)
-    _, shift = _schedule(t, wide)
-    offsets = np.zeros(t.shape)
-    offsets[:, 1] = shift * q
+    wide = np.where(valid[:, None], c + band, np.minimum(c, t - 1))
+    _, offsets = _schedule(t, wide, q)
     return runs.add(offsets, 0, fastfluid.GATED, None, t * q, length_ms, valid=valid)
 
 
@@ -208,47 +215,49 @@ def _align(runs: _Runs, t: np.ndarray, c: np.ndarray, q: float) -> np.ndarray:
     """``align``: each sample's padded periods (``align.pair_paddings``, compiled, where the periods keep to
     its limit; else ``align_periods`` sample by sample, as ``AlignPolicy``), gated on them; no row where no
     padding within its limit separates the jobs."""
+    n = t.shape[1]
     padded = np.full(t.shape, -1, np.int64)
-    compiled = (1 + DEFAULT_PADDING_SHARE) ** 2 * t[:, 0] * t[:, 1] < PAIR_PRODUCT_LIMIT
+    compiled = (n == 2) & ((1 + DEFAULT_PADDING_SHARE) ** 2 * t[:, 0] * t[:, -1] < PAIR_PRODUCT_LIMIT)
     if compiled.any():
         padded[compiled] = pair_paddings(t[compiled, 0], c[compiled, 0], t[compiled, 1], c[compiled, 1], DEFAULT_PADDING_SHARE)
     pol = get_policy("align")
     for r in np.flatnonzero(~compiled):
-        grid = [JobTiming(f"j{i}", int(t[r, i]) * q, int(c[r, i]) * q) for i in range(2)]
+        grid = [JobTiming(f"j{i}", int(t[r, i]) * q, int(c[r, i]) * q) for i in range(n)]
         try:
             padded[r] = [to_quanta(s.period_ms, q) for s in pol.scheduled_timings(grid, q, _KNOBS)]
         except ValueError:
             continue
     valid = padded[:, 0] > 0
     padded = np.where(valid[:, None], padded, t)
-    _, shift = _schedule(padded, c)
-    offsets = np.zeros(t.shape)
-    offsets[:, 1] = shift * q
+    _, offsets = _schedule(padded, c, q)
     w_period = padded * q  # the padded jobs on the grid (align._verified), their bursts the grid's
     return runs.add(offsets, 0, fastfluid.GATED, None, w_period, c * q, pad=w_period - t * q, valid=valid)
 
 
 def _horizons(periods: np.ndarray) -> np.ndarray:
-    """``fluid.default_horizon_ms`` of each sample's true jobs (whole ms: the lcm in µs as arrays)."""
+    """``fluid.default_horizon_ms`` of each sample's true jobs (two jobs of whole ms: the lcm in µs as arrays;
+    else sample by sample, whose lcm may not fit 64 bits)."""
     longest = periods.max(axis=1)
     low, high = fluid.MIN_HORIZON_ITERATIONS * longest, max(fluid.MIN_HORIZON_ITERATIONS,
                                                                MAX_HORIZON_ITERATIONS) * longest
-    whole = (periods == np.floor(periods)).all(axis=1) & (periods.max(axis=1) < 1e9)
+    whole = (periods == np.floor(periods)).all(axis=1) & (longest < 1e9) & (periods.shape[1] == 2)
     out = np.empty(len(periods))
     micros = np.where(whole[:, None], periods, 1).astype(np.int64) * 1000
-    out[whole] = np.minimum(np.maximum(np.lcm(micros[:, 0], micros[:, 1])[whole] / 1000, low[whole]), high[whole])
-    for r in np.flatnonzero(~whole):  # the zoo's periods: exact fractions, as the reference
+    out[whole] = np.minimum(np.maximum(np.lcm(micros[:, 0], micros[:, -1])[whole] / 1000, low[whole]), high[whole])
+    for r in np.flatnonzero(~whole):
         out[r] = fluid.default_horizon_ms([fluid.FluidJob(f"j{i}", float(p), 0.0) for i, p in enumerate(periods[r])],
                                           MAX_HORIZON_ITERATIONS)
     return out
 
 
 def _harmonic_share(periods: np.ndarray) -> np.ndarray:
-    """``mapping.harmonic_jobs``' share of each sample: a period within 1e-9 of 1, 2 or 3 times the other's."""
-    a, b = periods[:, 0], periods[:, 1]
-
-    def related(x, y):
-        return np.any([np.abs(x - k * y) <= 1e-9 * np.maximum(np.abs(x), np.abs(k * y))
-                       for k in HARMONIC_MULTIPLES], axis=0)
-
-    return (related(a, b).astype(np.float64) + related(b, a)) / 2
+    """``mapping.harmonic_jobs``' share of each sample: a period within 1e-9 of 1, 2 or 3 times another's."""
+    n = periods.shape[1]
+    harmonic = np.zeros(periods.shape, np.bool_)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                x, y = periods[:, i], periods[:, j]
+                for k in HARMONIC_MULTIPLES:
+                    harmonic[:, i] |= np.abs(x - k * y) <= 1e-9 * np.maximum(np.abs(x), np.abs(k * y))
+    return harmonic.sum(axis=1) / n

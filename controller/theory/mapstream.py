@@ -6,7 +6,7 @@ the quantum, error and re-alignment panels around a point share its draws, so a 
 once, and a simulation two of its points share (``none`` everywhere, ``mltcp`` and ``priority`` wherever the
 schedule does not change them) runs once. The combinations and their evaluation are those of
 ``controller/theory/mapping.py`` (its :func:`~controller.theory.mapping.evaluate_point` is the reference).
-A chunk of two jobs and built-in policies is evaluated as arrays (``controller/theory/mapchunk.py``); else,
+A chunk of built-in policies is evaluated as arrays (``controller/theory/mapchunk.py``); else,
 where every policy of the map is one the compiled model reproduces (``fastfluid.supports``), a chunk runs
 all its simulations in one compiled batch, combination by combination; else each goes through the reference.
 """
@@ -105,7 +105,7 @@ def map_chunk(task: tuple) -> dict[MapPoint, MapCell]:
     policies = tuple(settings["policies"])
     fast = all(fastfluid.supports(p) for p in ("none", "random", *policies))
     cells = {point: MapCell() for point in points}
-    if mapchunk.applies(points[0].n_jobs, policies):
+    if mapchunk.applies(policies):
         block = _block(settings, points, start, stop)
         try:
             arrays = mapchunk.evaluate_chunk(block, points, policies)

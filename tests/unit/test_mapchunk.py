@@ -1,4 +1,4 @@
-"""The map's two-job chunks as arrays: every combination's gains, feasibility, harmonic share and unsimulated
+"""The map's chunks as arrays: every combination's gains, feasibility, harmonic share and unsimulated
 arms are the reference's (``mapping.evaluate_point``, the pure-Python fluid model) within 1e-6, at every
 kind of point, and the cells they count are those counted one combination at a time."""
 
@@ -16,6 +16,8 @@ from controller.theory.policies import PolicyKnobs
 GROUPS = [
     (MapPoint(), MapPoint(quantum_ms=10.0), MapPoint(quantum_ms=50.0), MapPoint(quantum_ms=100.0),
      MapPoint(error=0.02), MapPoint(realign_s=2.0)),
+    (MapPoint(n_jobs=3), MapPoint(n_jobs=3, quantum_ms=50.0), MapPoint(n_jobs=3, realign_s=2.0)),
+    (MapPoint(n_jobs=4, mix=0.5), MapPoint(n_jobs=4, mix=0.5, error=0.02)),
     (MapPoint(comm="heavy"),),
     (MapPoint(comm="light", quantum_ms=50.0),),
     (MapPoint(mix=1.0), MapPoint(mix=1.0, error=0.005)),
