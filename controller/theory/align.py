@@ -87,6 +87,15 @@ def align_periods(jobs: Sequence[JobTiming], quantum_ms: float,
     )
 
 
+def padded_periods(jobs: Sequence[JobTiming], quantum_ms: float,
+                   max_padding_share: float = DEFAULT_PADDING_SHARE) -> tuple[int, ...] | None:
+    """The padded periods (quanta) :func:`align_periods` picks, or None where it refuses: without the
+    refusal's message, whose cheapest padding beyond the share costs a second search."""
+    periods, comms = _grid(jobs, quantum_ms, max_padding_share)
+    found = _search(jobs, quantum_ms, periods, comms, max_padding_share)
+    return None if found is None else found[0]
+
+
 def _grid(jobs, quantum_ms, share) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Periods and bursts in quanta, after checking that the input can be aligned at all."""
     if not jobs:

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.theory import fastfluid, fluid, pairschedule
-from controller.theory.align import DEFAULT_PADDING_SHARE, PAIR_PRODUCT_LIMIT, pair_paddings
+from controller.theory.align import (
+    DEFAULT_PADDING_SHARE,
+    PAIR_PRODUCT_LIMIT,
+    padded_periods,
+    pair_paddings,
+)
 from controller.theory.draws import HARMONIC_MULTIPLES, Block
 from controller.theory.mapping import MAX_HORIZON_ITERATIONS, MapPoint
 from controller.theory.policies import (
@@ -37,7 +42,7 @@ from controller.theory.policies import (
     ShiftPolicy,
     get_policy,
 )
-from controller.theory.schedule import MAX_PERIOD_QUANTA, JobTiming, to_quanta
+from controller.theory.schedule import MAX_PERIOD_QUANTA, JobTiming
 from controller.theory.sweep import grid_quanta
 
 ARRAY_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy, PriorityPolicy, MltcpPolicy,
@@ -213,20 +218,17 @@ def _guard(runs: _Runs, t: np.ndarray, c: np.ndarray, q: float, guard_ms: float)
 
 def _align(runs: _Runs, t: np.ndarray, c: np.ndarray, q: float) -> np.ndarray:
     """``align``: each sample's padded periods (``align.pair_paddings``, compiled, where the periods keep to
-    its limit; else ``align_periods`` sample by sample, as ``AlignPolicy``), gated on them; no row where no
-    padding within its limit separates the jobs."""
+    its limit; else ``align.padded_periods`` sample by sample: ``AlignPolicy``'s), gated on them; no row
+    where no padding within its limit separates the jobs."""
     n = t.shape[1]
     padded = np.full(t.shape, -1, np.int64)
     compiled = (n == 2) & ((1 + DEFAULT_PADDING_SHARE) ** 2 * t[:, 0] * t[:, -1] < PAIR_PRODUCT_LIMIT)
     if compiled.any():
         padded[compiled] = pair_paddings(t[compiled, 0], c[compiled, 0], t[compiled, 1], c[compiled, 1], DEFAULT_PADDING_SHARE)
-    pol = get_policy("align")
     for r in np.flatnonzero(~compiled):
-        grid = [JobTiming(f"j{i}", int(t[r, i]) * q, int(c[r, i]) * q) for i in range(n)]
-        try:
-            padded[r] = [to_quanta(s.period_ms, q) for s in pol.scheduled_timings(grid, q, _KNOBS)]
-        except ValueError:
-            continue
+        found = padded_periods([JobTiming(f"j{i}", int(t[r, i]) * q, int(c[r, i]) * q) for i in range(n)], q)
+        if found is not None:
+            padded[r] = found
     valid = padded[:, 0] > 0
     padded = np.where(valid[:, None], padded, t)
     _, offsets = _schedule(padded, c, q)

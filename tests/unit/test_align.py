@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.theory.align import Alignment, _candidates, align_periods, pair_paddings
+from controller.theory.align import (
+    Alignment,
+    _candidates,
+    align_periods,
+    padded_periods,
+    pair_paddings,
+)
 from controller.theory.schedule import JobTiming, compute_schedule, separable, to_quanta
 
 
@@ -220,3 +226,19 @@ def test_two_jobs_compiled_paddings_are_align_periods_own():
                 want, refused = [-1, -1], refused + 1
             assert padded == want, (t1, c1, t2, c2, share)
     assert 0 < refused < len(cases) // 2
+
+
+def test_padded_periods_are_align_periods_own_and_none_where_it_refuses():
+    rng = random.Random(11)
+    refused = 0
+    for _ in range(60):
+        n = rng.choice([3, 4])
+        jobs = [JobTiming(f"j{i}", float(t), float(max(1, t * rng.randint(10, 30) // 100)))
+                for i, t in enumerate(rng.randint(20, 120) for _ in range(n))]
+        share = rng.choice([1.0, 0.1])
+        try:
+            want = tuple(round(t.period_ms) for t in align_periods(jobs, 1.0, share).timings)
+        except ValueError:
+            want, refused = None, refused + 1
+        assert padded_periods(jobs, 1.0, share) == want
+    assert 0 < refused < 60
