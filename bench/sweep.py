@@ -97,7 +97,9 @@ def main() -> int:
               file=sys.stderr)
         return 2
 
-    cold, warm = compile_seconds(cold=True), compile_seconds(cold=False)
+    cold = compile_seconds(cold=True)
+    compile_seconds(cold=False)  # fills the cache where it is empty (a fresh clone)
+    warm = compile_seconds(cold=False)
     print(f"compile: cold {cold:.1f} s, warm (cached) {warm:.2f} s", file=sys.stderr)
     run_sweep_cells(settings(2, 4 * args.workers), args.workers, chunk_samples=4)  # warm the cache
     # and this process, whose forked workers then start with the compiled model loaded (each run forks anew)
