@@ -141,11 +141,13 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
         for i in range(1, n):
             if next_t[i] < t_next:
                 t_next = next_t[i]
+        stepping = sharing >= 2 and count >= 2
         for m in range(count):
             i = sending[m]
-            if share[i] > 0:
+            # a burst that cannot end within a step cannot come first (its end at least the step's, rounded alike)
+            if share[i] > 0 and not (stepping and remaining[i] > share[i] * step_ms * (1 + 1e-9)):
                 t_next = min(t_next, t + remaining[i] / share[i])
-        if sharing >= 2 and count >= 2:
+        if stepping:
             t_next = min(t_next, t + step_ms)
         dt = t_next - t
         for m in range(count):
