@@ -201,9 +201,10 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
 @numba.njit(cache=True)
 def simulate_free_fair(period, comm, headroom, offset, horizon_ms, warmup_ms, iterations, warmup):
     """:func:`simulate_means` where every job runs free (no windows) and sending bursts share the link
-    fairly: the sweep's ``none``, ``shift`` and ``random`` arms. The same steps in the same order, so the
-    same numbers bit for bit; without the window, re-alignment and weighted-sharing branches it takes a
-    third of the time."""
+    fairly: the sweep's ``none``, ``shift`` and ``random`` arms. The same steps, so the same numbers bit for
+    bit (a minimum is the same in any order; each burst's progress and its end are read in one pass, its
+    share again only when the number of bursts sending changes); without the window, re-alignment and
+    weighted-sharing branches it takes a third of the time."""
     n = len(period)
     compute = period - comm
     eps = np.empty(n)
@@ -213,6 +214,7 @@ def simulate_free_fair(period, comm, headroom, offset, horizon_ms, warmup_ms, it
     share = np.zeros(n)
     sending = np.zeros(n, np.bool_)
     count = 0
+    shared_by = -1  # the number of bursts sending the shares were computed for (they depend on it alone)
     next_t = offset.copy()  # a computing job's next burst start; inf while it sends
     ends = _no_ends(n)
     span0, span1, give_up, target, max_events = _limits(period, horizon_ms, warmup_ms, iterations, warmup, 0, 1.0)
@@ -221,22 +223,22 @@ def simulate_free_fair(period, comm, headroom, offset, horizon_ms, warmup_ms, it
         max_events -= 1
         if max_events < 0:
             return np.full(n, np.nan)
+        if count != shared_by:
+            for i in range(n):
+                share[i] = min(1.0, headroom[i] / count) if count else 0.0
+            shared_by = count
         t_next = math.inf
         for i in range(n):
-            if next_t[i] < t_next:
-                t_next = next_t[i]
-        for i in range(n):
             if sending[i]:
-                share[i] = min(1.0, headroom[i] / count)
                 if share[i] > 0:
                     t_next = min(t_next, t + remaining[i] / share[i])
+            elif next_t[i] < t_next:
+                t_next = next_t[i]
         dt = t_next - t
-        for i in range(n):
-            if sending[i]:
-                remaining[i] -= dt * share[i]
         t = t_next
         for i in range(n):
             if sending[i]:
+                remaining[i] -= dt * share[i]
                 if remaining[i] <= eps[i]:
                     _end(ends, i, t, horizon_ms, span0, span1, warmup)
                     sending[i], count, next_t[i] = False, count - 1, t + max(0.0, compute[i])
