@@ -35,7 +35,7 @@ help:
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
-	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~70 s on 2 cores)"
+	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~1 min on 2 cores)"
 
 install: apt $(STAMP) link ovs
 
@@ -153,7 +153,7 @@ bench: install
 	$(PY) bench/sweep.py
 	$(PY) bench/explore.py
 
-# The map and sweeps in docs/theory.md (~70 s on 2 cores; its "Speed of the sweep and the map"): the
+# The map and sweeps in docs/theory.md (~1 min on 2 cores; its "Speed of the sweep and the map"): the
 # one-factor-at-a-time map, the job-mix panel finely at 2 and 3 jobs, and the four sweeps, all into the map's
 # folder (so the map first). 2400 combinations per point or cell: every 95 % interval within ±2 points
 # (controller/theory/mapstream.py).
