@@ -217,15 +217,7 @@ class LeafSpineTopo(Topo):
     """
 
     def build(self, spines=2, leaves=2, hosts_per_leaf=2, host_link_mbps=50.0,
-              fabric_link_mbps=50.0, mtu=JUMBO_MTU, queue_ms=DEFAULT_QUEUE_MS, time_scale=1):
-        """``time_scale`` K (``mn --topo leafspine,time_scale=4``, lab 1 on a slow machine): every link
-        K times slower and every queue K times longer in ms, so a test K times longer moves the same
-        bytes through the same queue bytes (as ``scenarios/timescale.py`` does for a run)."""
-        numbering.check_time_scale(time_scale)
-        numbering.FabricParams(spines, leaves, hosts_per_leaf, host_link_mbps, fabric_link_mbps)  # as given
-        numbering.check_queue_ms(queue_ms)
-        host_link_mbps, fabric_link_mbps = host_link_mbps / time_scale, fabric_link_mbps / time_scale
-        queue_ms = queue_ms * time_scale
+              fabric_link_mbps=50.0, mtu=JUMBO_MTU, queue_ms=DEFAULT_QUEUE_MS):
         params = numbering.FabricParams(spines, leaves, hosts_per_leaf, host_link_mbps, fabric_link_mbps)
         numbering.check_mtu(mtu)
         numbering.check_queue_ms(queue_ms)

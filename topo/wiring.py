@@ -113,13 +113,6 @@ def check_queue_ms(queue_ms) -> None:
         raise FabricParamError("queue_ms", f"must be in (0, {MAX_QUEUE_MS}] ms, got {queue_ms!r}")
 
 
-def check_time_scale(time_scale) -> None:
-    """The time scale K a fabric is built at (a number >= 1); :class:`FabricParamError` if not."""
-    if isinstance(time_scale, bool) or not isinstance(time_scale, int | float) or not _finite(time_scale) \
-            or time_scale < 1:
-        raise FabricParamError("time_scale", f"must be a number >= 1, got {time_scale!r}")
-
-
 def check_tcp_rto_min_ms(rto_min_ms) -> None:
     """The hosts' minimum TCP retransmission timeout, ms; :class:`FabricParamError` if out of bounds."""
     if isinstance(rto_min_ms, bool) or not isinstance(rto_min_ms, int | float) or not _finite(rto_min_ms) \

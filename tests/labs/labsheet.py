@@ -186,19 +186,6 @@ def as_run(command: str) -> str:
     return command
 
 
-def at_time_scale(command: str, time_scale: float) -> str:
-    """The command as a sheet says to run it at time scale K (``docs/labs/lab1-fabric.md``, "On a slow
-    machine"): the fabric of an ``mn`` command built with ``time_scale=K`` (every link K times slower),
-    and an ``iperf3`` client's ``-t`` seconds times K, so that it moves the same bytes."""
-    if time_scale == 1:
-        return command
-    if re.match(r"^(sudo )?mn ", command):
-        command = re.sub(r"(--topo leafspine\S*)", rf"\g<1>,time_scale={time_scale:g}", command)
-    if re.search(r"\biperf3 -c\b", command):
-        command = re.sub(r"(\s-t )(\d+(?:\.\d+)?)\b", lambda m: f"{m.group(1)}{float(m.group(2)) * time_scale:g}", command)
-    return command
-
-
 def key_values(output: str) -> dict[str, str]:
     values = {}
     for line in output.splitlines():
@@ -223,7 +210,6 @@ class LabRun:
     sheet: Sheet
     kinds: tuple[str, ...] = ("lab",)
     timeout_s: float = 300.0
-    time_scale: float = 1.0  # K: the commands as the sheet says to run them at K (at_time_scale)
     output: str = ""
     background: list[subprocess.Popen] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
@@ -242,8 +228,8 @@ class LabRun:
                 for command in block.commands():
                     cli = None
                     if re.match(r"^(sudo )?mn ", command) and after is not None and after.kind == "lab-mininet":
-                        cli = [at_time_scale(c, self.time_scale) for c in after.commands() if c.strip() != "exit"]
-                    self.run_command(at_time_scale(command, self.time_scale), cli)
+                        cli = [c for c in after.commands() if c.strip() != "exit"]
+                    self.run_command(command, cli)
         finally:
             self.stop_background()
         return key_values(self.output)

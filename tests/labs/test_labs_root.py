@@ -37,7 +37,7 @@ def _new_results(before: set[Path]) -> list[Path]:
     return sorted(set(root.glob("lab*/*/*")) - before) if root.exists() else []
 
 
-def run_lab(name: str, timeout_s: float = 400, attempts: int = 2, time_scale: float = 1.0) -> None:
+def run_lab(name: str, timeout_s: float = 400, attempts: int = 2) -> None:
     """Run a sheet and check its promises. A run that missed them while the machine's host took
     its CPU is run once more; if every run missed them so, the test is skipped as inconclusive
     (``HostBusy``). The host was busy when it took more than ``MAX_STEAL_PCT`` of the CPU over the
@@ -51,7 +51,7 @@ def run_lab(name: str, timeout_s: float = 400, attempts: int = 2, time_scale: fl
     busy_pcts = []
     for _ in range(attempts):
         before = set(root.glob("lab*/*/*")) if root.exists() else set()
-        run = labsheet.LabRun(sheet, kinds=ALL, timeout_s=timeout_s * time_scale, time_scale=time_scale)
+        run = labsheet.LabRun(sheet, kinds=ALL, timeout_s=timeout_s)
         started = time.monotonic()
         meter = hoststeal.StealMeter().start()
         try:
@@ -94,10 +94,8 @@ def _end_lab1_daemon() -> None:
 @pytest.mark.root
 @pytest.mark.slow
 def test_lab1_fabric():
-    """At the time scale ``$SHIFTBED_LAB_TIME_SCALE`` (default 1) where given, as the sheet says to run
-    it on a slow machine (the lab VM under software emulation: ``make test-vm``)."""
     try:
-        run_lab("lab1-fabric.md", time_scale=float(os.environ.get("SHIFTBED_LAB_TIME_SCALE", "1")))
+        run_lab("lab1-fabric.md")
     finally:
         _end_lab1_daemon()
 

@@ -68,16 +68,6 @@ def test_ports_and_rates_follow_the_wiring():
     assert len(links) == len(wiring.links())
 
 
-def test_a_time_scale_slows_every_link_and_lengthens_every_queue_by_k():
-    topo = build(spines=1, leaves=2, hosts_per_leaf=1, host_link_mbps=50, fabric_link_mbps=40, time_scale=4)
-    found = {frozenset((a, b)): (info["bw"], info["queue_ms"]) for a, b, info in topo.links(withInfo=True)}
-    assert found[frozenset(("h1", "leaf1"))] == (12.5, 80)
-    assert found[frozenset(("leaf1", "spine1"))] == (10.0, 80)
-    for bad in (0.5, 0, float("nan"), True, "4"):
-        with pytest.raises(FabricParamError, match="^time_scale: must be a number >= 1, got "):
-            build(time_scale=bad)
-
-
 def test_addresses_are_deterministic():
     wiring = fabric_wiring(spines=1, leaves=2, hosts_per_leaf=2)
     assert [h.ip for h in wiring.hosts] == ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]

@@ -1,11 +1,10 @@
 """The lab VM, for real: the box built here, `vagrant up`, and inside it the kernel datapath,
 lab 1 and the demo's scenarios; then `vagrant destroy` leaves nothing of ours behind.
 
-Run by `make test-vm` (root), not by `make test`. Where the VM runs under QEMU's software emulation
-(no /dev/kvm that can run a stock kernel: `make box`'s probe chose libvirt's domain type `qemu`),
-the guest is several times slower than the host, so lab 1 and the demo run at the smallest time
-scale K in (1, 2, 4, 8) at least the guest's slowdown (tests/guest_speed.py); with KVM, K is 1.
-The K chosen and every step's time go to results/lab-vm-timings.json.
+Run by `make test-vm` (root; about half an hour under software emulation), not by `make test`.
+Where /dev/kvm is missing, or cannot run a stock kernel (a cloud VM without nested
+virtualisation: `make box`'s probe then chose QEMU's software emulation), the tests are skipped
+with that reason (after the box is built), the one skip the suite's --strict-skips allows here.
 """
 
 from __future__ import annotations
@@ -14,11 +13,9 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import time
 
 import pytest
-from guest_speed import TIME_SCALES, time_scale_for
 from platform_verdict import DEMO_DURATION_S, check_problems, demo_problems, job_errors_pct
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -61,40 +58,28 @@ def our_leftovers(domain_prefix: str) -> dict[str, set[str]]:
     return {"domains": domains, "volumes": volumes, "networks": networks}
 
 
-def guest_time_scale(driver: str) -> tuple[int, float | None]:
-    """K for the guest, and its slowdown against this host (None with KVM: K is 1)."""
-    if driver == "kvm":
-        return 1, None
-    host_s = float(sh([sys.executable, "tests/guest_speed.py"], 120).stdout)
-    guest_s = float(in_guest("python3 tests/guest_speed.py", 300).stdout.strip().splitlines()[-1])
-    slowdown = round(guest_s / host_s, 2)
-    time_scale = time_scale_for(slowdown)
-    if time_scale is None:
-        pytest.fail(f"the guest runs Python {slowdown} times slower than this host, more than the largest "
-                    f"time scale offered ({TIME_SCALES[-1]})")
-    return time_scale, slowdown
-
-
 @pytest.fixture(scope="module")
 def lab_vm():
-    """`make box`, libvirt started, `vagrant up`, the guest's K; at the end `vagrant destroy` and libvirt
-    as it was."""
+    """`make box`, libvirt started, `vagrant up`; at the end `vagrant destroy` and libvirt as it was."""
     timings: dict[str, float] = {}
     started = time.monotonic()
     sh(["make", "--no-print-directory", "box"], 1200)
     timings["box_s"] = round(time.monotonic() - started, 1)
     driver = (pathlib.Path(os.environ.get("SHIFTBED_BOX_CACHE", "/var/cache/shiftbed/box")) / "driver").read_text().strip()
+    if driver != "kvm":
+        sh(["topo/vagrant/libvirt.sh", "stop"], 120, check=False)
+        # measured (docs/vm.md, "Under software emulation, at a time scale"): the demo's jobs miss their
+        # periods at K = 1, and at K = 4 a gated burst's fixed start (~0.3 s of real time, an iperf3
+        # client) outgrows its window; K > 5 needs the scenarios' retransmission timeout changed
+        pytest.skip("no /dev/kvm that can run the VM: KVM here cannot run a stock kernel (no nested "
+                    "virtualisation), and under software emulation the guest cannot keep the demo's timing "
+                    "at any time scale the demo allows (docs/vm.md)")
     domain_prefix = f"{REPO.name}_"
     try:
         started = time.monotonic()
-        sh(["vagrant", "up", "--provider=libvirt", "--no-provision"], 2400)
+        sh(["vagrant", "up", "--provider=libvirt"], 2400)
         timings["up_s"] = round(time.monotonic() - started, 1)
-        started = time.monotonic()
-        sh(["vagrant", "provision"], 2400)
-        timings["provision_s"] = round(time.monotonic() - started, 1)
-        time_scale, slowdown = guest_time_scale(driver)
-        timings.update(time_scale=time_scale, guest_slowdown=slowdown)
-        yield {"driver": driver, "timings": timings, "domain_prefix": domain_prefix, "time_scale": time_scale}
+        yield {"driver": driver, "timings": timings, "domain_prefix": domain_prefix}
     finally:
         started = time.monotonic()
         destroyed = sh(["vagrant", "destroy", "--force"], 600, check=False)
@@ -116,24 +101,21 @@ def test_check_reports_the_kernel_datapath_and_a_faithful_link(lab_vm):
     assert not check_problems(report), report
 
 
-def test_lab1_gives_what_its_sheet_promises_at_the_guests_time_scale(lab_vm):
+def test_lab1_gives_what_its_sheet_promises(lab_vm):
     started = time.monotonic()
-    in_guest(f"sudo SHIFTBED_LAB_TIME_SCALE={lab_vm['time_scale']} .venv/bin/python -m pytest -q -p no:cacheprovider "
-             "tests/labs/test_labs_root.py::test_lab1_fabric", 1200 * lab_vm["time_scale"])
+    in_guest("sudo .venv/bin/python -m pytest -q -p no:cacheprovider "
+             "tests/labs/test_labs_root.py::test_lab1_fabric", 1200)
     lab_vm["timings"]["lab1_s"] = round(time.monotonic() - started, 1)
 
 
-def test_the_demos_scenarios_keep_fidelity_and_meet_the_model_at_the_guests_time_scale(lab_vm):
-    time_scale = lab_vm["time_scale"]
+def test_the_demos_scenarios_keep_fidelity_and_meet_the_model(lab_vm):
     started = time.monotonic()
-    result = in_guest(f"sudo .venv/bin/shiftbed demo --duration {DEMO_DURATION_S} --time-scale {time_scale} --json",
-                      3600 * time_scale, check=False)
+    result = in_guest(f"sudo .venv/bin/shiftbed demo --duration {DEMO_DURATION_S} --json", 3600, check=False)
     lab_vm["timings"]["demo_s"] = round(time.monotonic() - started, 1)
     assert result.returncode == 0, result.stderr[-4000:]
     doc = json.loads(result.stdout.strip().splitlines()[-1])
     for name, run in doc["runs"].items():
         environment = json.loads(in_guest(f"cat {run['results_dir']}/environment.json", 60).stdout)
         assert environment["datapath"] == "kernel", (name, environment)
-        assert run["time_scale"] == time_scale, (name, run.get("time_scale"))
     lab_vm["timings"]["demo_worst_error_pct"] = max(abs(e) for e in job_errors_pct(doc["runs"]).values())
     assert not demo_problems(doc), demo_problems(doc)

@@ -3,11 +3,9 @@
 #
 # Debian 12 is bootstrapped with mmdebstrap from the apt sources this machine already uses
 # (no box catalogue, no image download), onto a disk image booted by extlinux, and added to
-# Vagrant as shiftbed/debian12. It carries what provisioning installs: the project's Debian packages
-# and the venv `make install` builds at /vagrant/.venv (box-venv.sh). The box is cached in
-# $SHIFTBED_BOX_CACHE (default /var/cache/shiftbed/box) under the hash of its recipe (this script,
-# its customize hooks, the shell functions it shares with topo/debian13/build-root.sh, the package
-# list, and what the venv is built from: the Makefile, pyproject.toml, setup.py, requirements*.txt),
+# Vagrant as shiftbed/debian12. The box is cached in $SHIFTBED_BOX_CACHE (default
+# /var/cache/shiftbed/box) under the hash of its recipe (this script, its customize hook, the shell
+# functions it shares with topo/debian13/build-root.sh and the package list),
 # so a second build with the same recipe only checks the cache. An interrupted build leaves
 # its work folder behind; the next build deletes it and starts clean.
 #
@@ -20,7 +18,6 @@ SUITE=bookworm
 DISK_GB=8
 NEED_FREE_GB=${SHIFTBED_BOX_NEED_GB:-6}   # the root tree, the raw image and the box, with room to spare
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
 PROJECT_PACKAGES=${1:-}
 # What the guest needs besides the project's packages: boot, log in over ssh, vagrant rsync.
 BASE_PACKAGES="systemd-sysv udev linux-image-cloud-amd64 initramfs-tools ifupdown isc-dhcp-client
@@ -39,8 +36,7 @@ for tool in mmdebstrap losetup sfdisk mkfs.ext4 extlinux qemu-img vagrant; do
     command -v "$tool" >/dev/null || die "missing $tool (make box installs it: run it through make)"
 done
 
-HASH=$(echo "$PROJECT_PACKAGES $BASE_PACKAGES" | recipe_hash "$0" "$HERE/box-customize.sh" "$HERE/box-venv.sh" \
-       "$HERE/../debianroot.sh" "$REPO/Makefile" "$REPO/pyproject.toml" "$REPO/setup.py" "$REPO"/requirements*.txt)
+HASH=$(echo "$PROJECT_PACKAGES $BASE_PACKAGES" | recipe_hash "$0" "$HERE/box-customize.sh" "$HERE/../debianroot.sh")
 BOX_FILE="$CACHE/shiftbed-debian12-$HASH.box"
 STAMP="$CACHE/added-$HASH"            # the box in Vagrant is this recipe's
 
@@ -81,7 +77,6 @@ if [ ! -f "$BOX_FILE" ]; then
         --include="$(echo $BASE_PACKAGES $PROJECT_PACKAGES | tr ' ' ',')" \
         --essential-hook='mkdir -p "$1/etc/initramfs-tools/conf.d"; echo "MODULES=most" > "$1/etc/initramfs-tools/conf.d/shiftbed"' \
         --customize-hook="\"$HERE/box-customize.sh\" \"\$1\" \"$VAGRANT_KEY\"" \
-        --customize-hook="\"$HERE/box-venv.sh\" \"\$1\" \"$REPO\" \"$CACHE/pip\"" \
         "$SUITE" "$WORK/root" /etc/apt/sources.list.d/debian.sources
 
     cp "$(ls "$WORK"/root/boot/vmlinuz-* | sort -V | tail -1)" "$CACHE/vmlinuz"   # for kvm-probe.sh
