@@ -40,6 +40,9 @@ def add_arguments(parser):
                         + ",".join(POLICIES) + ")")
     parser.add_argument("--duration", type=str, default=None,
                         help=f"seconds each policy runs (default: the scenario's, else {DEFAULT_DURATION_S:g})")
+    parser.add_argument("--target-se-pct", metavar="P",
+                        help="stop each policy once every job's mean iteration time has a standard error of at "
+                             "most P %% of it (at least 20 iterations a job); --duration is then the ceiling")
     parser.add_argument("--out", default="results", help="results root (default: results/)")
     parser.add_argument("--seed", type=int, default=0, help="seed for `random` offsets (default 0)")
     parser.add_argument("--datapath", choices=["kernel", "user"], help="OVS datapath (default: automatic)")
@@ -81,6 +84,19 @@ def parse_duration(text: str | None, default: float) -> float:
         raise InputError(f"--duration: must be a positive number of seconds, got {text!r}")
     if value > MAX_DURATION_S:
         raise InputError(f"--duration: at most {MAX_DURATION_S:g} s, got {text!r}")
+    return value
+
+
+def parse_target_se_pct(text: str | None) -> float | None:
+    """``--target-se-pct``: a percentage above 0 and below 100 (None when not given)."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"--target-se-pct: must be a percentage, got {text!r}") from None
+    if not 0 < value < 100:
+        raise InputError(f"--target-se-pct: must be above 0 and below 100, got {text!r}")
     return value
 
 
@@ -200,6 +216,7 @@ def checked_inputs(args):
     scenario.require_runnable()
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
+    parse_target_se_pct(getattr(args, "target_se_pct", None))
     check_out_root(args.out)
     require_runnable_here(scenario, args.scenario, policies, args.force)
     return scenario, policies, duration_s
@@ -224,7 +241,7 @@ def run(args, display=None) -> int:
     from topo.runrecord import FabricBusy
 
     options = RunOptions(policies=policies, duration_s=wire_duration_s, out_root=Path(args.out), seed=args.seed,
-                         datapath=args.datapath)
+                         datapath=args.datapath, target_se_pct=parse_target_se_pct(getattr(args, "target_se_pct", None)))
     own_display = display is None
     if own_display:
         display = run_display([(scenario, policies)], duration_s)
@@ -273,6 +290,12 @@ def run(args, display=None) -> int:
         print(f"shiftbed run: results kept, prediction missing (exit {PREDICTION_MISSING}); every figure is kept in "
               f"{results_dir}", file=sys.stderr)
     return code
+
+
+def stop_lines(summary: SummaryRecord) -> str:
+    """What stopped each policy of a run with a target standard error (empty without one)."""
+    said = [f"{policy} {entry.stopped.phrase()}" for policy, entry in summary.policies.items() if entry.stopped]
+    return "stopped: " + "; ".join(said) if said else ""
 
 
 def run_display(runs, duration_s: float):
@@ -412,6 +435,8 @@ def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, P
             print(line.rstrip())
     # wrapped: in a log (the demo's --json sends the tables to stderr) every line stays short
     print(textwrap.fill(f"policies: {headline(changes)}", width=TABLE_NOTE_CHARS, subsequent_indent="  "))
+    if stop_lines(summary):
+        print(textwrap.fill(stop_lines(summary), width=TABLE_NOTE_CHARS, subsequent_indent="  "))
     if not summary.fidelity_ok:
         print(f"FIDELITY LOST: {summary.fidelity.advice}")
     print(f"report: {results_dir / 'report.md'}")
