@@ -222,8 +222,9 @@ def checked_inputs(args):
     return scenario, policies, duration_s
 
 
-def run(args, display=None) -> int:
-    """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``)."""
+def run(args, display=None, solo_cache=None) -> int:
+    """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``).
+    ``solo_cache``: a batch's calibrations to reuse by job shape (``experiment/reuse.py``)."""
     from scenarios.timescale import on_wire
 
     scenario, policies, duration_s = checked_inputs(args)
@@ -245,7 +246,7 @@ def run(args, display=None) -> int:
     own_display = display is None
     if own_display:
         display = run_display([(scenario, policies)], duration_s)
-    experiment = Experiment(wire, scenario_text, options, display=display)
+    experiment = Experiment(wire, scenario_text, options, display=display, solo_cache=solo_cache)
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with display.showing():

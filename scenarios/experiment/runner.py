@@ -140,8 +140,10 @@ class Experiment:
     K times longer and every rate K times lower); the folder keeps the scenario file as written, its
     tables as measured on the wire, and a summary in the scenario's units."""
 
-    def __init__(self, scenario, scenario_text: str, options: RunOptions, display=None):
+    def __init__(self, scenario, scenario_text: str, options: RunOptions, display=None, solo_cache=None):
         self.scenario = scenario
+        self.solo_cache = solo_cache  # a batch's calibrations, reused by job shape (reuse.SoloCache), or None
+        self.environment: dict = {}  # environment.json, once the fabric is up
         self.scenario_text = scenario_text
         self.options = options
         self.display = display  # the run's display (``display.RunDisplay``), or None
@@ -190,8 +192,8 @@ class Experiment:
                 self.links = run_links(sc, fabric.wiring)
                 self.queue_ms = fabric.queue_ms
                 self.expected_solo_mbps = planned_solo_mbps(sc, fabric.wiring, self.links.home)
-                self.writer.write_json("environment.json", {**environment_record(fabric),
-                                                            "time_scale": sc.time_scale})
+                self.environment = {**environment_record(fabric), "time_scale": sc.time_scale}
+                self.writer.write_json("environment.json", self.environment)
                 stages.info("%s", fabric_line(fabric, self.links))
                 try:
                     self._run_on(fabric)
@@ -245,11 +247,28 @@ class Experiment:
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
                  controller_schedule.get("hyperperiod_ms"))
         measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.display)
-        self.specs = self.calibration.run(measurer, self.specs, on_job=lambda name: self._begin("calibrate", name))
+        self.specs = self.calibration.run(measurer, self.specs, on_job=lambda name: self._begin("calibrate", name),
+                                          known=self._known(fabric))
         self.writer.write_json("schedule.json", in_scenario_units(schedule_record(self.schedule, {
             name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}), sc.time_scale))
         for policy in self.options.policies:
             self._run_policy(measurer, policy)
+
+    def _known(self, fabric):
+        """This run's view of the batch's calibrations (``reuse.py``): each job's shape; None without a batch."""
+        from scenarios.experiment.reuse import ScenarioCalibrations, shape_key
+        from scenarios.routes import flow_spines
+
+        if self.solo_cache is None:
+            return None
+        spine_of = flow_spines(self.scenario, fabric.wiring)
+        keys = {}
+        for i, spec in enumerate(self.specs):
+            first, last = tcp_ports.job_port_range(i)
+            spines = tuple(sorted((port, spine) for port, spine in spine_of.items() if first <= port <= last))
+            keys[spec.name] = shape_key(fabric.params, self.environment, spec, self.links.home[spec.name].name,
+                                        spines)
+        return ScenarioCalibrations(self.solo_cache, self.scenario.name, keys)
 
     def _classify_host_egress(self, fabric) -> None:
         """Put each job's data into its own fair-share class on its senders' links too."""
