@@ -153,13 +153,13 @@ def run_scenario(folder, name: str, display, solo_cache=None) -> int:
         args.target_se_pct = None if target is None else str(target)
         with open(work / RUN_LOG, "a") as log, contextlib.redirect_stdout(log):
             code = run_command.run(args, display=display, solo_cache=solo_cache)
-        if solo_cache is not None and code == FIDELITY_LOST:  # measured or reused on a run without fidelity
-            solo_cache.forget(name)
         if not keeps_going(code):
             return code
         kept = run_folders(work)[-1]
-        attempts.append({"results_dir": kept.name, "exit_code": code,
-                         "fidelity_ok": load_results(kept).summary.fidelity_ok})
+        summary = load_results(kept).summary
+        attempts.append({"results_dir": kept.name, "exit_code": code, "fidelity_ok": summary.fidelity_ok})
+        if solo_cache is not None and (code == FIDELITY_LOST or summary.fidelity.drifted):
+            solo_cache.forget(name)  # measured or reused on a run without fidelity, or off its solo speed
         if code != FIDELITY_LOST:
             break
     folder.finish(name, {"scenario": name, "attempts": attempts, "kept": attempts[-1]["results_dir"],

@@ -384,6 +384,10 @@ def test_a_run_gets_the_batchs_target_and_calibrations_and_one_without_fidelity_
     def fake_run(args, display=None, solo_cache=None):
         given.append((args.target_se_pct, solo_cache))
         run = example.write_example(tmp_path / f"run{len(given)}", fidelity_ok=len(given) > 1)
+        if len(given) > 1:  # kept with fidelity, but a job ran off the speed it was calibrated at
+            summary = json.loads((run / "summary.json").read_text())
+            summary["fidelity"]["drifted"] = ["a"]
+            (run / "summary.json").write_text(json.dumps(summary))
         shutil.move(str(run), Path(args.out) / "s000" / f"20261206T00000{len(given)}Z")
         return OK if len(given) > 1 else FIDELITY_LOST
 
@@ -392,7 +396,7 @@ def test_a_run_gets_the_batchs_target_and_calibrations_and_one_without_fidelity_
                                                                               "policies": {}})
     assert command.run_scenario(folder, "s000", None, cache) == OK
     assert given == [("2.5", cache), ("2.5", cache)]  # as `run --target-se-pct 2.5`, on the batch's calibrations
-    assert forgotten == ["s000"]  # the first attempt lost fidelity: the second calibrates anew
+    assert forgotten == ["s000", "s000"]  # lost fidelity, then drifted: neither's calibrations are reused
     assert cache.root == folder.root / command.CALIBRATION_DIR
     assert command._solo_cache(BatchFolder.create(tmp_path / "c", {"settings": {}}, {"s000": spec_text()})) is None
 
