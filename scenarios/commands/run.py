@@ -73,13 +73,18 @@ def parse_policies(text: str | None, default: tuple[str, ...]) -> tuple[str, ...
     return tuple(names)
 
 
+def _number(text: str, option: str, what: str) -> float:
+    """``text`` as a float; InputError ``<option>: must be <what>, got ...`` if it is not one."""
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{option}: must be {what}, got {text!r}") from None
+
+
 def parse_duration(text: str | None, default: float) -> float:
     if text is None:
         return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"--duration: must be a number of seconds, got {text!r}") from None
+    value = _number(text, "--duration", "a number of seconds")
     if not math.isfinite(value) or value <= 0:
         raise InputError(f"--duration: must be a positive number of seconds, got {text!r}")
     if value > MAX_DURATION_S:
@@ -91,10 +96,7 @@ def parse_target_se_pct(text: str | None) -> float | None:
     """``--target-se-pct``: a percentage above 0 and below 100 (None when not given)."""
     if text is None:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"--target-se-pct: must be a percentage, got {text!r}") from None
+    value = _number(text, "--target-se-pct", "a percentage")
     if not 0 < value < 100:
         raise InputError(f"--target-se-pct: must be above 0 and below 100, got {text!r}")
     return value
