@@ -134,3 +134,25 @@ def test_a_bad_target_is_one_line(text):
 
 def test_a_target_is_a_percentage():
     assert run_command.parse_target_se_pct("2.5") == 2.5 and run_command.parse_target_se_pct(None) is None
+
+
+def test_the_runs_report_says_what_stopped_each_policy(tmp_path):
+    import json
+
+    from results_example import JOBS, write_example
+
+    from scenarios.report.document import draw_report
+    from scenarios.results import REPORT_FILE, REPORT_HTML_FILE
+
+    folder = write_example(tmp_path)
+    (folder / "scenario.yaml").write_text("name: two-jobs\njobs:\n" + "".join(
+        f"  - {{name: {name}, period_ms: {j['period_ms']:g}, comm_ms: {j['comm_ms']:g}}}\n" for name, j in JOBS.items()))
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["policies"]["gate"]["stopped"] = Stop(TARGET, 7400.0, 2.0, {"a": 1.2, "b": 1.9}).to_dict()
+    summary["policies"]["none"]["stopped"] = Stop(CEILING, 12000.0, 2.0, {"a": 1.2, "b": 2.4}).to_dict()
+    (folder / "summary.json").write_text(json.dumps(summary))
+    draw_report(folder)
+    said = ("`none` at the ceiling, 12 s (target 2 % not reached); `gate` target 2 % reached at 7.4 s")
+    assert said in (folder / REPORT_FILE).read_text()
+    page = (folder / REPORT_HTML_FILE).read_text()
+    assert "<code>gate</code> target 2 % reached at 7.4 s" in page
