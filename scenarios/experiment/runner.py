@@ -172,7 +172,8 @@ class Experiment:
         f = sc.fabric
         params = fabric_params(sc)
         pins = self._pins(Pin)
-        stages.info("%s", plan_line(sc.name, self.schedule, self.options.policies, self.options.duration_s))
+        stages.info("%s", plan_line(sc.name, self.schedule, self.options.policies, self.options.duration_s,
+                                        self.options.target_se_pct))
         if sc.time_scale != 1:
             stages.info("time scale K = %g: every time on the fabric is %g times the scenario's, every link %g "
                         "times slower; the lines below are on the wire, the summary and report in the scenario's "

@@ -156,3 +156,12 @@ def test_the_runs_report_says_what_stopped_each_policy(tmp_path):
     assert said in (folder / REPORT_FILE).read_text()
     page = (folder / REPORT_HTML_FILE).read_text()
     assert "<code>gate</code> target 2 % reached at 7.4 s" in page
+
+
+def test_the_runs_first_line_says_the_target():
+    from scenarios.experiment.progress import plan_line
+
+    schedule = SimpleNamespace(feasible=True, hyperperiod_ms=600.0)
+    assert plan_line("s000", schedule, ("none", "shift"), 8.0, 2.0).endswith(
+        "none, shift for 8 s each at most, until every job's mean is known to 2 %")
+    assert plan_line("s000", schedule, ("none",), 8.0).endswith("none for 8 s each")
