@@ -70,10 +70,11 @@ class PolicyStop:
 
     def poll(self, now_s: float, read_rows) -> bool:
         """True once the target is reached (then always); ``read_rows()`` gives the rows so far, and is
-        called at most every :data:`CHECK_INTERVAL_S`."""
+        called at most every :data:`CHECK_INTERVAL_S`. Past the ceiling the drivers are finishing their
+        last iterations: the ceiling stopped the policy, whatever the rows say by then."""
         if self.stopped_at_s is not None:
             return True
-        if now_s - self._checked_s < CHECK_INTERVAL_S:
+        if now_s - self._checked_s < CHECK_INTERVAL_S or now_s - self.epoch_s >= self.ceiling_s:
             return False
         self._checked_s = now_s
         self.se_pct = self.rule.se_pct(read_rows())

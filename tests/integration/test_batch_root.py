@@ -1,5 +1,5 @@
 """`shiftbed batch` on the real fabric: two small scenarios, killed with SIGKILL in the middle of the
-second, resumed, then resumed again with nothing left to do (root; 145 s on the reference machine,
+second, resumed, then resumed again with nothing left to do (root; 222 s on the reference machine,
 2026-12-06). Each policy stops at a target standard error, the duration its ceiling.
 
 Nothing lost, nothing twice: the first scenario's folder, done before the kill, is the same folder

@@ -91,6 +91,14 @@ def test_a_target_never_reached_is_the_ceiling():
     assert stop.phrase() == "at the ceiling, 12 s (target 0.01 % not reached)"
 
 
+def test_past_the_ceiling_the_ceiling_stopped_it():
+    """The drivers stop starting iterations at the ceiling and finish the one in flight: a check then
+    finding the target met does not make it the target's stop."""
+    watch = PolicyStop(TargetSE(2.0), ["a"], epoch_s=0.0, ceiling_s=10.0)
+    assert not watch.poll(10.8, lambda: driver_rows("a", noisy(300, 1, 40)))
+    assert watch.outcome().by == CEILING and watch.outcome().after_ms == 10000
+
+
 def test_rows_being_written_are_left_out(tmp_path):
     full = driver_rows("a", [300.0] * 3)
     text = full.to_csv(index=False)
