@@ -121,6 +121,32 @@ _JOB_FIGURES = ("median_iteration_ms", "iteration_se_ms", "mean_comm_ms", "burst
 
 
 @dataclass(frozen=True)
+class Stop:
+    """What ended a policy run with a target standard error (``experiment/stopping.py``): the target,
+    reached ``after_ms`` after the epoch, or the ceiling (``--duration``), and each job's standard error
+    at the last check, in % of its mean (None: too few iterations)."""
+
+    by: str  # "target" or "ceiling"
+    after_ms: float
+    target_se_pct: float
+    se_pct: dict[str, float | None] = field(default_factory=dict)
+
+    def phrase(self) -> str:
+        """``target 2 % reached at 7.4 s`` or ``at the ceiling, 12 s (target 2 % not reached)``."""
+        if self.by == "target":
+            return f"target {self.target_se_pct:g} % reached at {self.after_ms / 1000:.1f} s"
+        return f"at the ceiling, {self.after_ms / 1000:g} s (target {self.target_se_pct:g} % not reached)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _as_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Stop:
+        return cls(by=str(data["by"]), after_ms=float(data["after_ms"]), target_se_pct=float(data["target_se_pct"]),
+                   se_pct={str(k): _number(v) for k, v in (data.get("se_pct") or {}).items()})
+
+
+@dataclass(frozen=True)
 class PolicySummary:
     """One policy: its jobs, its epoch and its throughput against ``none`` (measured and predicted)."""
 
@@ -131,6 +157,8 @@ class PolicySummary:
     predicted_throughput_change_vs_none_pct: float | None = field(default=None, metadata=OPTIONAL)
     # why the model gave no prediction for this policy (one line); its measurement is kept all the same
     prediction_unavailable: str | None = field(default=None, metadata=OPTIONAL)
+    # a run with a target standard error: what stopped this policy (the target, or the ceiling)
+    stopped: Stop | None = field(default=None, metadata=OPTIONAL)
 
     def to_dict(self) -> dict[str, Any]:
         return _as_dict(self)
@@ -138,13 +166,15 @@ class PolicySummary:
     @classmethod
     def from_dict(cls, data: dict) -> PolicySummary:
         missing = data.get("prediction_unavailable")
+        stopped = data.get("stopped")
         return cls(jobs={str(job): JobSummary.from_dict(j) for job, j in (data.get("jobs") or {}).items()},
                    epoch_s=_number(data.get("epoch_s")),
                    offsets_ms={str(job): float(ms) for job, ms in (data.get("offsets_ms") or {}).items()},
                    throughput_change_vs_none_pct=_number(data.get("throughput_change_vs_none_pct")),
                    predicted_throughput_change_vs_none_pct=_number(
                        data.get("predicted_throughput_change_vs_none_pct")),
-                   prediction_unavailable=None if missing is None else str(missing))
+                   prediction_unavailable=None if missing is None else str(missing),
+                   stopped=Stop.from_dict(stopped) if isinstance(stopped, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -277,6 +307,12 @@ class SummaryRecord:
     def predictions_missing(self) -> dict[str, str]:
         """Per measured policy the model gave no prediction for, why (``PolicySummary.prediction_unavailable``)."""
         return {p: e.prediction_unavailable for p, e in self.policies.items() if e.prediction_unavailable}
+
+    def stop_lines(self) -> list[str]:
+        """The report's sentence on what stopped each policy, and a blank line (none without a target)."""
+        said = [f"`{p}` {e.stopped.phrase()}" for p, e in self.policies.items() if e.stopped]
+        return [f"Each policy ran until every job's mean iteration time had a standard error (batch means, the "
+                f"± of the tables) of at most the target, or to the ceiling: {'; '.join(said)}.", ""] if said else []
 
     def to_dict(self) -> dict[str, Any]:
         return _as_dict(self)

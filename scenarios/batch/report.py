@@ -73,6 +73,7 @@ def sections(found: dict, record: dict) -> list[Section]:
     out.append(agreement)
     out.append(_errors(found, policies))
     out.append(_disagreements(found))
+    out.append(_cost(found["cost"], record.get("settings", {})))
     settings = Section("Settings", ["The data: `batch.parquet` (one row per scenario, policy and job), each "
                                     "scenario's folder (`prediction.json`, its run's results folder, "
                                     "`outcome.json`); docs/batch.md."])
@@ -131,6 +132,23 @@ def _disagreements(found: dict) -> Section:
                                 "run's prediction", "likely causes"], rows))
     else:
         section.words.append("None.")
+    return section
+
+
+def _cost(cost: dict, settings: dict) -> Section:
+    """How each policy's run ended and how many calibrations were reused (docs/batch.md, "Cheap per scenario")."""
+    target = settings.get("target_se_pct")
+    section = Section("What each scenario cost", [
+        (f"Each policy ran until every job's mean iteration time had a standard error of at most {target:g} % "
+         f"of it, or to the ceiling of {settings.get('duration_s', 0):g} s." if target is not None else
+         "Each policy ran its full duration (no target standard error)."),
+        (f"Calibrations reused (the same job shape on the same fabric, measured in an earlier scenario of this "
+         f"batch run): {cost['reused']} of {cost['jobs']} jobs." if settings.get("reuse_calibration") else
+         "Every scenario's jobs were calibrated anew.")])
+    if cost["stopped"]:
+        section.tables.append(("", ["policy", "stopped at the target", "at the ceiling", "median seconds run"],
+                               [[p, str(c["target"]), str(c["ceiling"]), f"{c['median_s']:.1f}"]
+                                for p, c in cost["stopped"].items()]))
     return section
 
 

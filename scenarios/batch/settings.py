@@ -71,6 +71,7 @@ def plan_batch(values: dict, out: str) -> tuple[dict, dict[str, str]]:
     if BASELINE not in policies:
         raise InputError(f"--policy: a batch judges every policy against `{BASELINE}`; name it too")
     duration_s = run_command.parse_duration(values["duration"], run_command.DEFAULT_DURATION_S)
+    target_se_pct = run_command.parse_target_se_pct(values["target_se_pct"])
     drawn = draw(sample, count)
     paths = {d.name: str(Path(out) / SCENARIOS_DIR / f"{d.name}.yaml") for d in drawn}
     transport = values["transport"]
@@ -90,7 +91,8 @@ def plan_batch(values: dict, out: str) -> tuple[dict, dict[str, str]]:
                 "comm_frac": list(sample.frac_range), "quantum_ms": sample.quantum_ms, "seed": sample.seed,
                 "zoo": sample.zoo, "zoo_link_mbps": sample.zoo_link_mbps, "fabric_file": fabric_file,
                 "policies": list(policies), "transport": transport, "duration_s": duration_s,
-                "threshold_pct": THRESHOLD_PCT}
+                "threshold_pct": THRESHOLD_PCT, "target_se_pct": target_se_pct,
+                "reuse_calibration": not values["calibrate_each"]}
     record = {"created": utc_timestamp(), "command": " ".join(sys.argv), "settings": settings,
               "draws": {d.name: {"n_jobs": d.n_jobs, "sample": d.sample} for d in drawn}}
     return record, texts

@@ -121,6 +121,7 @@ def summarise(table: pd.DataFrame, policies: list[str], threshold_pct: float = T
             sel = kept[kept["policy"] == policy]
             out["errors"][kind][policy] = stats.error_quantiles(
                 stats.relative_errors(sel["measured_iteration_ms"], sel[column]))
+    out["cost"] = cost(table, policies)
     both = per[per["wire_verdict"].notna() & per["model_verdict"].notna()]
     for _, row in both[both["wire_verdict"] != both["model_verdict"]].iterrows():
         out["disagreements"].append({
@@ -129,6 +130,25 @@ def summarise(table: pd.DataFrame, policies: list[str], threshold_pct: float = T
             "wire_change_pct": row["wire_change_pct"], "wire_ci95": [row["wire_low_pct"], row["wire_high_pct"]],
             "run_predicted_change_pct": row["run_predicted_change_pct"], "causes": causes(row, threshold_pct)})
     return out
+
+
+def cost(table: pd.DataFrame, policies: list[str]) -> dict:
+    """What made the scenarios cheaper, said so nothing is hidden: per policy how many runs stopped at the
+    target standard error and how many at the ceiling, with the median seconds run; and how many jobs
+    reused a calibration measured in an earlier scenario (docs/batch.md)."""
+    stops = {}
+    if "stopped_by" in table and not table.empty:
+        runs = table.drop_duplicates(["scenario", "policy"])
+        for policy in policies:
+            mine = runs[runs["policy"] == policy]
+            at = mine[mine["stopped_by"].notna()]
+            if len(at):
+                stops[policy] = {"target": int((at["stopped_by"] == "target").sum()),
+                                 "ceiling": int((at["stopped_by"] == "ceiling").sum()),
+                                 "median_s": float(at["stopped_after_s"].median())}
+    jobs = table.drop_duplicates(["scenario", "job"]) if not table.empty else table
+    reused = jobs[jobs["calibration_reused_from"].notna()] if "calibration_reused_from" in jobs else jobs.iloc[:0]
+    return {"stopped": stops, "jobs": len(jobs), "reused": len(reused)}
 
 
 def running_agreement(table: pd.DataFrame) -> tuple[int, int]:

@@ -27,12 +27,13 @@ from scenarios.results import load_results
 
 FIGURES = ("period_ms", "comm_ms", "measured_iteration_ms", "measured_se_ms", "before_ms", "calibration_ms",
            "afterwards_ms", "apart_share", "met_share_first", "met_share_last", "wire_change_pct",
-           "wire_low_pct", "wire_high_pct", "model_change_pct", "run_predicted_change_pct")
+           "wire_low_pct", "wire_high_pct", "model_change_pct", "run_predicted_change_pct", "stopped_after_s")
 COLUMNS = ("scenario", "n_jobs", "sample", "attempts", "exit_code", "fidelity_ok", "complete", "results_dir",
            "policy", "job", "iterations", "period_ms", "comm_ms", "measured_iteration_ms", "measured_se_ms",
            "before_ms", "calibration_ms", "afterwards_ms", "run_prediction_kind", "apart_share", "knife_edge",
            "met_share_first", "met_share_last", "wire_change_pct", "wire_low_pct", "wire_high_pct", "wire_verdict",
-           "model_change_pct", "model_verdict", "run_predicted_change_pct")
+           "model_change_pct", "model_verdict", "run_predicted_change_pct", "stopped_by", "stopped_after_s",
+           "calibration_reused_from")
 
 
 def _num(value) -> float:
@@ -54,6 +55,7 @@ def scenario_rows(folder: BatchFolder, name: str) -> list[dict]:
         entry, change = summary.policies.get(policy), changes.get(policy)
         errors = standard_errors_ms(results, policy) if entry is not None else {}
         model = before.get(policy, {})
+        stop = entry.stopped if entry is not None else None  # a batch with a target standard error
         for job, declared_job in declared.items():
             j = entry.jobs.get(job) if entry is not None else None
             kind = prediction_kind(j) if j is not None and j.predicted_iteration_ms is not None else None
@@ -75,6 +77,8 @@ def scenario_rows(folder: BatchFolder, name: str) -> list[dict]:
                 "wire_high_pct": _num(change and change.high_pct), "wire_verdict": change and change.verdict,
                 "model_change_pct": _num(model.get("change_pct")), "model_verdict": model.get("verdict"),
                 "run_predicted_change_pct": _num(None if entry is None else predicted_change_pct(results, policy)),
+                "stopped_by": stop.by if stop else None, "stopped_after_s": _num(stop and stop.after_ms / 1000),
+                "calibration_reused_from": summary.fidelity.solo.get(job, {}).get("reused_from"),
             })
     return rows
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 
@@ -24,9 +25,10 @@ from scenarios.exitcodes import FIDELITY_LOST, OK, combined_exit_code, keeps_goi
 
 DEFAULTS = {"jobs": "2", "period_ms": "100:1000", "comm_frac": "0.1:0.5", "quantum_ms": "1", "seed": 0,
             "zoo": False, "zoo_link_mbps": None, "fabric": None, "policy": "none,shift,gate,priority",
-            "transport": None, "duration": "12", "scenarios": None}
+            "transport": None, "duration": "12", "scenarios": None, "target_se_pct": None, "calibrate_each": False}
 ATTEMPTS = 2  # a scenario whose fidelity is lost is run once more, then kept
 BATCH_PARQUET = "batch.parquet"
+CALIBRATION_DIR = ".calibration"  # the batch's reusable solo runs, hard-linked, while it runs
 
 
 def add_arguments(parser) -> None:
@@ -48,7 +50,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--policy", help=f"comma-separated policies, `none` among them (default {DEFAULTS['policy']})")
     parser.add_argument("--transport", choices=TRANSPORTS, help="how the jobs' flows travel (default: as `run` "
                                                                 "picks on this machine)")
-    parser.add_argument("--duration", help=f"seconds each policy runs (default {DEFAULTS['duration']})")
+    parser.add_argument("--duration", help=f"seconds each policy runs (default {DEFAULTS['duration']}; with "
+                                           "--target-se-pct, the most it runs)")
+    parser.add_argument("--target-se-pct", metavar="P", help="stop each policy once every job's mean iteration "
+                        "time has a standard error of at most P %% of it (as `run --target-se-pct`)")
+    parser.add_argument("--calibrate-each", action="store_true", default=None,
+                        help="calibrate every scenario's jobs anew (default: a job shape measured alone on this "
+                             "fabric earlier in the batch is reused, docs/batch.md)")
 
 
 def _given(args) -> list[str]:
@@ -94,11 +102,12 @@ def run_batch(folder) -> int:
 
     pending = folder.pending()
     progress = BatchProgress(folder, pending)
+    solo_cache = _solo_cache(folder)
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         progress.introduce()
         for name in pending:
-            code = run_scenario(folder, name, progress.display)
+            code = run_scenario(folder, name, progress.display, solo_cache)
             if not keeps_going(code):
                 print(f"shiftbed batch: {name} stopped the batch (exit {code}); `shiftbed batch --resume "
                       f"{folder.root}` runs it again and the rest", file=sys.stderr)
@@ -108,10 +117,21 @@ def run_batch(folder) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if solo_cache is not None:
+            shutil.rmtree(solo_cache.root, ignore_errors=True)
     return write_results(folder)
 
 
-def run_scenario(folder, name: str, display) -> int:
+def _solo_cache(folder):
+    """The batch's calibrations reused by job shape (``experiment/reuse.py``), unless it calibrates each."""
+    from scenarios.experiment.reuse import SoloCache
+
+    if not folder.record["settings"].get("reuse_calibration"):
+        return None
+    return SoloCache(folder.root / CALIBRATION_DIR)
+
+
+def run_scenario(folder, name: str, display, solo_cache=None) -> int:
     """One scenario: its prediction written, then its run (once more if fidelity was lost), then done."""
     from scenarios import spec
     from scenarios.batch.folder import PREDICTION_FILE, RUN_LOG, run_folders
@@ -129,13 +149,17 @@ def run_scenario(folder, name: str, display) -> int:
     for _ in range(ATTEMPTS):
         args = run_arguments(path, scenario.duration_s, str(folder.work_root))
         args.seed = folder.record["settings"]["seed"]
+        target = folder.record["settings"].get("target_se_pct")
+        args.target_se_pct = None if target is None else str(target)
         with open(work / RUN_LOG, "a") as log, contextlib.redirect_stdout(log):
-            code = run_command.run(args, display=display)
+            code = run_command.run(args, display=display, solo_cache=solo_cache)
         if not keeps_going(code):
             return code
         kept = run_folders(work)[-1]
-        attempts.append({"results_dir": kept.name, "exit_code": code,
-                         "fidelity_ok": load_results(kept).summary.fidelity_ok})
+        summary = load_results(kept).summary
+        attempts.append({"results_dir": kept.name, "exit_code": code, "fidelity_ok": summary.fidelity_ok})
+        if solo_cache is not None and (code == FIDELITY_LOST or summary.fidelity.drifted):
+            solo_cache.forget(name)  # measured or reused on a run without fidelity, or off its solo speed
         if code != FIDELITY_LOST:
             break
     folder.finish(name, {"scenario": name, "attempts": attempts, "kept": attempts[-1]["results_dir"],

@@ -40,6 +40,9 @@ def add_arguments(parser):
                         + ",".join(POLICIES) + ")")
     parser.add_argument("--duration", type=str, default=None,
                         help=f"seconds each policy runs (default: the scenario's, else {DEFAULT_DURATION_S:g})")
+    parser.add_argument("--target-se-pct", metavar="P",
+                        help="stop each policy once every job's mean iteration time has a standard error of at "
+                             "most P %% of it (at least 20 iterations a job); --duration is then the ceiling")
     parser.add_argument("--out", default="results", help="results root (default: results/)")
     parser.add_argument("--seed", type=int, default=0, help="seed for `random` offsets (default 0)")
     parser.add_argument("--datapath", choices=["kernel", "user"], help="OVS datapath (default: automatic)")
@@ -70,17 +73,32 @@ def parse_policies(text: str | None, default: tuple[str, ...]) -> tuple[str, ...
     return tuple(names)
 
 
+def _number(text: str, option: str, what: str) -> float:
+    """``text`` as a float; InputError ``<option>: must be <what>, got ...`` if it is not one."""
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{option}: must be {what}, got {text!r}") from None
+
+
 def parse_duration(text: str | None, default: float) -> float:
     if text is None:
         return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"--duration: must be a number of seconds, got {text!r}") from None
+    value = _number(text, "--duration", "a number of seconds")
     if not math.isfinite(value) or value <= 0:
         raise InputError(f"--duration: must be a positive number of seconds, got {text!r}")
     if value > MAX_DURATION_S:
         raise InputError(f"--duration: at most {MAX_DURATION_S:g} s, got {text!r}")
+    return value
+
+
+def parse_target_se_pct(text: str | None) -> float | None:
+    """``--target-se-pct``: a percentage above 0 and below 100 (None when not given)."""
+    if text is None:
+        return None
+    value = _number(text, "--target-se-pct", "a percentage")
+    if not 0 < value < 100:
+        raise InputError(f"--target-se-pct: must be above 0 and below 100, got {text!r}")
     return value
 
 
@@ -200,13 +218,15 @@ def checked_inputs(args):
     scenario.require_runnable()
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
+    parse_target_se_pct(getattr(args, "target_se_pct", None))
     check_out_root(args.out)
     require_runnable_here(scenario, args.scenario, policies, args.force)
     return scenario, policies, duration_s
 
 
-def run(args, display=None) -> int:
-    """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``)."""
+def run(args, display=None, solo_cache=None) -> int:
+    """``display``: the demo's, shared by its runs; else the run shows its own (``display.RunDisplay``).
+    ``solo_cache``: a batch's calibrations to reuse by job shape (``experiment/reuse.py``)."""
     from scenarios.timescale import on_wire
 
     scenario, policies, duration_s = checked_inputs(args)
@@ -224,11 +244,11 @@ def run(args, display=None) -> int:
     from topo.runrecord import FabricBusy
 
     options = RunOptions(policies=policies, duration_s=wire_duration_s, out_root=Path(args.out), seed=args.seed,
-                         datapath=args.datapath)
+                         datapath=args.datapath, target_se_pct=parse_target_se_pct(getattr(args, "target_se_pct", None)))
     own_display = display is None
     if own_display:
         display = run_display([(scenario, policies)], duration_s)
-    experiment = Experiment(wire, scenario_text, options, display=display)
+    experiment = Experiment(wire, scenario_text, options, display=display, solo_cache=solo_cache)
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with display.showing():
@@ -273,6 +293,12 @@ def run(args, display=None) -> int:
         print(f"shiftbed run: results kept, prediction missing (exit {PREDICTION_MISSING}); every figure is kept in "
               f"{results_dir}", file=sys.stderr)
     return code
+
+
+def stop_lines(summary: SummaryRecord) -> str:
+    """What stopped each policy of a run with a target standard error (empty without one)."""
+    said = [f"{policy} {entry.stopped.phrase()}" for policy, entry in summary.policies.items() if entry.stopped]
+    return "stopped: " + "; ".join(said) if said else ""
 
 
 def run_display(runs, duration_s: float):
@@ -412,6 +438,8 @@ def _print_table(summary: SummaryRecord, results_dir: Path, changes: dict[str, P
             print(line.rstrip())
     # wrapped: in a log (the demo's --json sends the tables to stderr) every line stays short
     print(textwrap.fill(f"policies: {headline(changes)}", width=TABLE_NOTE_CHARS, subsequent_indent="  "))
+    if stop_lines(summary):
+        print(textwrap.fill(stop_lines(summary), width=TABLE_NOTE_CHARS, subsequent_indent="  "))
     if not summary.fidelity_ok:
         print(f"FIDELITY LOST: {summary.fidelity.advice}")
     print(f"report: {results_dir / 'report.md'}")

@@ -128,22 +128,45 @@ class Calibration:
         self.solo_spans: dict[str, pd.DataFrame] = {}  # per job: the bursts of that solo run
         self.launch_lead_ms: dict[str, float] = {}  # per job: launch this early so its data meets its offset
         self._runs: dict[str, int] = {}  # per job: solo runs so far (each has its own raw folder)
+        self.solo_dirs: dict[str, str] = {}  # per job: the raw folder of the solo run its figures come from
 
-    def run(self, measurer: Measurer, specs, on_job=None) -> list:
+    def run(self, measurer: Measurer, specs, on_job=None, known=None) -> list:
         """Calibrate every job of ``specs`` in turn; returns the specs sized and phased.
-        ``on_job(name)`` is called as each job's calibration starts (the display's stages)."""
+        ``on_job(name)`` is called as each job's calibration starts (the display's stages); ``known``:
+        the batch's calibrations (``reuse.ScenarioCalibrations``), a job's reused when its shape is there
+        and kept there when measured."""
         sized = []
         for spec in specs:
             if on_job is not None:
                 on_job(spec.name)
-            spec, solo, nominal = self._size_bursts(measurer, spec)
-            spec, solo = self._set_period(measurer, spec, solo)
+            found = known.lookup(spec.name) if known is not None else None
+            if found is not None:
+                spec = self._reuse(measurer, spec, found)
+            else:
+                spec, solo, nominal = self._size_bursts(measurer, spec)
+                spec, solo = self._set_period(measurer, spec, solo)
+                self.solo[spec.name] = {**solo, "fill": spec.fill, **nominal}
+                if known is not None:
+                    known.keep(spec.name, spec, self.solo[spec.name], self.solo_spans[spec.name],
+                               self.solo_dirs[spec.name])
             sized.append(spec)
-            self.solo[spec.name] = {**solo, "fill": spec.fill, **nominal}
             stages.info("%s", calibrated_line(spec.name, spec.period_ms, self.solo[spec.name]))
             log.info("%s", figures_line(spec.name, self.solo[spec.name]))
         self.launch_lead_ms = launch_leads_ms(self.solo)
         return sized
+
+    def _reuse(self, measurer: Measurer, spec, found):
+        """``spec`` as ``found`` (a calibration of the same shape, ``reuse.py``) sized it; its figures and
+        bursts this job's, its kept solo run linked into this run's raw/ under its own name."""
+        from scenarios.experiment.reuse import link_tree
+
+        link_tree(found.stored, measurer.raw_dir / found.run)
+        self.solo_dirs[spec.name] = str(measurer.raw_dir / found.run)
+        self.solo_spans[spec.name] = found.spans
+        self.solo[spec.name] = {**found.solo, "reused_from": found.scenario}
+        stages.info("calibration of %s reused from %s (the same job shape on the same fabric)", spec.name,
+                    found.scenario)
+        return replace(spec, comm_ms=found.comm_ms, fill=found.fill)
 
     @property
     def launch_overhead_ms(self) -> dict[str, float]:
@@ -210,6 +233,7 @@ class Calibration:
             if not measured.steal.disturbed or attempt == MEASURE_ATTEMPTS:
                 break
             measurer.measure_again(f"solo {spec.name}", attempt, run_dir, measured.steal)
+        self.solo_dirs[spec.name] = run_dir
         home = measurer.links.home[spec.name].name
         return self._figures(spec, measured, measurer.home_senders([spec])[spec.name], home)
 

@@ -123,8 +123,9 @@ class Measurer:
     def drive(self, specs, run_dir: str, label: str, *, plans=None, iterations=None, until_s=None,
               launch_lead_ms: dict[str, float] | None = None,
               burst_ms: dict[str, float] | None = None,
-              launch_overhead_ms: dict[str, float] | None = None) -> Measurement:
-        """Run job drivers with the ports captured (``apps.jobrun.start_drivers`` for the arguments)."""
+              launch_overhead_ms: dict[str, float] | None = None, stop_when=None) -> Measurement:
+        """Run job drivers with the ports captured (``apps.jobrun.start_drivers`` for the arguments);
+        ``stop_when()``, polled while they run, ends them early when true (``stopping.PolicyStop``)."""
         from apps import dltjob, jobrun
         from apps.capture import Capture
         from apps.dltjob import data_flows
@@ -162,7 +163,7 @@ class Measurer:
                                            launch_overhead_ms=launch_overhead_ms)
             budget = (until_s - time.time() if until_s else 0) + 60 + sum(s.period_ms for s in specs) / 1000 * (
                 iterations or 0) * 3
-            self._watch(drivers, run_dir, label, budget)
+            self._watch(drivers, run_dir, label, budget, stop_when)
         finally:
             if progress:
                 progress.stop()
@@ -186,8 +187,9 @@ class Measurer:
         packets, labels = job_view(captures)
         return Measurement(rows, packets, labels, (t0, t1), steal, captures)
 
-    def _watch(self, drivers, run_dir, label, budget_s) -> None:
-        """Wait for the job drivers, checking every ``WATCH_INTERVAL_S`` the controller and the workers.
+    def _watch(self, drivers, run_dir, label, budget_s, stop_when=None) -> None:
+        """Wait for the job drivers, checking every ``WATCH_INTERVAL_S`` the controller and the workers
+        (and returning early once ``stop_when()`` is true: the caller stops the drivers).
 
         A dead controller is a :class:`RunAborted` naming it; a driver that
         exits with an error or a burst that fails (iperf3 killed, refused) is
@@ -219,7 +221,7 @@ class Measurer:
                 if fault:
                     worker, error = fault
                     raise WorkerFault(name, worker, f"job {name}, worker {worker}: {error}")
-            if not running:
+            if not running or (stop_when is not None and stop_when()):
                 return
             if time.monotonic() > deadline:
                 for proc in drivers.values():

@@ -16,11 +16,14 @@ stages = logging.getLogger("scenarios.experiment.stages")
 stages.setLevel(logging.INFO)
 
 
-def plan_line(scenario_name: str, schedule, policies: tuple[str, ...], duration_s: float) -> str:
-    """The theory's verdict on the scenario, and what the run will measure."""
+def plan_line(scenario_name: str, schedule, policies: tuple[str, ...], duration_s: float,
+              target_se_pct: float | None = None) -> str:
+    """The theory's verdict on the scenario, and what the run will measure (``target_se_pct``: each
+    policy stops once every job's mean is known that well, ``duration_s`` the ceiling)."""
     verdict = "feasible" if schedule.feasible else "infeasible"
+    until = "" if target_se_pct is None else f" at most, until every job's mean is known to {target_se_pct:g} %"
     return (f"{scenario_name}: theory says {verdict} (hyper-period {schedule.hyperperiod_ms:g} ms); "
-            f"{', '.join(policies)} for {duration_s:g} s each")
+            f"{', '.join(policies)} for {duration_s:g} s each{until}")
 
 
 def fabric_line(fabric, links) -> str:

@@ -19,9 +19,10 @@ from controller.theory.policies import get_policy
 from scenarios.analysis import gatecheck
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import Measurement
+from scenarios.experiment.stopping import TARGET
 from scenarios.results import TABLES, ResultsWriter
 from scenarios.runlinks import RunLinks
-from scenarios.summary_record import Crosschecks
+from scenarios.summary_record import Crosschecks, Stop
 
 ITERATION_COLUMNS = list(TABLES["iterations.csv"])
 
@@ -41,11 +42,13 @@ class PolicyRecord:
         self.intervals: dict[str, tuple[float, float]] = {}  # policy -> (epoch, end) compared with port counters
         self.outgoing: dict[str, dict] = {}  # policy -> port -> time and size of packets leaving through it
         self.links: RunLinks | None = None  # the captured ports, once a policy is recorded
+        self.stops: dict[str, Stop] = {}  # policy -> what ended it (a run with a target standard error)
 
     def record(self, writer: ResultsWriter, links: RunLinks, policy: str, doc: dict, epoch_s: float,
-               measured: Measurement, specs, leaf_ips: dict[int, set[str]]) -> None:
+               measured: Measurement, specs, leaf_ips: dict[int, set[str]], stop: Stop | None = None) -> None:
         """Keep and write one policy's measurement; ``leaf_ips``: the hosts' IPs on each leaf (which
-        way a captured packet crossed its port)."""
+        way a captured packet crossed its port); ``stop``: what ended it, where a target standard
+        error could (``stopping.PolicyStop``): stopped at the target, its tables end with its drivers."""
         rows, packets, labels = measured.rows, measured.packets, measured.labels
         self.steal[policy] = measured.steal.as_dict()
         self.offsets[policy] = {name: float(j["offset_ms"]) for name, j in doc["jobs"].items()}
@@ -54,7 +57,12 @@ class PolicyRecord:
         self.bursts[policy] = analysis.burst_spans(packets, labels, steady, it)
         self.measured[policy] = analysis.policy_figures(it, self.bursts[policy], links.meeting_pairs())
         writer.append_rows("iterations.csv", rows[ITERATION_COLUMNS].to_dict("records"))
-        t_end = max(measured.window[1], epoch_s + self.duration_s)
+        planned_s = self.duration_s
+        if stop is not None:
+            self.stops[policy] = stop
+            if stop.by == TARGET:
+                planned_s = stop.after_ms / 1000
+        t_end = max(measured.window[1], epoch_s + planned_s)
         self.links = links
         for port, direction, link in links.recorded():
             on_port, port_labels = measured.captures[port.name]
@@ -65,7 +73,7 @@ class PolicyRecord:
                                    [["policy", "link", "t_s", "job", "mbps"]].to_dict("records"))
         pol = get_policy(policy)
         if pol.uses_schedule or pol.realigns():  # planned (shift) or realigned-to / enforced windows
-            writer.append_rows("windows.csv", gatecheck.window_rows(policy, doc, self.duration_s))
+            writer.append_rows("windows.csv", gatecheck.window_rows(policy, doc, planned_s))
         self._check_bytes(policy, rows, measured, specs, links, leaf_ips)
         if pol.enforces_windows:
             if self.gate_bytes_in_window is None:

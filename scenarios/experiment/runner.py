@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,7 @@ from scenarios.experiment.environment import environment_record
 from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
+from scenarios.experiment.stopping import PolicyStop, TargetSE, read_rows
 from scenarios.experiment.summary import build_summary, summary_in_scenario_units
 from scenarios.results import PREDICTION_LOG, ResultsWriter
 from scenarios.routes import link_names
@@ -83,6 +85,7 @@ class RunOptions:
     seed: int = 0
     fill: float = 0.8  # share of comm_ms a solo burst's data takes (apps/dltjob.py)
     datapath: str | None = None
+    target_se_pct: float | None = None  # stop each policy once every job's mean is known this well (stopping.py)
 
 
 def run_schedule(scenario, policy: str = "none"):
@@ -137,8 +140,10 @@ class Experiment:
     K times longer and every rate K times lower); the folder keeps the scenario file as written, its
     tables as measured on the wire, and a summary in the scenario's units."""
 
-    def __init__(self, scenario, scenario_text: str, options: RunOptions, display=None):
+    def __init__(self, scenario, scenario_text: str, options: RunOptions, display=None, solo_cache=None):
         self.scenario = scenario
+        self.solo_cache = solo_cache  # a batch's calibrations, reused by job shape (reuse.SoloCache), or None
+        self.environment: dict = {}  # environment.json, once the fabric is up
         self.scenario_text = scenario_text
         self.options = options
         self.display = display  # the run's display (``display.RunDisplay``), or None
@@ -167,7 +172,8 @@ class Experiment:
         f = sc.fabric
         params = fabric_params(sc)
         pins = self._pins(Pin)
-        stages.info("%s", plan_line(sc.name, self.schedule, self.options.policies, self.options.duration_s))
+        stages.info("%s", plan_line(sc.name, self.schedule, self.options.policies, self.options.duration_s,
+                                        self.options.target_se_pct))
         if sc.time_scale != 1:
             stages.info("time scale K = %g: every time on the fabric is %g times the scenario's, every link %g "
                         "times slower; the lines below are on the wire, the summary and report in the scenario's "
@@ -187,8 +193,8 @@ class Experiment:
                 self.links = run_links(sc, fabric.wiring)
                 self.queue_ms = fabric.queue_ms
                 self.expected_solo_mbps = planned_solo_mbps(sc, fabric.wiring, self.links.home)
-                self.writer.write_json("environment.json", {**environment_record(fabric),
-                                                            "time_scale": sc.time_scale})
+                self.environment = {**environment_record(fabric), "time_scale": sc.time_scale}
+                self.writer.write_json("environment.json", self.environment)
                 stages.info("%s", fabric_line(fabric, self.links))
                 try:
                     self._run_on(fabric)
@@ -242,11 +248,28 @@ class Experiment:
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
                  controller_schedule.get("hyperperiod_ms"))
         measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.display)
-        self.specs = self.calibration.run(measurer, self.specs, on_job=lambda name: self._begin("calibrate", name))
+        self.specs = self.calibration.run(measurer, self.specs, on_job=lambda name: self._begin("calibrate", name),
+                                          known=self._known(fabric))
         self.writer.write_json("schedule.json", in_scenario_units(schedule_record(self.schedule, {
             name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}), sc.time_scale))
         for policy in self.options.policies:
             self._run_policy(measurer, policy)
+
+    def _known(self, fabric):
+        """This run's view of the batch's calibrations (``reuse.py``): each job's shape; None without a batch."""
+        from scenarios.experiment.reuse import ScenarioCalibrations, shape_key
+        from scenarios.routes import flow_spines
+
+        if self.solo_cache is None:
+            return None
+        spine_of = flow_spines(self.scenario, fabric.wiring)
+        keys = {}
+        for i, spec in enumerate(self.specs):
+            first, last = tcp_ports.job_port_range(i)
+            spines = tuple(sorted((port, spine) for port, spine in spine_of.items() if first <= port <= last))
+            keys[spec.name] = shape_key(fabric.params, self.environment, spec, self.links.home[spec.name].name,
+                                        spines)
+        return ScenarioCalibrations(self.solo_cache, self.scenario.name, keys)
 
     def _classify_host_egress(self, fabric) -> None:
         """Put each job's data into its own fair-share class on its senders' links too."""
@@ -272,7 +295,8 @@ class Experiment:
                                        quantum_ms=self.scenario.quantum_ms, **options)
             epoch_s = float(doc["epoch_s"])
             run_dir = measurer.work_dir(policy) if attempt == 1 else measurer.work_dir(policy, f"attempt{attempt}")
-            measured = self._drive_policy(measurer, policy, run_dir, epoch_s, enforced, self._ranks(pol))
+            stop = self._stop_rule(epoch_s)
+            measured = self._drive_policy(measurer, policy, run_dir, epoch_s, enforced, self._ranks(pol), stop)
             if measured is None:
                 return
             if not measured.steal.disturbed or attempt == MEASURE_ATTEMPTS:
@@ -280,7 +304,8 @@ class Experiment:
             measurer.measure_again(policy, attempt, run_dir, measured.steal)
         wiring = measurer.fabric.wiring
         leaf_ips = {leaf: {h.ip for h in wiring.hosts_on_leaf(leaf)} for leaf in range(1, wiring.params.leaves + 1)}
-        self.record.record(self.writer, self.links, policy, doc, epoch_s, measured, self.specs, leaf_ips)
+        self.record.record(self.writer, self.links, policy, doc, epoch_s, measured, self.specs, leaf_ips,
+                           stop.outcome() if stop is not None else None)
         stages.info("%s", policy_line(policy, self.record.measured[policy]))
 
     def _ranks(self, pol) -> dict[int, int] | None:
@@ -290,17 +315,27 @@ class Experiment:
         order = pol.priority_order(self.schedules[pol.name])
         return {job_dscp(i): order.index(job.name) for i, job in enumerate(self.scenario.jobs)}
 
-    def _drive_policy(self, measurer: Measurer, policy, run_dir, epoch_s, enforced, ranks=None):
+    def _stop_rule(self, epoch_s: float) -> PolicyStop | None:
+        """A policy's watch for the target standard error (None: it runs for the duration)."""
+        if self.options.target_se_pct is None:
+            return None
+        return PolicyStop(TargetSE(self.options.target_se_pct), [s.name for s in self.specs], epoch_s,
+                          self.options.duration_s)
+
+    def _drive_policy(self, measurer: Measurer, policy, run_dir, epoch_s, enforced, ranks=None, stop=None):
         """One measurement of ``policy`` (a ``drive.Measurement``), or None if a worker fault stopped it.
-        ``ranks``: the jobs' classes ranked for strict priority on every link while it runs."""
+        ``ranks``: the jobs' classes ranked for strict priority on every link while it runs; ``stop``:
+        its watch for the target standard error, polled on the drivers' rows so far."""
         fabric = measurer.fabric
+        names = [s.name for s in self.specs]
+        stop_when = None if stop is None else (lambda: stop.poll(time.time(), lambda: read_rows(run_dir, names)))
         try:
             if ranks:
                 fabric.rank_job_classes(ranks)
             return measurer.drive(self.specs, run_dir, policy, until_s=epoch_s + self.options.duration_s,
                                   launch_lead_ms=self.calibration.launch_lead_ms,
                                   burst_ms=late_launch_bursts_ms(self.schedules[policy], self.calibration.solo),
-                                  launch_overhead_ms=self.calibration.launch_overhead_ms)
+                                  launch_overhead_ms=self.calibration.launch_overhead_ms, stop_when=stop_when)
         except WorkerFault as fault:  # this policy's measurement stops here; the next policy runs
             kept = self.record.keep_rows(self.writer, policy, run_dir, self.specs)
             self.gaps.append(Gap(policy=policy, job=fault.job, worker=fault.worker, message=str(fault),

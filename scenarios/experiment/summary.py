@@ -136,7 +136,7 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
                                   throughput_change_vs_none_pct=changes[policy][0],
                                   predicted_throughput_change_vs_none_pct=changes[policy][1],
                                   offsets_ms=dict(record.offsets.get(policy, {})),
-                                  prediction_unavailable=missing.get(policy))
+                                  prediction_unavailable=missing.get(policy), stopped=record.stops.get(policy))
             for policy, entry in jobs_of.items()}
 
 

@@ -231,7 +231,7 @@ def _policy_section(results: Results) -> tuple[str, list[str]]:
              "|---|---:|---:|---|---:|"]
     lines += [f"| {p} | {_pct(changes[p].change_pct)} | {changes[p].bounds_text()} | {verdict_word(changes[p])} "
               f"| {_pct(predicted_change_pct(results, p))} |" for p in order]
-    lines.append("")
+    lines += ["", *results.summary.stop_lines()]
     verdict = headline(changes)
     if all(c.policy == BASELINE or c.change_pct is None for c in changes.values()):
         lines.append("No policy other than `none` has a throughput figure: nothing to compare.")

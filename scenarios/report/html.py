@@ -211,7 +211,8 @@ def _policies(results: Results, said: dict[str, str]) -> list[str]:
             "model's figures of the next table (each with the kind said there).</p>",
             "<table><tr><th>policy</th><th>measured change vs none</th><th>95 % interval</th><th>verdict</th>"
             f"<th>predicted</th></tr>{rows}</table>",
-            f"<p>{inline_markdown(said['Policies'][0].upper() + said['Policies'][1:])}.</p>"]
+            f"<p>{inline_markdown(said['Policies'][0].upper() + said['Policies'][1:])}.</p>",
+            *(f"<p>{inline_markdown(line)}</p>" for line in results.summary.stop_lines() if line)]
     return out
 
 

@@ -1,6 +1,6 @@
 """`shiftbed batch` on the real fabric: two small scenarios, killed with SIGKILL in the middle of the
-second, resumed, then resumed again with nothing left to do (root; 145 s on the reference machine,
-2026-12-06).
+second, resumed, then resumed again with nothing left to do (root; 222 s on the reference machine,
+2026-12-06). Each policy stops at a target standard error, the duration its ceiling.
 
 Nothing lost, nothing twice: the first scenario's folder, done before the kill, is the same folder
 after both resumes; the second is run again from nothing and done once; each done scenario has its
@@ -21,8 +21,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SHIFTBED = str(Path(sys.executable).with_name("shiftbed"))
 POLICIES = ("none", "shift")
+CEILING_S, TARGET_SE_PCT = 8, 2.0  # each policy stops at the target standard error, else at the ceiling
 BATCH = ["--scenarios", "2", "--jobs", "2", "--period-ms", "150:300", "--seed", "5",
-         "--policy", ",".join(POLICIES), "--duration", "6"]
+         "--policy", ",".join(POLICIES), "--duration", str(CEILING_S), "--target-se-pct", str(TARGET_SE_PCT)]
 KILL_AFTER_START_S = 8  # into the second scenario's run: its fabric up, calibrating
 TIMEOUT_S = 600
 
@@ -104,3 +105,25 @@ def test_each_prediction_was_written_before_its_run_and_the_table_has_every_row(
     report = (out / "report.md").read_text()
     assert "Cohen's kappa" in report and "## Each kind of prediction's error" in report
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_each_policy_stopped_at_the_target_or_the_ceiling_and_says_which(killed_and_resumed):
+    from scenarios.experiment.stopping import MIN_ITERATIONS
+    from scenarios.results import load_results
+
+    out, _, _ = killed_and_resumed
+    table = pd.read_parquet(out / "batch.parquet")
+    assert set(table["stopped_by"]) <= {"target", "ceiling"} and table["stopped_by"].notna().all()
+    early = table[table["stopped_by"] == "target"]
+    assert len(early), table[["scenario", "policy", "job", "stopped_by", "stopped_after_s"]]  # the target was reached
+    assert (early["stopped_after_s"] < CEILING_S).all() and (early["iterations"] >= MIN_ITERATIONS).all()
+    for name in ("s000", "s001"):
+        summary = load_results(out / name / json.loads((out / name / "outcome.json").read_text())["kept"]).summary
+        for policy, entry in summary.policies.items():
+            stop = entry.stopped
+            assert stop.target_se_pct == TARGET_SE_PCT, (name, policy, stop)
+            if stop.by == "target":  # every job was at the target when the policy stopped
+                assert all(v is not None and v <= TARGET_SE_PCT for v in stop.se_pct.values()), (name, policy, stop)
+    assert "What each scenario cost" in (out / "report.md").read_text()

@@ -88,6 +88,9 @@ def test_plan_batch_writes_nothing_and_records_the_draws(tmp_path):
     assert record["draws"]["s001"] == {"n_jobs": 3, "sample": 0}
     assert record["settings"]["policies"] == ["none", "shift", "gate", "priority"]
     assert all("transport: persistent" in t for t in texts.values())
+    assert record["settings"]["target_se_pct"] is None and record["settings"]["reuse_calibration"]
+    cheap, _ = plan_batch(_values(target_se_pct="2.5", calibrate_each=True), str(out))
+    assert cheap["settings"]["target_se_pct"] == 2.5 and not cheap["settings"]["reuse_calibration"]
 
 
 def _synthetic_batch(tmp_path, fidelity_ok=True) -> BatchFolder:
@@ -129,6 +132,46 @@ def test_the_table_holds_every_kind_of_prediction_per_job_and_policy(tmp_path):
     assert row.knife_edge  # the example marks gate's b
     shift = table[table.policy == "shift"].iloc[0]
     assert shift.wire_change_pct == pytest.approx(example.SHIFT_CHANGE_PCT, abs=2)
+
+
+def test_the_table_says_what_stopped_each_policy_and_whose_calibration_a_job_reused(tmp_path):
+    folder = _synthetic_batch(tmp_path)
+    table = batch_table(folder)
+    assert table["stopped_by"].isna().all() and table["calibration_reused_from"].isna().all()  # neither asked
+    kept = folder.done_dir("s000") / folder.outcome("s000")["kept"] / "summary.json"
+    summary = json.loads(kept.read_text())
+    summary["policies"]["gate"]["stopped"] = {"by": "target", "after_ms": 7400.0, "target_se_pct": 2.0,
+                                              "se_pct": {"a": 1.2, "b": 1.9}}
+    summary["policies"]["none"]["stopped"] = {"by": "ceiling", "after_ms": 12000.0, "target_se_pct": 2.0}
+    summary["fidelity"]["solo"]["b"]["reused_from"] = "s007"
+    kept.write_text(json.dumps(summary))
+    table = batch_table(folder).set_index(["policy", "job"])
+    assert table.loc[("gate", "a"), "stopped_by"] == "target" and table.loc[("gate", "a"), "stopped_after_s"] == 7.4
+    assert table.loc[("none", "b"), "stopped_by"] == "ceiling" and table.loc[("none", "b"), "stopped_after_s"] == 12
+    assert math.isnan(table.loc[("shift", "a"), "stopped_after_s"])
+    assert set(table.xs("b", level="job")["calibration_reused_from"]) == {"s007"}
+    assert table.xs("a", level="job")["calibration_reused_from"].isna().all()
+
+
+def test_the_report_says_how_each_policy_ended_and_how_many_calibrations_were_reused(tmp_path):
+    from scenarios.batch.report import render_markdown, sections
+
+    table = batch_table(_synthetic_batch(tmp_path))
+    table.loc[table.policy == "gate", ["stopped_by", "stopped_after_s"]] = ["target", 7.4]
+    table.loc[table.policy == "none", ["stopped_by", "stopped_after_s"]] = ["ceiling", 12.0]
+    table.loc[table.job == "b", "calibration_reused_from"] = "s007"
+    found = summarise(table, ["none", "shift", "gate"])
+    assert found["cost"] == {"stopped": {"none": {"target": 0, "ceiling": 1, "median_s": 12.0},
+                                         "gate": {"target": 1, "ceiling": 0, "median_s": 7.4}},
+                             "jobs": 2, "reused": 1}
+    record = {"settings": {"target_se_pct": 2.0, "duration_s": 12.0, "reuse_calibration": True}}
+    md = render_markdown("t", sections(found, record))
+    assert "standard error of at most 2 % of it, or to the ceiling of 12 s" in md
+    assert "| gate | 1 | 0 | 7.4 |" in md and "| none | 0 | 1 | 12.0 |" in md
+    assert "measured in an earlier scenario of this batch run): 1 of 2 jobs" in md
+    plain = render_markdown("t", sections(summarise(batch_table(_synthetic_batch(tmp_path / "p")),
+                                                    ["none", "gate"]), {"settings": {}}))
+    assert "ran its full duration" in plain and "calibrated anew" in plain
 
 
 def test_the_summary_and_report_from_the_table(tmp_path):
@@ -203,6 +246,7 @@ def shiftbed(*args, cwd):
     (["OUT", "--scenarios", "2", "--policy", "none,bogus"], "--policy: "),
     (["OUT", "--scenarios", "2", "--policy", "none,mltcp"], "a model only"),
     (["OUT", "--scenarios", "2", "--duration", "-1"], "--duration: must be a positive number"),
+    (["OUT", "--scenarios", "2", "--target-se-pct", "0"], "--target-se-pct: must be above 0"),
     (["OUT", "--scenarios", "2", "--fabric", "/no/such.yaml"], "--fabric: /no/such.yaml: no such file"),
     (["OUT", "--scenarios", "2", "--transport", "carrier-pigeon"], "invalid choice"),
     (["--resume", "."], "not a batch folder"),
@@ -257,7 +301,8 @@ def test_the_batch_report_opens_in_chromium_offline(tmp_path):
         errors, urls = page.errors(), page.requested_urls()
     assert errors == [] and all(u.startswith(("file:", "data:", "about:")) for u in urls), (errors, urls)
     assert titles == ["In short", "How often each policy helps", "The model's verdict against the wire's",
-                      "Each kind of prediction's error", "Where the model and the wire disagree", "Settings"]
+                      "Each kind of prediction's error", "Where the model and the wire disagree",
+                      "What each scenario cost", "Settings"]
     assert tables >= 1 + 3 + 1 + 1  # fractions, agreement (every policy, shift, gate), errors, settings
 
 
@@ -308,7 +353,7 @@ def test_a_run_that_lost_fidelity_is_run_once_more_then_kept(tmp_path, monkeypat
                                 {"s000": spec_text()})
     answers, made = iter(fidelity), []
 
-    def fake_run(args, display=None):
+    def fake_run(args, display=None, solo_cache=None):
         made.append(next(answers))
         run = example.write_example(tmp_path / f"run{len(made)}", fidelity_ok=made[-1])
         shutil.move(str(run), Path(args.out) / "s000" / f"20261206T00000{len(made)}Z")
@@ -323,6 +368,37 @@ def test_a_run_that_lost_fidelity_is_run_once_more_then_kept(tmp_path, monkeypat
     assert outcome["kept"] == outcome["attempts"][-1]["results_dir"]
     assert [a["fidelity_ok"] for a in outcome["attempts"]] == list(fidelity)
     assert folder.pending() == [] and not list(folder.work_root.iterdir())
+
+
+def test_a_run_gets_the_batchs_target_and_calibrations_and_one_without_fidelity_is_forgotten(tmp_path, monkeypatch):
+    from scenarios.batch import predict
+    from scenarios.commands import batch as command
+    from scenarios.commands import run as run_command
+
+    folder = BatchFolder.create(tmp_path / "b", {"settings": {"seed": 0, "policies": ["none", "shift", "gate"],
+                                                              "target_se_pct": 2.5, "reuse_calibration": True}},
+                                {"s000": spec_text()})
+    cache, forgotten, given = command._solo_cache(folder), [], []
+    monkeypatch.setattr(cache, "forget", forgotten.append)
+
+    def fake_run(args, display=None, solo_cache=None):
+        given.append((args.target_se_pct, solo_cache))
+        run = example.write_example(tmp_path / f"run{len(given)}", fidelity_ok=len(given) > 1)
+        if len(given) > 1:  # kept with fidelity, but a job ran off the speed it was calibrated at
+            summary = json.loads((run / "summary.json").read_text())
+            summary["fidelity"]["drifted"] = ["a"]
+            (run / "summary.json").write_text(json.dumps(summary))
+        shutil.move(str(run), Path(args.out) / "s000" / f"20261206T00000{len(given)}Z")
+        return OK if len(given) > 1 else FIDELITY_LOST
+
+    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(predict, "before_the_run", lambda scenario, policies: {"kind": "before the run",
+                                                                              "policies": {}})
+    assert command.run_scenario(folder, "s000", None, cache) == OK
+    assert given == [("2.5", cache), ("2.5", cache)]  # as `run --target-se-pct 2.5`, on the batch's calibrations
+    assert forgotten == ["s000", "s000"]  # lost fidelity, then drifted: neither's calibrations are reused
+    assert cache.root == folder.root / command.CALIBRATION_DIR
+    assert command._solo_cache(BatchFolder.create(tmp_path / "c", {"settings": {}}, {"s000": spec_text()})) is None
 
 
 def test_the_runs_own_prediction_is_judged_beside_the_one_before_the_run(tmp_path):
