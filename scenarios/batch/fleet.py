@@ -52,7 +52,8 @@ class Fleet:
     workers: list[str]
 
     def __str__(self) -> str:
-        return f"the dask cluster at {self.address}: {len(self.workers)} workers offering a {RESOURCE}"
+        n = len(self.workers)
+        return f"the dask cluster at {self.address}: {n} worker{'s' * (n != 1)} offering a {RESOURCE}"
 
     def fabric_workers(self) -> list[str]:
         return fabric_workers(self.client.scheduler_info(n_workers=-1)["workers"])
