@@ -201,3 +201,14 @@ def test_the_fabric_worker_is_found_and_checked_for_root_and_this_shiftbed(fabri
         with pytest.raises(EnvironmentProblem, match=r"worker tcp://127\.0\.0\.1:\d+ \(.*\) does not run as "
                                                            r"root, and building a fabric needs root"):
             fleet.connect(fabric_cluster)
+
+
+def test_a_resume_takes_the_fleet_and_checks_its_address_after_the_folder(tmp_path, capsys):
+    from scenarios import cli
+
+    assert cli.main(["batch", "--resume", str(tmp_path), "--dask-scheduler", "nohost"]) == BAD_INPUT
+    assert "not a batch folder" in capsys.readouterr().err
+    _new_batch(tmp_path / "b")
+    assert cli.main(["batch", "--resume", str(tmp_path / "b"), "--dask-scheduler", "nohost"]) == BAD_INPUT
+    assert capsys.readouterr().err.strip() == ("shiftbed batch: --dask-scheduler: 'nohost' is not a scheduler address "
+                                               "(expected tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786)")
