@@ -32,7 +32,7 @@ from scenarios.batch.fleetworker import worker_state as fabric_worker_state
 from scenarios.errors import EnvironmentProblem, InputError
 from scenarios.exitcodes import FAULT, INTERRUPTED, keeps_going
 
-WAIT_S = 2.0  # how often the client looks at the fleet while it waits
+WAIT_S = 1.0  # how often the client looks at the fleet while it waits
 WORKERLESS_S = 120.0  # the batch stops when no worker offers a fabric for this long
 
 
@@ -127,8 +127,6 @@ def run_fleet(folder, fleet: Fleet) -> int:
 
 def _dispatch(folder, fleet: Fleet) -> int | None:
     """Submit, wait, write in; None when every scenario came back to go on, else the status to stop with."""
-    from distributed import wait
-
     from controller.framework_choice import FRAMEWORK_ENV
     from scenarios.batch.progress import BatchProgress
     from scenarios.experiment.progressview import duration_text
@@ -146,10 +144,9 @@ def _dispatch(folder, fleet: Fleet) -> int | None:
     started, workerless_since, mine = time.monotonic(), None, shiftbed_fingerprint()
     try:
         while futures:
-            try:
-                done = wait(list(futures), timeout=WAIT_S, return_when="FIRST_COMPLETED").done
-            except TimeoutError:
-                done = set()
+            done = [f for f in futures if f.done()]
+            if not done:
+                time.sleep(WAIT_S)
             for future in sorted(done, key=lambda f: pending.index(futures[f])):
                 name = futures.pop(future)
                 code = _write_in(folder, name, future, mine)

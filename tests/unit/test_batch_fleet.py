@@ -9,6 +9,7 @@ Nothing here builds a fabric: every cluster the command line meets is one it ref
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import tarfile
@@ -157,9 +158,12 @@ def plain_cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fabric_cluster(tmp_path_factory):
-    """A scheduler with a worker that offers no fabric and one that offers one (as this user)."""
+    """A scheduler with a worker that offers no fabric and one that offers one (as this user; its lock and
+    scratch folder in the test's)."""
+    folder = tmp_path_factory.mktemp("dask")
+    env = {**_env(), "SHIFTBED_RUN_DIR": str(folder / "run"), "TMPDIR": str(folder)}  # the worker's lock, scratch
     workers = [["--nthreads", "1", "--no-nanny"], ["--nthreads", "1", "--no-nanny", "--resources", "fabric=1"]]
-    with cluster.dask_cluster(tmp_path_factory.mktemp("dask"), _env(), workers) as address:
+    with cluster.dask_cluster(folder, env, workers) as address:
         yield address
 
 
@@ -212,3 +216,21 @@ def test_a_resume_takes_the_fleet_and_checks_its_address_after_the_folder(tmp_pa
     assert cli.main(["batch", "--resume", str(tmp_path / "b"), "--dask-scheduler", "nohost"]) == BAD_INPUT
     assert capsys.readouterr().err.strip() == ("shiftbed batch: --dask-scheduler: 'nohost' is not a scheduler address "
                                                "(expected tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786)")
+
+
+@pytest.mark.slow
+def test_a_scenario_that_stops_on_its_worker_stops_the_batch_in_one_line(fabric_cluster, tmp_path, capsys):
+    from distributed import Client
+
+    too_fast = SCENARIO_TEXT.replace("_link_mbps: 20", "_link_mbps: 1000")  # the run refuses it, nothing built
+    folder = BatchFolder.create(tmp_path / "b", RECORD, {name: too_fast.format(name=name) for name in NAMES})
+    client = Client(fabric_cluster, timeout=30, set_as_default=False)
+    on = fleet.Fleet(client, fabric_cluster, fleet.fabric_workers(client.scheduler_info(n_workers=-1)["workers"]))
+    code = fleet.run_fleet(folder, on)  # closes the client
+    expected = BAD_INPUT if os.geteuid() == 0 else FAULT  # "~2000 Mbit/s ... more than", or "needs root"
+    assert code == expected
+    err = capsys.readouterr().err
+    assert f"2 of 2 scenarios to run on the dask cluster at {fabric_cluster}: 1 worker offering a fabric" in err
+    assert f"shiftbed batch: s000 on {socket.gethostname()}: not done (exit {expected}): shiftbed batch: " in err
+    assert f"s000 stopped the batch (exit {expected}); `shiftbed batch --resume {folder.root} --dask-scheduler " in err
+    assert folder.pending() == list(NAMES) and not list(folder.root.glob(".partial/*"))
