@@ -1,6 +1,7 @@
 """`shiftbed batch --dask-scheduler` on the real fabric: a `dask scheduler` on 127.0.0.1 and one root
-`dask worker --nworkers 1 --nthreads 1 --resources fabric=1`, two small scenarios (root; TIME on the
-reference machine, 2026-12-06).
+`dask worker --nworkers 1 --nthreads 1 --resources fabric=1`, two small scenarios (root; 293 s on the
+reference machine, 2026-12-06, of which ~85 s between the kill and the rerun's start, the killed
+run ending while it holds the machine's lock).
 
 The worker process is killed (SIGKILL) in the middle of the second scenario: its nanny starts it
 again, the scheduler gives the scenario to it, and it runs from nothing once the killed run's fabric
