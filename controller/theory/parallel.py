@@ -75,7 +75,7 @@ def backend(workers: int, scheduler_address: str | None = None) -> Backend:
     (:class:`SchedulerUnavailable`, one line naming the address)."""
     if scheduler_address is None:
         return Backend("local", workers, workers)
-    with _connect(scheduler_address) as client:
+    with connect(scheduler_address) as client:
         threads = client.nthreads()
         return Backend("dask", len(threads), sum(threads.values()), scheduler_address)
 
@@ -93,21 +93,22 @@ def run_tasks(fn: Callable, tasks: Sequence, workers: int, scheduler_address: st
             yield from pool.map(fn, tasks, chunksize=max(1, len(tasks) // (workers * BATCHES_PER_WORKER)))
 
 
-def code_fingerprint() -> str:
-    """What a worker's results depend on: the theory package's code and data, the Python and numpy versions."""
+def code_fingerprint(package: Path = _THEORY) -> str:
+    """What a worker's results depend on: the code and data of ``package`` (the theory's), the Python and
+    numpy versions."""
     import numpy
 
     digest = hashlib.sha256(f"{platform.python_version()} numpy {numpy.__version__}".encode())
-    for path in sorted(p for p in _THEORY.rglob("*") if p.is_file() and (p.suffix == ".py" or "data" in p.parts)
+    for path in sorted(p for p in package.rglob("*") if p.is_file() and (p.suffix == ".py" or "data" in p.parts)
                        and "__pycache__" not in p.parts):
-        digest.update(str(path.relative_to(_THEORY)).encode() + b"\0" + path.read_bytes())
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- dask
 
 
-def _connect(address: str):
+def connect(address: str):
     """A ``distributed.Client`` of the cluster at ``address``, with a worker that runs this shiftbed."""
     from distributed import Client
 
@@ -145,7 +146,7 @@ def _run_batch(fn: Callable, batch: list, policy_sources: dict[str, str]) -> lis
 def _on_cluster(fn: Callable, tasks: list, address: str) -> Iterator:
     """Batches submitted in order, at most ``IN_FLIGHT_PER_THREAD`` per worker thread ahead; results
     yielded in order as each batch at the head finishes."""
-    client = _connect(address)
+    client = connect(address)
     in_flight: deque = deque()
     try:
         threads = max(1, sum(client.nthreads().values()))

@@ -8,7 +8,8 @@ scenario runs in turn: the model's prediction is written before its first
 policy (``batch/predict.py``), then ``run`` runs it in-process, its results
 folder inside the scenario's; a run that lost fidelity is run once more, then
 kept. ``--resume OUT`` runs what is not done. At the end: ``batch.parquet``,
-``report.md`` and ``report.html`` (docs/batch.md).
+``report.md`` and ``report.html`` (docs/batch.md). With ``--dask-scheduler``
+the scenarios run on a fleet's workers instead (``scenarios/batch/fleet.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import signal
 import sys
 
 from apps.dltjob import TRANSPORTS
+from scenarios.batch import fleet
 from scenarios.errors import EnvironmentProblem, InputError
 from scenarios.exitcodes import FIDELITY_LOST, OK, combined_exit_code, keeps_going
 
@@ -35,7 +37,8 @@ def add_arguments(parser) -> None:
     from scenarios.commands.demo import DEMO_SCENARIOS
 
     parser.add_argument("out", nargs="?", metavar="OUT", help="the batch's folder (must not exist)")
-    parser.add_argument("--resume", metavar="DIR", help="run what a batch in DIR has not done (no other option)")
+    parser.add_argument("--resume", metavar="DIR", help="run what a batch in DIR has not done (no other option "
+                                                          "but --dask-scheduler)")
     parser.add_argument("--scenarios", type=int, help="how many scenarios to draw (required)")
     parser.add_argument("--jobs", help="number(s) of jobs per scenario, taking turns, e.g. 2,3 (default 2)")
     parser.add_argument("--period-ms", help="LO:HI, periods uniform over these integers (ms; default 100:1000)")
@@ -57,6 +60,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calibrate-each", action="store_true", default=None,
                         help="calibrate every scenario's jobs anew (default: a job shape measured alone on this "
                              "fabric earlier in the batch is reused, docs/batch.md)")
+    fleet.add_argument(parser)
 
 
 def _given(args) -> list[str]:
@@ -70,8 +74,11 @@ def run(args) -> int:
     if args.resume is not None:
         if args.out is not None or _given(args):
             extra = args.out or _given(args)[0]
-            raise InputError(f"--resume: takes the batch's own settings; give no other option or OUT ({extra})")
+            raise InputError(f"--resume: takes the batch's own settings; give no other option (but "
+                             f"--dask-scheduler) or OUT ({extra})")
         folder = BatchFolder.open(args.resume)
+        if args.dask_scheduler is not None:
+            return fleet.run_fleet(folder, fleet.connect(args.dask_scheduler))
         _require_root()
         return run_batch(folder)
     if args.out is None:
@@ -81,6 +88,9 @@ def run(args) -> int:
     values = {k: (DEFAULTS[k] if getattr(args, k) is None else getattr(args, k)) for k in DEFAULTS}
     check_new_out(args.out)
     record, texts = plan_batch(values, args.out)  # InputError for anything wrong, nothing written
+    if args.dask_scheduler is not None:  # the fleet's workers build the fabrics (batch/fleet.py)
+        on = fleet.connect(args.dask_scheduler)
+        return fleet.run_fleet(BatchFolder.create(args.out, record, texts), on)
     _require_root()
     from scenarios.commands.run import preflight
 

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import dask_cluster as cluster
 import pytest
 
 from controller.theory import parallel, policies
@@ -25,67 +26,17 @@ from scenarios import cli
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "docs" / "labs" / "examples" / "realign.py"
-START_TIMEOUT_S = 60.0  # a loaded 2-core machine: the scheduler and workers import dask in a few s each
 RUN_KEYS = ("elapsed_s", "combinations_per_s", "backend", "workers")  # what may differ between backends
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")
 def dask_cluster(tmp_path_factory):
     """The address of a running scheduler with two single-thread workers."""
-    folder = tmp_path_factory.mktemp("dask")
     env = {k: v for k, v in os.environ.items() if k != policies.POLICY_FILES_ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH"))))
-    started: list[subprocess.Popen] = []
-
-    def start(name: str, *argv: str) -> subprocess.Popen:
-        log = open(folder / f"{name}.log", "w")
-        process = subprocess.Popen([sys.executable, "-m", "dask", *argv], env=env, cwd=folder, stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
-        started.append(process)
-        return process
-
-    def wait(what: str, ready) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not ready():
-            dead = [p for p in started if p.poll() is not None]
-            if dead or time.monotonic() > deadline:
-                logs = "\n".join(f"--- {p.name}\n{_tail(p)}" for p in sorted(folder.glob("*.log")))
-                pytest.fail(f"dask cluster: {what} not ready after {time.monotonic() - deadline + START_TIMEOUT_S:.0f} "
-                            f"s (exited: {[p.args[3:5] for p in dead]})\n{logs}")
-            time.sleep(0.2)
-
-    scheduler_file = folder / "scheduler.json"
-    try:
-        start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", "127.0.0.1:0",
-              "--scheduler-file", str(scheduler_file), "--idle-timeout", "900")
-        wait("scheduler", lambda: scheduler_file.exists() and scheduler_file.stat().st_size > 0)
-        address = json.loads(scheduler_file.read_text())["address"]
-        for k in range(2):
-            start(f"worker{k}", "worker", address, "--nthreads", "1", "--no-nanny", "--name", f"w{k}",
-                  "--dashboard-address", "127.0.0.1:0", "--local-directory", str(folder), "--death-timeout", "60")
-        from distributed import Client
-
-        with Client(address, timeout=START_TIMEOUT_S, set_as_default=False) as client:
-            wait("two workers", lambda: len(client.nthreads()) >= 2)
+    single_thread = ["--nthreads", "1", "--no-nanny"]
+    with cluster.dask_cluster(tmp_path_factory.mktemp("dask"), env, [single_thread, single_thread]) as address:
         yield address
-    finally:
-        for process in reversed(started):  # the workers, then the scheduler
-            _stop(process)
 
 
 def _without_run_keys(text: str) -> str:
