@@ -108,11 +108,7 @@ def parse_time_scale(text: str | None, scenario):
 
     if text is None:
         return scenario
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"--time-scale: must be a number >= 1, got {text!r}") from None
-    return with_time_scale(scenario, value)
+    return with_time_scale(scenario, _number(text, "--time-scale", "a number >= 1"))
 
 
 def check_out_root(text: str) -> Path:
