@@ -47,8 +47,8 @@ def sections(found: dict, record: dict) -> list[Section]:
     counts = Section("How often each policy helps", [
         "Per policy, the share of the compared scenarios where it helps, is neutral or hurts against `none` "
         "on the wire (its 95 % interval decides: docs/results.md, \"A policy's verdict\"), beside the model's "
-        "share for exactly these scenarios, predicted **before the run** from the scenario file alone. "
-        "Brackets: 95 % Wilson intervals."])
+        "share for exactly these scenarios, predicted **before the run** from the scenario file alone, and "
+        "the sweep's for the distribution they were drawn from. Brackets: 95 % Wilson intervals."])
     header = ["policy", "compared", *(f"wire {o}" for o in OUTCOMES), *(f"model {o}" for o in OUTCOMES),
               "left out"]
     rows = []
@@ -57,6 +57,14 @@ def sections(found: dict, record: dict) -> list[Section]:
         rows.append([policy, str(p["compared"]), *(_fraction(p["wire"][o]) for o in OUTCOMES),
                      *(_fraction(p["model"][o]) for o in OUTCOMES), left])
     counts.tables.append(("", header, rows))
+    if found.get("sweep"):
+        sweep = found["sweep"]
+        first = next(iter(sweep.values()), None)
+        caption = (f"The sweep's fractions for the distribution these scenarios were drawn from (the same sampling "
+                   f"arguments, seed and quantum; {first[OUTCOMES[0]]['n'] if first else 0} draws for the first "
+                   "policy, scenarios/batch/distribution.py)")
+        counts.tables.append((caption, ["policy", *(f"sweep {o}" for o in OUTCOMES)],
+                              [[policy, *(_fraction(f[o]) for o in OUTCOMES)] for policy, f in sweep.items()]))
     out.append(counts)
     agreement = Section("The model's verdict against the wire's", [
         "Rows: the model's verdict before the run; columns: the wire's. Cohen's kappa is the agreement "

@@ -179,6 +179,7 @@ def run_scenario(folder, name: str, display, solo_cache=None) -> int:
 
 def write_results(folder) -> int:
     """batch.parquet, report.md and report.html from every done scenario; the batch's exit status."""
+    from scenarios.batch.distribution import sweep_fractions
     from scenarios.batch.report import write_report
     from scenarios.batch.summary import summarise
     from scenarios.batch.table import batch_table
@@ -188,6 +189,7 @@ def write_results(folder) -> int:
     atomic_write_bytes(folder.root / BATCH_PARQUET, table.to_parquet(index=False))
     policies = folder.record["settings"]["policies"]
     found = summarise(table, policies)
+    found["sweep"] = sweep_fractions(folder.record["settings"])
     md, page = write_report(folder.root, found, folder.record)
     give_to_sudo_user([folder.root / BATCH_PARQUET, md, page])
     a = found["agreement"]

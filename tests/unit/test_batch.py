@@ -429,3 +429,20 @@ def test_a_model_only_policy_is_refused_before_a_newer_iperf3s_transport_notice(
     with pytest.raises(InputError, match="a model only"):
         plan_batch(_values(policy="none,mltcp"), str(tmp_path / "OUT"))
     assert capsys.readouterr().err == ""
+
+
+def test_the_report_gives_the_sweeps_fractions_for_the_distribution_beside_the_batchs_own(tmp_path):
+    from scenarios.batch.report import render_markdown, sections
+
+    found = summarise(batch_table(_synthetic_batch(tmp_path)), ["none", "shift", "gate"])
+    assert not any("sweep" in t[0] for s in sections(found, {"settings": {}}) for t in s.tables)
+    helps = {"count": 3, "n": 200, "fraction": 0.015, "ci95": [0.005, 0.043]}
+    rest = {"count": 197, "n": 200, "fraction": 0.985, "ci95": [0.957, 0.995]}
+    none = {"count": 0, "n": 200, "fraction": 0.0, "ci95": [0.0, 0.019]}
+    found["sweep"] = {"shift": {"helps": helps, "neutral": rest, "hurts": none}}
+    counts = next(s for s in sections(found, {"settings": {}}) if s.title == "How often each policy helps")
+    caption, header, rows = counts.tables[-1]
+    assert caption.startswith("The sweep's fractions for the distribution") and "200 draws" in caption
+    assert header == ["policy", "sweep helps", "sweep neutral", "sweep hurts"]
+    assert rows == [["shift", "2 % [0, 4]", "98 % [96, 100]", "0 % [0, 2]"]]
+    assert "| shift | 2 % [0, 4] | 98 % [96, 100] | 0 % [0, 2] |" in render_markdown("t", sections(found, {}))
