@@ -59,10 +59,10 @@ def sections(found: dict, record: dict) -> list[Section]:
     counts.tables.append(("", header, rows))
     if found.get("sweep"):
         sweep = found["sweep"]
-        first = next(iter(sweep.values()), None)
+        draws = next(iter(sweep.values()))[OUTCOMES[0]]["n"]
         caption = (f"The sweep's fractions for the distribution these scenarios were drawn from (the same sampling "
-                   f"arguments, seed and quantum; {first[OUTCOMES[0]]['n'] if first else 0} draws for the first "
-                   "policy, scenarios/batch/distribution.py)")
+                   f"arguments, seed and quantum; {draws} draws for the first policy, "
+                   "scenarios/batch/distribution.py)")
         counts.tables.append((caption, ["policy", *(f"sweep {o}" for o in OUTCOMES)],
                               [[policy, *(_fraction(f[o]) for o in OUTCOMES)] for policy, f in sweep.items()]))
     out.append(counts)
