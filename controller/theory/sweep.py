@@ -101,17 +101,21 @@ class Combination:
 
 
 def sample_raw(seed: int, n_jobs: int, sample: int, period_range: tuple[int, int],
-               frac_range: tuple[float, float], use_zoo: bool, zoo_link_mbps: float) -> list[tuple[float, float]]:
-    """Raw (period_ms, comm fraction) of one combination; deterministic in (seed, n, sample)
+               frac_range: tuple[float, float], use_zoo: bool, zoo_link_mbps: float,
+               mix: float | None = None) -> list[tuple[float, float]]:
+    """Raw (period_ms, comm fraction) of one combination; deterministic in (seed, n, sample, mix)
     (``controller/theory/draws.py``, which draws a chunk's at once)."""
-    return sample_block(seed, n_jobs, sample, sample + 1, period_range, frac_range, use_zoo, zoo_link_mbps).raw(sample)
+    return sample_block(seed, n_jobs, sample, sample + 1, period_range, frac_range, use_zoo, zoo_link_mbps,
+                        mix).raw(sample)
 
 
 def sample_block(seed: int, n_jobs: int, start: int, stop: int, period_range: tuple[int, int],
-                 frac_range: tuple[float, float], use_zoo: bool, zoo_link_mbps: float) -> draws.Block:
-    """The sweep's combinations ``[start, stop)``: their jobs and their random offsets' uniforms."""
+                 frac_range: tuple[float, float], use_zoo: bool, zoo_link_mbps: float,
+                 mix: float | None = None) -> draws.Block:
+    """The sweep's combinations ``[start, stop)``: their jobs and their random offsets' uniforms
+    (``mix``: the share of harmonic jobs, the map's job-mix knob; None: unconstrained)."""
     return draws.draw(seed, n_jobs, start, stop, period_range, frac_range, "zoo" if use_zoo else "uniform",
-                      zoo_link_mbps)
+                      zoo_link_mbps, mix)
 
 
 def on_grid(raw: list[tuple[float, float]], quantum_ms: float) -> list[JobTiming]:
@@ -233,7 +237,7 @@ def _task(args) -> list[Combination]:
     settings, n, sample = args
     load_from_environment()  # a worker process knows the --policy-file policies too (no-op if loaded)
     block = sample_block(settings["seed"], n, sample, sample + 1, settings["period_range"], settings["frac_range"],
-                         settings["zoo"], settings["zoo_link_mbps"])
+                         settings["zoo"], settings["zoo_link_mbps"], settings.get("mix"))
     raw = block.raw(sample)
     policies = tuple(settings.get("policies") or (settings.get("policy", "shift"),))
     knobs = PolicyKnobs(realign_s=settings.get("realign_s"))

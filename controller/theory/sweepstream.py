@@ -165,7 +165,7 @@ def _free(settings, n, samples, policies, threshold, iterations, horizon_ms):
 def _block(settings: dict, n: int, samples):
     """The draws of the chunk's samples (``draws.draw``), all at once."""
     return sample_block(settings["seed"], n, samples[0], samples[-1] + 1, settings["period_range"],
-                        settings["frac_range"], settings["zoo"], settings["zoo_link_mbps"])
+                        settings["frac_range"], settings["zoo"], settings["zoo_link_mbps"], settings.get("mix"))
 
 
 def _reference(settings, n, samples, policies, knobs, threshold, iterations, horizon_ms):

@@ -25,8 +25,8 @@ def sweep_settings(settings: dict, samples: int = SAMPLES) -> dict:
     return {"policy": policies[0], "policies": policies, "seed": settings["seed"], "jobs": list(settings["jobs"]),
             "samples": samples, "period_range": tuple(settings["period_ms"]),
             "frac_range": tuple(settings["comm_frac"]), "quanta": [settings["quantum_ms"]], "zoo": settings["zoo"],
-            "zoo_link_mbps": settings["zoo_link_mbps"], "iterations": None, "horizon_ms": None, "realign_s": None,
-            "threshold": settings["threshold_pct"] / 100}
+            "zoo_link_mbps": settings["zoo_link_mbps"], "mix": settings.get("mix"), "iterations": None,
+            "horizon_ms": None, "realign_s": None, "threshold": settings["threshold_pct"] / 100}
 
 
 def sweep_fractions(settings: dict, samples: int = SAMPLES) -> dict[str, dict]:

@@ -2,7 +2,7 @@
 
 Scenario ``i`` of a batch is the sweep's combination ``(n, sample)`` with
 ``n = jobs[i % len(jobs)]`` and ``sample = i // len(jobs)``: the draws
-``shiftbed sweep --seed S --jobs ...`` makes (``controller.theory.sweep.sample_raw``), the
+``shiftbed sweep --seed S --jobs ... [--mix M]`` makes (``controller.theory.sweep.sample_raw``), the
 number of jobs taking turns. Each job keeps its true period and burst
 (``comm_ms = fraction × period_ms``, not rounded); only the schedule sees the grid.
 
@@ -38,6 +38,7 @@ class Sampling:
     quantum_ms: float
     zoo: bool = False
     zoo_link_mbps: float = 10_000.0
+    mix: float | None = None  # share of harmonic jobs (the map's job-mix knob); None: periods drawn freely
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def draw(sampling: Sampling, count: int) -> list[Drawn]:
     for i in range(count):
         n, sample = sampling.jobs[i % len(sampling.jobs)], i // len(sampling.jobs)
         raw = sample_raw(sampling.seed, n, sample, sampling.period_range_ms, sampling.frac_range,
-                         sampling.zoo, sampling.zoo_link_mbps)
+                         sampling.zoo, sampling.zoo_link_mbps, sampling.mix)
         out.append(Drawn(scenario_name(i, count), n, sample, tuple((float(p), float(f)) for p, f in raw)))
     return out
 

@@ -13,7 +13,7 @@ from scenarios.analysis.verdict import BASELINE, THRESHOLD_PCT
 from scenarios.batch.draw import Sampling, draw, render, require_placeable
 from scenarios.batch.folder import SCENARIOS_DIR
 from scenarios.commands import run as run_command
-from scenarios.commands.sweep import _list, _range
+from scenarios.commands.sweep import _list, _range, check_mix
 from scenarios.errors import InputError
 from scenarios.results import utc_timestamp
 
@@ -43,8 +43,9 @@ def sampling(values: dict) -> Sampling:
         raise InputError(f"--zoo-link-mbps: must be positive, got {values['zoo_link_mbps']}")
     if not values["zoo"] and quanta[0] * 2 > period_range[0]:
         raise InputError(f"--quantum-ms: must be at most half of the shortest period ({period_range[0]} ms)")
+    mix = check_mix(values["mix"], bool(values["zoo"]), period_range)
     return Sampling(values["seed"], tuple(jobs), period_range, frac_range, quanta[0], bool(values["zoo"]),
-                    zoo_link_mbps)
+                    zoo_link_mbps, mix)
 
 
 def fabric(path: str) -> spec.FabricSpec:
@@ -89,7 +90,7 @@ def plan_batch(values: dict, out: str) -> tuple[dict, dict[str, str]]:
         texts[d.name] = text
     settings = {"scenarios": count, "jobs": list(sample.jobs), "period_ms": list(sample.period_range_ms),
                 "comm_frac": list(sample.frac_range), "quantum_ms": sample.quantum_ms, "seed": sample.seed,
-                "zoo": sample.zoo, "zoo_link_mbps": sample.zoo_link_mbps, "fabric_file": fabric_file,
+                "zoo": sample.zoo, "zoo_link_mbps": sample.zoo_link_mbps, "mix": sample.mix, "fabric_file": fabric_file,
                 "policies": list(policies), "transport": transport, "duration_s": duration_s,
                 "threshold_pct": THRESHOLD_PCT, "target_se_pct": target_se_pct,
                 "reuse_calibration": not values["calibrate_each"]}

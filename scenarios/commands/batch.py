@@ -22,11 +22,12 @@ import sys
 
 from apps.dltjob import TRANSPORTS
 from scenarios.batch import fleet
+from scenarios.commands.sweep import MIX_HELP
 from scenarios.errors import EnvironmentProblem, InputError
 from scenarios.exitcodes import FIDELITY_LOST, OK, combined_exit_code, keeps_going
 
 DEFAULTS = {"jobs": "2", "period_ms": "100:1000", "comm_frac": "0.1:0.5", "quantum_ms": "1", "seed": 0,
-            "zoo": False, "zoo_link_mbps": None, "fabric": None, "policy": "none,shift,gate,priority",
+            "zoo": False, "zoo_link_mbps": None, "mix": None, "fabric": None, "policy": "none,shift,gate,priority",
             "transport": None, "duration": "12", "scenarios": None, "target_se_pct": None, "calibrate_each": False}
 ATTEMPTS = 2  # a scenario whose fidelity is lost is run once more, then kept
 BATCH_PARQUET = "batch.parquet"
@@ -48,6 +49,7 @@ def add_arguments(parser) -> None:
                                                  "(default 0)")
     parser.add_argument("--zoo", action="store_true", default=None, help="draw jobs from the model zoo")
     parser.add_argument("--zoo-link-mbps", type=float, help="link rate the zoo models are timed at (--zoo)")
+    parser.add_argument("--mix", type=float, metavar="SHARE", help=MIX_HELP)
     parser.add_argument("--fabric", metavar="FILE", help=f"a scenario file to take the fabric from (default "
                                                          f"scenarios/{DEMO_SCENARIOS[0]}, the demo's)")
     parser.add_argument("--policy", help=f"comma-separated policies, `none` among them (default {DEFAULTS['policy']})")

@@ -42,6 +42,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--zoo", action="store_true", help="draw jobs from the model zoo instead of uniform periods")
     parser.add_argument("--zoo-link-mbps", type=float, default=zoo.DEFAULT_MODEL_LINK_MBPS,
                         help="link rate the zoo models' gradients are timed at (--zoo)")
+    parser.add_argument("--mix", type=float, default=None, metavar="SHARE", help=MIX_HELP)
     parser.add_argument("--horizon-s", type=float, default=None,
                         help="simulated time per policy after the warm-up (default: the lcm of the periods, "
                              f"within 40 to {MAX_HORIZON_ITERATIONS} periods of the longest job)")
@@ -176,6 +177,24 @@ def _list(value: str, name: str, cast) -> list:
     return items
 
 
+MIX_HELP = ("share of harmonic jobs, the map's job-mix knob (a job whose period is identical to, or 2 or 3 "
+            "times, another's), from 0 to 1, uniform periods only (default: periods drawn freely)")
+
+
+def check_mix(mix: float | None, use_zoo: bool, period_range: tuple[int, int]) -> float | None:
+    """``--mix``, as the map draws it (``draws.mixed_periods``): InputError where it cannot apply."""
+    if mix is None:
+        return None
+    if not (math.isfinite(mix) and 0 <= mix <= 1):
+        raise InputError(f"--mix: a share from 0 to 1, got {mix}")
+    if use_zoo:
+        raise InputError("--mix: applies to uniform periods; the zoo's draws keep the mix they have")
+    if mix > 0 and 2 * period_range[0] > period_range[1]:
+        raise InputError(f"--mix: --period-ms {period_range[0]}:{period_range[1]} has no room for a period "
+                         "and its double")
+    return mix
+
+
 def settings_from_args(args) -> dict:
     jobs = _list(args.jobs, "--jobs", int)
     if any(n < 2 for n in jobs):
@@ -207,7 +226,8 @@ def settings_from_args(args) -> dict:
         raise InputError(f"--policy: {exc}") from None
     return {"policy": policies[0], "policies": policies, "seed": args.seed, "jobs": jobs, "samples": args.samples, "period_range": period_range,
             "frac_range": frac_range, "quanta": quanta, "zoo": args.zoo,
-            "zoo_link_mbps": args.zoo_link_mbps, "iterations": args.iterations,
+            "zoo_link_mbps": args.zoo_link_mbps, "mix": check_mix(args.mix, args.zoo, period_range),
+            "iterations": args.iterations,
             "horizon_ms": args.horizon_s and 1000.0 * args.horizon_s, "realign_s": args.realign_s,
             "threshold": args.threshold_pct / 100}
 

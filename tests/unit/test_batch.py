@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import results_example as example
 
@@ -40,6 +41,21 @@ def test_the_draws_are_the_sweeps_jobs_taking_turns():
     assert drawing.draw(SAMPLING, 5) == drawn  # reproducible
     assert [d.name for d in drawn] == ["s000", "s001", "s002", "s003", "s004"]
     assert drawing.scenario_name(7, 1500) == "s0007"
+
+
+def test_with_a_mix_the_draws_are_the_maps_at_that_mix():
+    from controller.theory.draws import harmonic_counts
+    from controller.theory.mapping import COMM_SHARES, MapPoint, sample_point
+
+    for mix in (0.0, 0.5, 1.0):
+        sampling = drawing.Sampling(seed=3, jobs=(2, 3), period_range_ms=(100, 1000),
+                                    frac_range=COMM_SHARES["medium"], quantum_ms=1.0, mix=mix)
+        drawn = drawing.draw(sampling, 24)
+        for d in drawn:  # `shiftbed map`'s combinations at its default point, but for the mix
+            assert list(d.raw) == sample_point(3, MapPoint(n_jobs=d.n_jobs, mix=mix), d.sample)
+        harmonic = sum(int(harmonic_counts(np.array([[p for p, _ in d.raw]]))[0]) for d in drawn)
+        assert harmonic == sum(math.floor(12 * mix * n) for n in (2, 3))  # the share holds over the sample
+    assert drawing.draw(sampling, 4) != drawing.draw(SAMPLING, 4)
 
 
 def test_workers_cross_the_two_leaves_each_pair_once_as_the_shipped_scenarios_do():
@@ -241,6 +257,9 @@ def shiftbed(*args, cwd):
     (["OUT", "--scenarios", "2", "--jobs", "1"], "--jobs: need at least 2 jobs"),
     (["OUT", "--scenarios", "2", "--period-ms", "900:100"], "--period-ms: need 0 < LO <= HI"),
     (["OUT", "--scenarios", "2", "--comm-frac", "0.2:1.5"], "--comm-frac: HI must be below 1"),
+    (["OUT", "--scenarios", "2", "--mix", "1.5"], "--mix: a share from 0 to 1"),
+    (["OUT", "--scenarios", "2", "--mix", "0", "--zoo"], "--mix: applies to uniform periods"),
+    (["OUT", "--scenarios", "2", "--mix", "0.5", "--period-ms", "600:1000"], "--mix: --period-ms 600:1000 has no"),
     (["OUT", "--scenarios", "2", "--quantum-ms", "1,5"], "--quantum-ms: a batch runs one quantum"),
     (["OUT", "--scenarios", "2", "--policy", "shift,gate"], "--policy: a batch judges every policy against"),
     (["OUT", "--scenarios", "2", "--policy", "none,bogus"], "--policy: "),

@@ -39,3 +39,18 @@ def test_the_fractions_are_shiftbed_sweeps_for_the_batchs_settings(fractions):
 
 def test_another_seed_draws_another_sample():
     assert sweep_fractions({**SETTINGS, "seed": 4}, samples=100) != sweep_fractions(SETTINGS, samples=100)
+
+
+def test_with_a_mix_the_fractions_are_shiftbed_sweeps_at_that_mix():
+    mixed = {**SETTINGS, "mix": 0.5}
+    result = subprocess.run([SHIFTBED, "sweep", "--policy", "shift,gate", "--samples", "60", "--seed", "3",
+                             "--jobs", "2,3", "--comm-frac", "0.1:0.5", "--quantum-ms", "1", "--mix", "0.5",
+                             "--json"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    swept = json.loads(result.stdout)
+    assert swept["settings"]["mix"] == 0.5
+    fractions = sweep_fractions(mixed, samples=60)
+    for policy, outcomes in fractions.items():
+        for outcome, f in outcomes.items():
+            assert f["fraction"] == pytest.approx(swept["policies"][policy][f"{outcome}_fraction"])
+    assert fractions != sweep_fractions(SETTINGS, samples=60)

@@ -39,6 +39,16 @@ def test_streamed_sweep_summarises_as_the_reference_rows_do():
     same(sweepstream.summarise_cells(sweepstream.run_sweep_cells(s)), sweep.summarise(sweep.run_sweep(s)))
 
 
+def test_with_a_mix_the_streamed_sweep_is_the_references_and_draws_the_maps_jobs():
+    s = settings(mix=0.5, samples=6, quanta=[1.0])
+    same(sweepstream.summarise_cells(sweepstream.run_sweep_cells(s)), sweep.summarise(sweep.run_sweep(s)))
+    rows = sweep.run_sweep(s)
+    for r in rows:
+        raw = mapping.sample_point(3, mapping.MapPoint(n_jobs=r.n_jobs, mix=0.5), r.sample, (100, 1000))
+        assert r.periods_ms == ";".join(f"{p:g}" for p, _ in raw)  # integer periods: the grid keeps them
+    assert [r.periods_ms for r in rows] != [r.periods_ms for r in sweep.run_sweep(settings(samples=6, quanta=[1.0]))]
+
+
 def test_streamed_rows_are_the_reference_rows_in_order():
     s = settings(jobs=[2], samples=5, rows=True, policies=["shift"], iterations=12)
     got = []
