@@ -29,7 +29,8 @@ def before_the_run(scenario, policies: tuple[str, ...], threshold_pct: float = T
     """``prediction.json``: per policy, each job's predicted iteration time (ms), the change against
     ``none`` (%) and the verdict; a policy the model could not predict has its reason instead."""
     sharing = WIRE_SHARING[scenario.transport]
-    plan = build_plan(scenario, policies=tuple(dict.fromkeys((BASELINE, *policies))), sharing=sharing)
+    plan = build_plan(scenario, policies=tuple(dict.fromkeys((BASELINE, *policies))), sharing=sharing,
+                      random_draws=0)
     jobs = {p: {j: v["predicted_iteration_ms"] for j, v in entry.items() if isinstance(v, dict)}
             for p, entry in plan["policies"].items() if "error" not in entry and "unsimulated" not in entry}
     none = jobs.get(BASELINE)

@@ -77,6 +77,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     they are (their true periods and bursts) against those schedules' windows.
     ``sharing``: one of :data:`TCP_SHARING`, for the policies (and baselines) that leave sharing to TCP.
     ``link_traces``: a :class:`fluid.LinkTrace` for each policy whose link is to be drawn (``explore``).
+    ``random_draws=0``: no random-offsets baseline (its fields None), for a caller that reads only each
+    policy's predicted iteration times; it is most of the work where the horizon is long.
     """
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
@@ -111,7 +113,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         except ValueError as exc:
             errors[p] = str(exc).splitlines()[0]
     missing = {**errors, **unsimulated}
-    rand = random_offsets_baseline(jobs, random_draws, seed, fabric and fabric.links, sharing=sharing, **length)
+    rand = (random_offsets_baseline(jobs, random_draws, seed, fabric and fabric.links, sharing=sharing, **length)
+            if random_draws else None)
     return {
         "scenario": scenario.name,
         "quantum_ms": q,
@@ -130,7 +133,7 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
                   "solo_comm_ms": j.comm_ms, "link_headroom": round(f.link_headroom, 3)}
                  for t, j, f in zip(timings, scenario.jobs, jobs, strict=True)],
         "pairs": _pairs(timings, q),
-        "baselines": {"none": _baseline_none(results.get("none")), "random_offsets": _baseline_random(rand)},
+        "baselines": {"none": _baseline_none(results.get("none")), "random_offsets": rand and _baseline_random(rand)},
         "policies": {p: {"error": errors[p]} if p in errors else {"unsimulated": unsimulated[p]} if p in unsimulated
                      else _per_job(results, p, padding[p], rand) for p in policies},
         "unsimulated": {p: why for p, why in unsimulated.items() if p in policies or p == "none"},
@@ -211,16 +214,16 @@ def _pairs(timings, q: float) -> list[dict]:
     return pairs
 
 
-def _per_job(results: dict, p: str, padding: dict[str, float], rand: dict) -> dict:
+def _per_job(results: dict, p: str, padding: dict[str, float], rand: dict | None) -> dict:
     """One policy's prediction per job, against both baselines."""
     out = {}
     for name, r in results[p].jobs.items():
         out[name] = {"predicted_iteration_ms": _ms(r.mean_iteration_ms),
                      "throughput_per_s": round(r.throughput_per_s, 4),
                      "change_vs_none": round(fluid.change_vs_none(results, p, name), 4) if "none" in results else None,
-                     "change_vs_random_offsets": round(rand["jobs"][name][0] / r.mean_iteration_ms - 1, 4),
-                     "change_vs_random_offsets_ci95": [round(x / r.mean_iteration_ms - 1, 4)
-                                                       for x in rand["jobs"][name][1:3]],
+                     "change_vs_random_offsets": rand and round(rand["jobs"][name][0] / r.mean_iteration_ms - 1, 4),
+                     "change_vs_random_offsets_ci95": rand and [round(x / r.mean_iteration_ms - 1, 4)
+                                                                for x in rand["jobs"][name][1:3]],
                      "phase_error_ms": round(r.phase_error_ms, 3),
                      "padding_ms": _num(padding[name])}  # what the policy's schedule added to the period
     return out

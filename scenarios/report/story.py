@@ -79,7 +79,7 @@ def plan_predictions(results: Results) -> tuple[dict[str, dict[str, float]], str
         return {}, f"no figure, the folder's scenario.yaml does not plan ({str(exc).splitlines()[0]})"
     policies = tuple(p for p in results.summary.policies if p in POLICIES)
     try:
-        plan = build_plan(scenario, policies=policies or None)
+        plan = build_plan(scenario, policies=policies or None, random_draws=0)
     except Exception as exc:
         return {}, f"no figure, the theory could not plan this scenario ({str(exc).splitlines()[0]})"
     out = {p: {j: job["predicted_iteration_ms"] for j, job in entry.items() if isinstance(job, dict)}

@@ -168,6 +168,17 @@ def test_both_baselines_are_reported_and_the_random_one_carries_an_interval():
         assert doc["policies"]["shift"][job]["change_vs_random_offsets"] == pytest.approx(mean / period - 1, abs=1e-4)
 
 
+def test_without_random_draws_the_policies_predict_the_same_and_the_random_baseline_is_absent():
+    scenario = drift_scenario(300, 600)
+    full = plan.build_plan(scenario, policies=("none", "shift", "gate"), sharing="leader")
+    lean = plan.build_plan(scenario, policies=("none", "shift", "gate"), sharing="leader", random_draws=0)
+    assert lean["baselines"]["random_offsets"] is None and full["baselines"]["random_offsets"]["draws"] == 20
+    for policy, jobs in full["policies"].items():
+        for job, figures in jobs.items():
+            assert lean["policies"][policy][job]["predicted_iteration_ms"] == figures["predicted_iteration_ms"]
+            assert lean["policies"][policy][job]["change_vs_random_offsets"] is None
+
+
 def test_the_horizon_is_capped_at_400_periods_of_the_longest_job_and_iterations_still_work():
     coprime = spec.parse("name: c\njobs:\n  - {name: a, period_ms: 401, comm_ms: 150}\n"
                          "  - {name: b, period_ms: 600, comm_ms: 200}\n", "c.yaml")
