@@ -78,6 +78,11 @@ def sections(found: dict, record: dict) -> list[Section]:
     agreement.words.append(f"For contrast, the run's own prediction (from calibration; for `none` explained "
                            f"afterwards) gives the wire's verdict in {_pct(100 * run['share'])} of {run['n']} "
                            f"(kappa {_kappa(run['kappa'])}).")
+    fabric = found.get("agreement_from_the_fabric")
+    if fabric and fabric["n"]:
+        agreement.words.append(f"The prediction before the run from the fabric (the jobs as the batch's earlier "
+                               f"scenarios measured the fabric running them) gives it in "
+                               f"{_pct(100 * fabric['share'])} of {fabric['n']} (kappa {_kappa(fabric['kappa'])}).")
     out.append(agreement)
     out.append(_errors(found, policies))
     out.append(_disagreements(found))
@@ -110,7 +115,8 @@ def _in_short(found: dict, record: dict) -> Section:
 def _errors(found: dict, policies: list[str]) -> Section:
     section = Section("Each kind of prediction's error", [
         "|measured − predicted| / measured over every job of the scenarios that kept fidelity: median and "
-        "90th percentile (n: jobs). *Before the run*: the scenario file alone; *from calibration*: the fluid "
+        "90th percentile (n: jobs). *Before the run*: the scenario file alone; *before the run, from the "
+        "fabric*: the jobs as the batch's earlier scenarios measured the fabric running them; *from calibration*: the fluid "
         "model fed the jobs measured alone (for `none`, its \"together\" state); *explained afterwards*: "
         "free-running policies' two states weighed by the share apart counted in the run (docs/report.md)."])
     header = ["kind", *(f"{p}" for p in ("all", *policies))]

@@ -35,11 +35,11 @@ import pandas as pd
 
 from scenarios.analysis.verdict import BASELINE, THRESHOLD_PCT, PolicyChange
 from scenarios.batch import stats
-from scenarios.batch.predict import model_verdict
+from scenarios.batch.predict import FABRIC, model_verdict
 from scenarios.report.document import MEETING_CHANGE
 from scenarios.report.story import AFTERWARDS, BEFORE, CALIBRATION
 
-KINDS = {BEFORE: "before_ms", CALIBRATION: "calibration_ms", AFTERWARDS: "afterwards_ms"}
+KINDS = {BEFORE: "before_ms", FABRIC: "fabric_ms", CALIBRATION: "calibration_ms", AFTERWARDS: "afterwards_ms"}
 FIDELITY_LOST, KNIFE_EDGE, TOO_SHORT, APART, TRANSIENT, DECLARED, MODEL_ERROR = (
     "fidelity lost", "knife edge", "too short to tell", "jobs sorting themselves apart", "transient",
     "declared timings", "model error")
@@ -49,7 +49,8 @@ def policy_frame(table: pd.DataFrame) -> pd.DataFrame:
     """One row per scenario and policy (``none`` left out), with what the causes need from its jobs."""
     jobs = table.assign(met_change=(table["met_share_last"] - table["met_share_first"]).abs())
     by = jobs.groupby(["scenario", "policy"], sort=False)
-    per = by.first()[["fidelity_ok", "wire_verdict", "model_verdict", "wire_change_pct", "wire_low_pct",
+    per = by.first()[["fidelity_ok", "wire_verdict", "model_verdict", "fabric_verdict", "wire_change_pct",
+                      "wire_low_pct",
                       "wire_high_pct", "model_change_pct", "run_predicted_change_pct"]]
     per = per.assign(knife_edge=by["knife_edge"].any(), met_change=by["met_change"].max()).reset_index()
     none = per[per["policy"] == BASELINE].set_index("scenario")
@@ -113,6 +114,9 @@ def summarise(table: pd.DataFrame, policies: list[str], threshold_pct: float = T
                   zip(compared["policy"], compared["run_predicted_change_pct"], compared["wire_verdict"], strict=True)
                   if math.isfinite(c)]
     out["agreement_from_the_run"] = _agreement(calibrated)  # the run's own prediction's verdict, for contrast
+    fabric = compared[compared["fabric_verdict"].notna()] if "fabric_verdict" in compared else compared.iloc[:0]
+    out["agreement_from_the_fabric"] = _agreement(list(zip(fabric["fabric_verdict"], fabric["wire_verdict"],
+                                                           strict=True)))
     kept = table[table["fidelity_ok"]] if not table.empty else table
     for kind, column in KINDS.items():
         out["errors"][kind] = {"all": stats.error_quantiles(stats.relative_errors(kept["measured_iteration_ms"],

@@ -147,7 +147,7 @@ def run_scenario(folder, name: str, display, solo_cache=None) -> int:
     """One scenario: its prediction written, then its run (once more if fidelity was lost), then done."""
     from scenarios import spec
     from scenarios.batch.folder import PREDICTION_FILE, RUN_LOG, run_folders
-    from scenarios.batch.predict import before_the_run
+    from scenarios.batch.predict import FABRIC_KEY, before_the_run, from_the_fabric
     from scenarios.commands import run as run_command
     from scenarios.commands.demo import run_arguments
     from scenarios.results import json_text, load_results
@@ -156,6 +156,7 @@ def run_scenario(folder, name: str, display, solo_cache=None) -> int:
     path = folder.scenario_file(name)
     scenario = spec.load(path)
     prediction = before_the_run(scenario, scenario.policies)  # nothing of this run measured yet
+    prediction[FABRIC_KEY] = from_the_fabric(folder, name, scenario, scenario.policies)  # nor of any later
     (work / PREDICTION_FILE).write_text(json_text(prediction))
     attempts = []
     for _ in range(ATTEMPTS):

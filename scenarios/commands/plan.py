@@ -70,7 +70,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
                policies: tuple[str, ...] | None = None, iterations: int | None = None, seed: int = 0,
                horizon_ms: float | None = None, realign_s: float | None = None,
                random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair",
-               link_traces: dict[str, fluid.LinkTrace] | None = None) -> dict:
+               link_traces: dict[str, fluid.LinkTrace] | None = None,
+               jobs: list[fluid.FluidJob] | None = None) -> dict:
     """The plan as a JSON-ready dict (also used by ``run`` to record the prediction).
 
     The schedules see the jobs on the grid; the fluid model runs the jobs as
@@ -79,6 +80,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     ``link_traces``: a :class:`fluid.LinkTrace` for each policy whose link is to be drawn (``explore``).
     ``random_draws=0``: no random-offsets baseline (its fields None), for a caller that reads only each
     policy's predicted iteration times; it is most of the work where the horizon is long.
+    ``jobs``: the jobs as they will run, one per scenario job in order (default: as declared,
+    :func:`planned_jobs`); the schedule is still made from the declared timings, as the controller's is.
     """
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
@@ -95,7 +98,7 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         raise InputError(f"{scenario.path}: jobs: {exc}") from None
     policies = policies or scenario.policies
     knobs = scenario.knobs if realign_s is None else replace(scenario.knobs, realign_s=realign_s)
-    jobs = planned_jobs(scenario)
+    jobs = jobs or planned_jobs(scenario)
     horizon = None if iterations else (horizon_ms or fluid.default_horizon_ms(jobs))
     length = {"iterations": iterations} if iterations else {"horizon_ms": horizon}
     cache = {tuple(timings): schedule}

@@ -208,6 +208,33 @@ def test_the_summary_and_report_from_the_table(tmp_path):
     assert "Cohen's kappa" in md.read_text() and page.read_text().startswith("<!DOCTYPE html>")
 
 
+def test_the_prediction_from_the_fabric_is_a_kind_with_its_own_error_and_agreement(tmp_path):
+    folder = _synthetic_batch(tmp_path)
+    assert batch_table(folder)["fabric_ms"].isna().all()  # the first scenario: no fabric measured before it
+    prediction = folder.done_dir("s000") / PREDICTION_FILE
+    doc = json.loads(prediction.read_text())
+    doc["from_the_fabric"] = {"policies": {
+        "none": {"jobs": {"a": 110.0, "b": 220.0}, "change_pct": 0.0, "verdict": None},
+        "shift": {"jobs": {"a": 110.0, "b": 220.0}, "change_pct": 0.0, "verdict": "neutral"},
+        "gate": {"jobs": {"a": 121.0, "b": 242.0}, "change_pct": -9.1, "verdict": "hurts"}}}
+    prediction.write_text(json.dumps(doc))
+    table = batch_table(folder)
+    gate = table[(table.policy == "gate") & (table.job == "b")].iloc[0]
+    assert gate.fabric_ms == 242.0 and gate.fabric_verdict == "hurts" and gate.fabric_change_pct == -9.1
+    found = summarise(table, ["none", "shift", "gate"])
+    measured = {(p, j): ms for p, jobs in example.MEASURED_MS.items() for j, ms in jobs.items()}
+    fabric = {(p, j): ms for p, jobs in doc["from_the_fabric"]["policies"].items() for j, ms in jobs["jobs"].items()}
+    expected = sorted(abs(measured[k] - fabric[k]) / measured[k] for k in fabric)
+    assert found["errors"]["before the run, from the fabric"]["all"]["median"] == pytest.approx(
+        (expected[2] + expected[3]) / 2)
+    wire = table.drop_duplicates("policy").set_index("policy")["wire_verdict"]
+    agreeing = sum(wire[p] == v for p, v in (("shift", "neutral"), ("gate", "hurts")))
+    assert found["agreement_from_the_fabric"]["n"] == found["agreement"]["n"]
+    assert found["agreement_from_the_fabric"]["share"] == pytest.approx(agreeing / found["agreement"]["n"])
+    md, _ = write_report(folder.root, found, folder.record)
+    assert "The prediction before the run from the fabric" in md.read_text()
+
+
 def test_a_lost_fidelity_is_kept_and_named_but_not_compared(tmp_path):
     folder = _synthetic_batch(tmp_path, fidelity_ok=False)
     found = summarise(batch_table(folder), ["none", "shift", "gate"])
