@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 
+from controller.theory.floatsum import left_to_right_sum
 from controller.theory.policies import progress_weights
 
 _FULL_MBPS = 1e-9  # a link with less spare than this is full
@@ -52,7 +53,8 @@ def max_min_rates(paths: dict, capacity_mbps: dict, weights: dict | None = None)
         for f in active:
             for link, k in counts[f].items():
                 load[link] = load.get(link, 0) + k * weights.get(f, 1)
-        spare = {link: capacity_mbps[link] - sum(counts[f][link] * rate[f] for f in paths if link in counts[f])
+        spare = {link: capacity_mbps[link] - left_to_right_sum(counts[f][link] * rate[f]
+                                                                  for f in paths if link in counts[f])
                  for link in load}
         step = min(spare[link] / n for link, n in load.items())
         for f in active:

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from controller.theory import fluid, pairschedule
+from controller.theory.floatsum import left_to_right_sum
 from controller.theory.fluidjob import EPS_MS, FluidJob
 from controller.theory.policies import (
     LEADER_GAIN,
@@ -452,10 +453,7 @@ class Batch:
         if self._stuck[slot]:
             raise fluid.Unsimulated(self._policies[slot], "fluid model made no progress (window or time values "
                                                           "out of range)")
-        total = 0.0
-        for p, m in zip(self._solo[solo], means, strict=True):
-            total += p / m
-        return total / len(means)
+        return left_to_right_sum(p / m for p, m in zip(self._solo[solo], means, strict=True)) / len(means)
 
 
 _KNOBS = PolicyKnobs()

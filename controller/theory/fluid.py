@@ -52,6 +52,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from controller.theory.fabricshare import JobLinks
+from controller.theory.floatsum import left_to_right_sum
 from controller.theory.fluidjob import EPS_MS as _EPS
 from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow, LinkTrace, mean_iteration
 from controller.theory.policies import (
@@ -101,7 +102,7 @@ class FluidPolicyResult:
     @property
     def normalised_throughput(self) -> float:
         """Mean over jobs of solo period / realised iteration time (1 = no slowdown)."""
-        return sum(j.solo_period_ms / j.mean_iteration_ms for j in self.jobs.values()) / len(self.jobs)
+        return left_to_right_sum(j.solo_period_ms / j.mean_iteration_ms for j in self.jobs.values()) / len(self.jobs)
 
 
 def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> None:
@@ -378,7 +379,7 @@ def mean_iterations(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], draw
         draws = 1
     rng = random.Random(seed)
     runs = [simulate(jobs, offsets_ms, rng=rng, **kwargs) for _ in range(draws)]
-    return {j.name: sum(r[j.name].mean_iteration_ms for r in runs) / len(runs) for j in jobs}
+    return {j.name: left_to_right_sum(r[j.name].mean_iteration_ms for r in runs) / len(runs) for j in jobs}
 
 
 def _burst_start(ready_ms: float, window: FluidWindow | None) -> float:

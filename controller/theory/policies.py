@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.theory.align import align_periods
+from controller.theory.floatsum import left_to_right_sum
 from controller.theory.schedule import JobTiming, Schedule, compute_schedule
 
 # The guard policy's band: the gate's edges land 5.7-7.3 ms late at p95 with traffic on the
@@ -169,7 +170,7 @@ def link_shares(jobs: Sequence, sending: list[int], sharing: str, rank: list[int
         return out
     weight = progress_weights(sending, sharing, sent, remaining)
     if weight is not None:
-        out, left, total = {}, 1.0, sum(weight.values())
+        out, left, total = {}, 1.0, left_to_right_sum(weight.values())  # the compiled model's total
         for i in sorted(sending, key=lambda i: 1.0 / (jobs[i].link_headroom * weight[i])):  # smallest cap first
             cap = 1.0 / jobs[i].link_headroom
             take = cap if cap * total <= left * weight[i] else left * weight[i] / total
