@@ -30,8 +30,7 @@ Assumptions (the emulator's measurements are compared against these):
 - A burst that starts while another job's burst is on the link may take longer than alone:
   ``FluidJob.busy_start_ms`` more of the link (0 by default); and a burst that was on the link beside
   another job's (on any link) may end later: ``busy_after_samples_ms`` more before the next computation.
-  On the emulator its processes start and end slower while other jobs' bursts load the CPU, and its flows
-  start apart.
+  On the emulator its processes start and end slower while other jobs' bursts load the CPU, and its flows start apart.
 - The jobs are simulated as they are (true, real-valued periods and bursts: the scenario's, or measured ones);
   only the schedule and its windows are on the grid. With measured bursts (``comm_samples_ms``) and an
   ``rng``, each burst draws its length from them (with ``after_samples_ms``, also how much longer its job then
