@@ -35,7 +35,7 @@ help:
 	@echo "make unit        # fast tests, no root"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
-	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~3 min on 2 cores)"
+	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~1 min on 2 cores)"
 
 # The schedule search's compiled loops are made here (controller/theory/warm.py; a fraction of a second
 # once they are on disk), not in a controller's first request, which a client waits on for 5 s.
@@ -156,7 +156,7 @@ bench: install
 	$(PY) bench/sweep.py
 	$(PY) bench/explore.py
 
-# The map and sweeps in docs/theory.md (~3 min on 2 cores; its "Speed of the sweep and the map"): the
+# The map and sweeps in docs/theory.md (~1 min on 2 cores; its "Speed of the sweep and the map"): the
 # one-factor-at-a-time map, the job-mix panel finely at 2 and 3 jobs, and the four sweeps, all into the map's
 # folder (so the map first). 2400 combinations per point or cell: every 95 % interval within ±2 points
 # (controller/theory/mapstream.py).

@@ -3,9 +3,11 @@
 The default sweep's model (periods uniform over 100..1000 ms, bursts 10-50 % of the period, quanta 1, 10
 and 50 ms, the steady-state horizon, ``none``, ``shift`` and the two-arm noise floor of ``random``
 offsets), counted into per-cell tallies (``controller/theory/sweepstream.py``) on ``--workers``
-processes. Each figure is one timed run after a warm-up that loads the compiled model in this process,
-whose forked workers start with it loaded (the compile itself is timed apart: ``compile_cold_s`` with an
-empty numba cache, ``compile_warm_s`` from the cache). The reference is ``controller.theory.sweep.run_sweep`` (the pure-Python fluid model) on
+processes. Each figure is combinations per minute of wall-clock time, all ``--workers`` processes counted
+together (the default 2: both cores of a 2-core machine), in one timed run after a warm-up that loads the
+compiled model in this process, whose forked workers start with it loaded. The compiling is not in the
+figures; it is timed apart, in a fresh process that imports the model and runs one simulation and one map
+chunk of every map policy: ``compile_cold_s`` with an empty numba cache, ``compile_warm_s`` from the cache. The reference is ``controller.theory.sweep.run_sweep`` (the pure-Python fluid model) on
 a smaller sample of the same 2-job combinations with as many workers, timed in the same run.
 ``peak_rss_mb``: the largest resident memory of this process and of its workers.
 
@@ -43,10 +45,11 @@ from controller.theory.sweep import run_sweep  # noqa: E402
 from controller.theory.sweepstream import run_sweep_cells  # noqa: E402
 
 QUANTA = [1.0, 10.0, 50.0]
-COMPILE_PROBE = ("import time; t = time.perf_counter(); from controller.theory import fastfluid, fluid, sweep; "
-                 "raw = sweep.sample_raw(0, 2, 0, (100, 1000), (0.1, 0.5), False, 1e4); "
+COMPILE_PROBE = ("import time; t = time.perf_counter(); from controller.theory import fastfluid, fluid, mapping, "
+                 "mapstream, sweep; raw = sweep.sample_raw(0, 2, 0, (100, 1000), (0.1, 0.5), False, 1e4); "
                  "fastfluid.predict_throughput('gate', sweep.on_grid(raw, 1.0), sweep.true_jobs(raw), 1.0, "
-                 "horizon_ms=2000.0); print(time.perf_counter() - t)")
+                 "horizon_ms=2000.0); mapstream.map_chunk((mapping.default_settings(2), (mapping.DEFAULT_POINT,), 0, 2)); "
+                 "print(time.perf_counter() - t)")
 
 
 def settings(n_jobs: int, samples: int) -> dict:
@@ -94,7 +97,9 @@ def main() -> int:
               file=sys.stderr)
         return 2
 
-    cold, warm = compile_seconds(cold=True), compile_seconds(cold=False)
+    cold = compile_seconds(cold=True)
+    compile_seconds(cold=False)  # fills the cache where it is empty (a fresh clone)
+    warm = compile_seconds(cold=False)
     print(f"compile: cold {cold:.1f} s, warm (cached) {warm:.2f} s", file=sys.stderr)
     run_sweep_cells(settings(2, 4 * args.workers), args.workers, chunk_samples=4)  # warm the cache
     # and this process, whose forked workers then start with the compiled model loaded (each run forks anew)
@@ -128,6 +133,8 @@ def main() -> int:
         "samples": {str(n): k * len(QUANTA) for n, k in samples.items()},
         "reference_samples": args.reference_samples * len(QUANTA),
         "workers": args.workers,
+        "counting": f"combinations per wall-clock minute, {args.workers} worker processes together, compiling "
+                    "excluded (compile_cold_s, compile_warm_s)",
         "compile_cold_s": round(cold, 2),
         "compile_warm_s": round(warm, 2),
         "peak_rss_mb": round(rss_mb),

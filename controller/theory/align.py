@@ -39,6 +39,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numba
 import numpy as np
 
 from controller.theory.schedule import (
@@ -53,6 +54,7 @@ from controller.theory.schedule import (
 IDENTITY_MAX_NODES = 20_000  # search budget for the unpadded jobs (then the heuristic's restarts)
 CANDIDATE_MAX_NODES = 1_000  # exact-search budget per frame below the sum of bursts; unproven ones are skipped
 MAX_SEARCHES = 8  # frames below the sum of bursts searched at most; then the cheapest TDM frame wins
+DEFAULT_PADDING_SHARE = 1.0  # no period grows by more than itself (the align policy's limit)
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class Alignment:
     schedule: Schedule  # compute_schedule on the padded jobs; feasible
 
 
-def align_periods(jobs: Sequence[JobTiming], quantum_ms: float, max_padding_share: float = 1.0) -> Alignment:
+def align_periods(jobs: Sequence[JobTiming], quantum_ms: float,
+                  max_padding_share: float = DEFAULT_PADDING_SHARE) -> Alignment:
     """The cheapest padding (mean throughput loss) that admits a zero-overlap schedule.
 
     No job's period grows by more than ``max_padding_share`` of itself; a
@@ -82,6 +85,15 @@ def align_periods(jobs: Sequence[JobTiming], quantum_ms: float, max_padding_shar
         mean_loss=float(_losses(periods, padded)[0]),
         schedule=schedule,
     )
+
+
+def padded_periods(jobs: Sequence[JobTiming], quantum_ms: float,
+                   max_padding_share: float = DEFAULT_PADDING_SHARE) -> tuple[int, ...] | None:
+    """The padded periods (quanta) :func:`align_periods` picks, or None where it refuses: without the
+    refusal's message, whose cheapest padding beyond the share costs a second search."""
+    periods, comms = _grid(jobs, quantum_ms, max_padding_share)
+    found = _search(jobs, quantum_ms, periods, comms, max_padding_share)
+    return None if found is None else found[0]
 
 
 def _grid(jobs, quantum_ms, share) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -193,6 +205,57 @@ def _pairwise_separable(periods: np.ndarray, comms) -> np.ndarray:
         for j in range(i + 1, n):
             out &= comms[i] + comms[j] <= np.gcd(periods[:, i], periods[:, j])
     return out
+
+
+# Two jobs' padding compiled (:func:`pair_paddings`) where every candidate's exact mean loss differs from
+# the next distinct one's by more than _candidates' 1e-9 float band: (P1 P2) below this, the two orders agree
+PAIR_PRODUCT_LIMIT = 500_000_000
+
+
+@numba.njit(cache=True)
+def pair_paddings(t1, c1, t2, c2, share):
+    """:func:`align_periods`' padded periods (quanta) of each pair of jobs, as arrays; (-1, -1) where no
+    padding within ``share`` of each period separates them.
+
+    For two jobs every usable candidate is separable (a frame holding both bursts divides both periods,
+    so their gcd holds the bursts), and separable suffices for a zero-overlap schedule; so :func:`_search`
+    takes the unpadded periods when they are separable, else the first separable candidate in the order
+    of :func:`_candidates`: by exact mean loss, largest loss, total padding, then the periods, the least
+    first (which the float ranking and its 1e-9 runs give where ``P1 P2 <`` :data:`PAIR_PRODUCT_LIMIT`;
+    the caller keeps to that). The losses are compared exactly, in integers."""
+    out = np.full((len(t1), 2), -1, np.int64)
+    for k in range(len(t1)):
+        a, b, ca, cb = t1[k], t2[k], c1[k], c2[k]
+        if ca + cb <= math.gcd(a, b):
+            out[k, 0], out[k, 1] = a, b
+            continue
+        best_a, best_b = -1, -1
+        for f in range(1, max(ca + cb, max(a, b)) + 1):
+            pa, pb = -(-a // f) * f, -(-b // f) * f
+            if pa - a > share * a * (1 + 1e-12) or pb - b > share * b * (1 + 1e-12):
+                continue
+            if ca + cb > math.gcd(pa, pb):
+                continue
+            if best_a < 0 or _pair_cheaper(a, b, pa, pb, best_a, best_b):
+                best_a, best_b = pa, pb
+        out[k, 0], out[k, 1] = best_a, best_b
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _pair_cheaper(a, b, pa, pb, qa, qb):
+    """Is padding (pa, pb) of periods (a, b) cheaper than (qa, qb) in :func:`_cost`'s order? The kept shares
+    ``a/pa``, ``b/pb`` compared as fractions: their sum (the mean loss), then the least (the largest loss)."""
+    sum_p, sum_q = (a * pb + b * pa) * (qa * qb), (a * qb + b * qa) * (pa * pb)
+    if sum_p != sum_q:
+        return sum_p > sum_q
+    least_p = (a, pa) if a * pb <= b * pa else (b, pb)
+    least_q = (a, qa) if a * qb <= b * qa else (b, qb)
+    if least_p[0] * least_q[1] != least_q[0] * least_p[1]:
+        return least_p[0] * least_q[1] > least_q[0] * least_p[1]
+    if pa + pb != qa + qb:
+        return pa + pb < qa + qb
+    return (pa, pb) < (qa, qb)
 
 
 def _refusal(jobs, quantum_ms, periods, comms, share) -> str:

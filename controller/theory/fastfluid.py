@@ -45,7 +45,7 @@ from controller.theory.schedule import JobTiming
 # policies whose answers (offsets, windows, sharing) the compiled loop reproduces; a subclass is not one
 FAST_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, GuardPolicy, PriorityPolicy, MltcpPolicy,
                  AlignPolicy)
-_SHARING = {"fair": 0, "priority": 1, "mltcp": 2, "leader": 3}
+SHARING_CODES = {"fair": 0, "priority": 1, "mltcp": 2, "leader": 3}
 _GAIN = (0.0, 0.0, MLTCP_GAIN, LEADER_GAIN)
 _COMPUTE, _SEND, _WAIT = 0, 1, 2
 GATED, REALIGNED = 1, 2  # the compiled loop's window modes (0: none)
@@ -57,61 +57,6 @@ def _next_start(shift, period, t):
     return shift + math.ceil((t - shift) / period - EPS_MS) * period
 
 
-@numba.njit(cache=True, inline="always")
-def _last_start(shift, period, t):
-    return shift + math.floor((t - shift) / period + EPS_MS) * period
-
-
-@numba.njit(cache=True, inline="always")
-def _shares(sending, count, sharing, headroom, rank, sent, remaining, share, weight, key, order):
-    """Each sending burst's speed relative to alone, as ``policies.link_shares`` computes it (``rank`` as
-    floats; ``weight``, ``key`` and ``order``: scratch, one entry per job, so that no event allocates)."""
-    if sharing == 1:  # strict priority, in rank order
-        _sorted(sending, count, rank, order)
-        left = 1.0
-        for m in range(count):
-            i = order[m]
-            take = min(1.0 / headroom[i], left) if left > 1e-12 else 0.0
-            share[i] = take * headroom[i]
-            left = left - take
-        return
-    if sharing >= 2 and count >= 2:  # weights that grow with the share of the burst sent
-        gain = _GAIN[sharing]
-        total = 0.0
-        for m in range(count):
-            i = sending[m]
-            weight[i] = 1.0 + gain * sent[i] / max(sent[i] + remaining[i], 1e-9)
-            key[i] = 1.0 / (headroom[i] * weight[i])
-            total += weight[i]
-        _sorted(sending, count, key, order)
-        left = 1.0
-        for m in range(count):
-            i = order[m]
-            cap = 1.0 / headroom[i]
-            take = cap if cap * total <= left * weight[i] else left * weight[i] / total
-            share[i] = take * headroom[i]
-            left = left - take
-            total = total - weight[i]
-        return
-    for m in range(count):
-        i = sending[m]
-        share[i] = min(1.0, headroom[i] / count)
-
-
-@numba.njit(cache=True, inline="always")
-def _sorted(items, count, key, out):
-    """``out[:count]``: ``items[:count]`` stably sorted by ``key[item]`` (Python's ``sorted``)."""
-    for a in range(count):
-        out[a] = items[a]
-    for a in range(1, count):
-        x = out[a]
-        b = a - 1
-        while b >= 0 and key[out[b]] > key[x]:
-            out[b + 1] = out[b]
-            b -= 1
-        out[b + 1] = x
-
-
 @numba.njit(cache=True)
 def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shift, w_period, w_length, realign_ms,
                    horizon_ms, warmup_ms, iterations, warmup, step_ms):
@@ -119,9 +64,18 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
     :func:`fluid.simulate` with ``horizon_ms`` (> 0) or a fixed count ``iterations`` (``horizon_ms <= 0``).
     ``windows``: 0 none; :data:`GATED`: every burst waits for its window start and the windows are enforced;
     :data:`REALIGNED`: the first burst ready after every ``realign_ms`` waits for its window start, the windows
-    not enforced. NaN: no progress."""
+    not enforced. NaN: no progress.
+
+    Written as one loop over local arrays, every helper that takes arrays inlined: the link's shares
+    (``policies.link_shares``: fair, strict priority in ``rank`` order, weights growing with the share sent,
+    sorted stably as Python's ``sorted``) and a ready burst's window (``fluid.simulate``'s ``begin``)."""
     n = len(period)
     compute = period - comm
+    eps = np.empty(n)
+    cap = np.empty(n)
+    for i in range(n):
+        eps[i] = EPS_MS * max(1.0, comm[i])
+        cap[i] = 1.0 / headroom[i]
     remaining = np.zeros(n)
     sent = np.zeros(n)
     share = np.zeros(n)
@@ -130,7 +84,11 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
     next_realign = np.full(n, realign_ms if windows == REALIGNED else math.inf)
     next_t = offset.copy()
     sending = np.zeros(n, np.int64)
-    rank_f, weight, key, order = rank.astype(np.float64), np.empty(n), np.empty(n), np.zeros(n, np.int64)
+    order = np.zeros(n, np.int64)
+    weight = np.empty(n)
+    key = np.empty(n)
+    rank_f = rank.astype(np.float64)
+    gain = _GAIN[sharing]
     ends = _no_ends(n)
     span0, span1, give_up, target, max_events = _limits(period, horizon_ms, warmup_ms, iterations, warmup,
                                                         sharing, step_ms)
@@ -144,22 +102,53 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
             if state[i] == _SEND:
                 sending[count] = i
                 count += 1
-        # the sending bursts' progress up to the next event (inline: as a function the loop is 2.5 times slower)
-        if sharing == 0:  # fair, here rather than in _shares: the common case, three times faster
+        if sharing == 0 or (sharing >= 2 and count < 2):
             for m in range(count):
                 i = sending[m]
                 share[i] = min(1.0, headroom[i] / count)
         else:
-            _shares(sending, count, sharing, headroom, rank_f, sent, remaining, share, weight, key, order)
+            total = 0.0
+            if sharing == 1:
+                for m in range(count):
+                    key[sending[m]] = rank_f[sending[m]]
+            else:
+                for m in range(count):
+                    i = sending[m]
+                    weight[i] = 1.0 + gain * sent[i] / max(sent[i] + remaining[i], 1e-9)
+                    key[i] = 1.0 / (headroom[i] * weight[i])
+                    total += weight[i]
+            for a in range(count):  # stable insertion sort by key
+                x = sending[a]
+                b = a - 1
+                while b >= 0 and key[order[b]] > key[x]:
+                    order[b + 1] = order[b]
+                    b -= 1
+                order[b + 1] = x
+            left = 1.0
+            if sharing == 1:
+                for m in range(count):
+                    i = order[m]
+                    take = min(cap[i], left) if left > 1e-12 else 0.0
+                    share[i] = take * headroom[i]
+                    left = left - take
+            else:
+                for m in range(count):
+                    i = order[m]
+                    take = cap[i] if cap[i] * total <= left * weight[i] else left * weight[i] / total
+                    share[i] = take * headroom[i]
+                    left = left - take
+                    total = total - weight[i]
         t_next = next_t[0]
         for i in range(1, n):
             if next_t[i] < t_next:
                 t_next = next_t[i]
+        stepping = sharing >= 2 and count >= 2
         for m in range(count):
             i = sending[m]
-            if share[i] > 0:
+            # a burst that cannot end within a step cannot come first (its end at least the step's, rounded alike)
+            if share[i] > 0 and not (stepping and remaining[i] > share[i] * step_ms * (1 + 1e-9)):
                 t_next = min(t_next, t + remaining[i] / share[i])
-        if sharing >= 2 and count >= 2:
+        if stepping:
             t_next = min(t_next, t + step_ms)
         dt = t_next - t
         for m in range(count):
@@ -168,19 +157,44 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
             sent[i] += dt * share[i]
         t = t_next
         for i in range(n):
-            eps = EPS_MS * max(1.0, comm[i])
-            if state[i] == _SEND and remaining[i] <= eps:
+            s = state[i]
+            if s == _SEND and remaining[i] <= eps[i]:
                 _end(ends, i, t, horizon_ms, span0, span1, warmup)
                 state[i], next_t[i] = _COMPUTE, t + max(0.0, compute[i])
-            elif state[i] == _COMPUTE and next_t[i] <= t + EPS_MS:
-                remaining[i] = comm[i]
-                sent[i] = 0.0
-                aligned[i] = False
-                _begin(i, t, windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period, w_length)
-            elif state[i] == _WAIT and next_t[i] <= t + EPS_MS:
-                _begin(i, next_t[i], windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period,
-                       w_length)
-            elif state[i] == _SEND and next_t[i] <= t + EPS_MS:  # the window closes
+            elif s != _SEND and next_t[i] <= t + EPS_MS:  # a burst is ready (computed, or its wait is over)
+                now = t
+                if s == _COMPUTE:
+                    remaining[i] = comm[i]
+                    sent[i] = 0.0
+                    aligned[i] = False
+                else:
+                    now = next_t[i]
+                if windows == 0:
+                    state[i], next_t[i] = _SEND, math.inf
+                    continue
+                start = w_shift[i] + math.floor((now - w_shift[i]) / w_period[i] + EPS_MS) * w_period[i]  # the last
+                end = start + w_length[i]
+                inside = now < end - EPS_MS
+                takes = now - start <= 1e-6 and inside  # at a window start
+                following = _next_start(w_shift[i], w_period[i], now)
+                if now >= next_realign[i] - EPS_MS and not aligned[i]:  # time to re-align
+                    while next_realign[i] <= now + EPS_MS:
+                        next_realign[i] += realign_ms
+                    aligned[i] = True
+                    if not takes:
+                        state[i], next_t[i] = _WAIT, following + REALIGN_COST_MS
+                        continue
+                if windows == GATED and not aligned[i] and not takes:  # waits for a window start
+                    state[i], next_t[i] = _WAIT, following
+                    continue
+                aligned[i] = True
+                if windows != GATED:
+                    state[i], next_t[i] = _SEND, math.inf
+                elif not inside:
+                    state[i], next_t[i] = _WAIT, following
+                else:
+                    state[i], next_t[i] = _SEND, end
+            elif s == _SEND and next_t[i] <= t + EPS_MS:  # the window closes
                 state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], t + EPS_MS)
     return _means(ends, horizon_ms, warmup)
 
@@ -188,9 +202,10 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
 @numba.njit(cache=True)
 def simulate_free_fair(period, comm, headroom, offset, horizon_ms, warmup_ms, iterations, warmup):
     """:func:`simulate_means` where every job runs free (no windows) and sending bursts share the link
-    fairly: the sweep's ``none``, ``shift`` and ``random`` arms. The same steps in the same order, so the
-    same numbers bit for bit; without the window, re-alignment and weighted-sharing branches it takes a
-    third of the time."""
+    fairly: the sweep's ``none``, ``shift`` and ``random`` arms. The same steps, so the same numbers bit for
+    bit (a minimum is the same in any order; each burst's progress and its end are read in one pass, its
+    share again only when the number of bursts sending changes); without the window, re-alignment and
+    weighted-sharing branches it takes a third of the time."""
     n = len(period)
     compute = period - comm
     eps = np.empty(n)
@@ -200,6 +215,7 @@ def simulate_free_fair(period, comm, headroom, offset, horizon_ms, warmup_ms, it
     share = np.zeros(n)
     sending = np.zeros(n, np.bool_)
     count = 0
+    shared_by = -1  # the number of bursts sending the shares were computed for (they depend on it alone)
     next_t = offset.copy()  # a computing job's next burst start; inf while it sends
     ends = _no_ends(n)
     span0, span1, give_up, target, max_events = _limits(period, horizon_ms, warmup_ms, iterations, warmup, 0, 1.0)
@@ -208,22 +224,22 @@ def simulate_free_fair(period, comm, headroom, offset, horizon_ms, warmup_ms, it
         max_events -= 1
         if max_events < 0:
             return np.full(n, np.nan)
+        if count != shared_by:
+            for i in range(n):
+                share[i] = min(1.0, headroom[i] / count) if count else 0.0
+            shared_by = count
         t_next = math.inf
         for i in range(n):
-            if next_t[i] < t_next:
-                t_next = next_t[i]
-        for i in range(n):
             if sending[i]:
-                share[i] = min(1.0, headroom[i] / count)
                 if share[i] > 0:
                     t_next = min(t_next, t + remaining[i] / share[i])
+            elif next_t[i] < t_next:
+                t_next = next_t[i]
         dt = t_next - t
-        for i in range(n):
-            if sending[i]:
-                remaining[i] -= dt * share[i]
         t = t_next
         for i in range(n):
             if sending[i]:
+                remaining[i] -= dt * share[i]
                 if remaining[i] <= eps[i]:
                     _end(ends, i, t, horizon_ms, span0, span1, warmup)
                     sending[i], count, next_t[i] = False, count - 1, t + max(0.0, compute[i])
@@ -308,35 +324,6 @@ def _means(ends, horizon_ms, warmup):
     return out
 
 
-@numba.njit(cache=True, inline="always")
-def _begin(i, now, windows, realign_ms, next_realign, aligned, state, next_t, w_shift, w_period, w_length):
-    """Job i's burst goes now, or waits for its next window start (``fluid.simulate``'s ``begin``)."""
-    if windows == 0:
-        state[i], next_t[i] = _SEND, math.inf
-        return
-    start = _last_start(w_shift[i], w_period[i], now)
-    end = start + w_length[i]
-    inside = now < end - EPS_MS
-    takes = now - start <= 1e-6 and inside  # at a window start
-    if now >= next_realign[i] - EPS_MS and not aligned[i]:  # time to re-align
-        while next_realign[i] <= now + EPS_MS:
-            next_realign[i] += realign_ms
-        aligned[i] = True
-        if not takes:
-            state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now) + REALIGN_COST_MS
-            return
-    if windows == GATED and not aligned[i] and not takes:  # waits for a window start
-        state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
-        return
-    aligned[i] = True
-    if windows != GATED:
-        state[i], next_t[i] = _SEND, math.inf
-    elif not inside:
-        state[i], next_t[i] = _WAIT, _next_start(w_shift[i], w_period[i], now)
-    else:
-        state[i], next_t[i] = _SEND, end
-
-
 def supports(policy: str) -> bool:
     """Does the compiled model reproduce ``policy`` (one of :data:`FAST_POLICIES`, not a subclass)?"""
     return type(get_policy(policy)) in FAST_POLICIES
@@ -401,8 +388,8 @@ class Batch:
         elif horizon_ms is None:
             horizon_ms = fluid.default_horizon_ms([FluidJob(j.name, p, j.comm_ms) for j, p in zip(jobs, period,
                                                                                                strict=True)])
-        sharing = _SHARING[pol.link_sharing("fair")]
-        if sharing == _SHARING["priority"]:
+        sharing = SHARING_CODES[pol.link_sharing("fair")]
+        if sharing == SHARING_CODES["priority"]:
             order = {name: k for k, name in enumerate(pol.priority_order(schedule))}
             rank = tuple(order.get(j.name, len(order) + k) for k, j in enumerate(jobs))
         else:

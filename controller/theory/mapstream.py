@@ -5,16 +5,17 @@ A chunk is ``samples [start, stop)`` of the points that draw the same jobs (``co
 the quantum, error and re-alignment panels around a point share its draws, so a chunk draws each sample
 once, and a simulation two of its points share (``none`` everywhere, ``mltcp`` and ``priority`` wherever the
 schedule does not change them) runs once. The combinations and their evaluation are those of
-``controller/theory/mapping.py`` (its :func:`~controller.theory.mapping.evaluate_point` is the reference);
-where every policy of the map is one the compiled model reproduces (``fastfluid.supports``) a chunk runs
-all its simulations in one compiled batch, else each combination goes through the reference.
+``controller/theory/mapping.py`` (its :func:`~controller.theory.mapping.evaluate_point` is the reference).
+A chunk of built-in policies is evaluated as arrays (``controller/theory/mapchunk.py``); else,
+where every policy of the map is one the compiled model reproduces (``fastfluid.supports``), a chunk runs
+all its simulations in one compiled batch, combination by combination; else each goes through the reference.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller.theory import fastfluid, fluid
+from controller.theory import fastfluid, fluid, mapchunk
 from controller.theory.chunks import (
     CHUNK_SAMPLES,
     run_chunks,
@@ -36,7 +37,7 @@ from controller.theory.mapping import (
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.sweep import on_grid, true_jobs
 from controller.theory.sweepstream import batch_throughputs
-from controller.theory.tally import Tally
+from controller.theory.tally import Tally, tally_of_array
 
 # Combinations per point by default: every fraction's 95 % Wilson interval is then at most ±2 points,
 # whatever the fraction. The widest is at 1/2, where 2398 is the fewest that do it (half-width 0.019996;
@@ -68,6 +69,21 @@ class MapCell:
             self.vs_none.setdefault(p, Tally()).add(gain, threshold)
             self.vs_random.setdefault(p, Tally()).add(result["gain_vs_random"][p], threshold)
 
+    def add_arrays(self, arrays: mapchunk.PointArrays, policies: tuple[str, ...], threshold: float) -> None:
+        """Count a chunk's combinations at one point at once (the means and spreads to rounding as
+        :meth:`add` one by one)."""
+        vs_none, vs_random, sham = arrays.gains(policies)
+        self.combinations += len(sham)
+        for arm, flags in arrays.unsimulated.items():
+            if flags.any():
+                self.unsimulated[arm] = self.unsimulated.get(arm, 0) + int(flags.sum())
+        self.feasible += int(arrays.feasible.sum())
+        self.harmonic_share_sum += float(arrays.harmonic_share.sum())
+        self.noise = self.noise.merge(tally_of_array(sham, threshold))
+        for p in policies:
+            self.vs_none[p] = self.vs_none.get(p, Tally()).merge(tally_of_array(vs_none[p], threshold))
+            self.vs_random[p] = self.vs_random.get(p, Tally()).merge(tally_of_array(vs_random[p], threshold))
+
     def merge(self, other: MapCell) -> MapCell:
         """The cell of both (neither is changed)."""
         def both(a: dict, b: dict) -> dict:
@@ -89,6 +105,16 @@ def map_chunk(task: tuple) -> dict[MapPoint, MapCell]:
     policies = tuple(settings["policies"])
     fast = all(fastfluid.supports(p) for p in ("none", "random", *policies))
     cells = {point: MapCell() for point in points}
+    if mapchunk.applies(policies):
+        block = _block(settings, points, start, stop)
+        try:
+            arrays = mapchunk.evaluate_chunk(block, points, policies)
+        except mapchunk.NotClosedForm:  # a grid too fine for the pair's closed form: as below
+            pass
+        else:
+            for point in points:
+                cells[point].add_arrays(arrays[point], policies, threshold)
+            return cells
     with without_cycle_collector():
         for point, result in (_fast if fast else _reference)(settings, points, range(start, stop), policies):
             cells[point].add(result, threshold)
@@ -104,14 +130,17 @@ def draws_alike(point: MapPoint) -> tuple:
 def _combinations(settings: dict, points: tuple[MapPoint, ...], samples: range):
     """(sample, point, true jobs, the scheduler's view, the random offsets' uniforms) of each sample at each
     of ``points`` (as ``mapping._task``), the chunk's jobs drawn at once."""
-    first = points[0]
-    block = point_block(settings["seed"], first, samples.start, samples.stop, settings["period_range"],
-                        settings["zoo_link_mbps"])
+    block = _block(settings, points, samples.start, samples.stop)
     for sample in samples:
         raw = block.raw(sample)
         normals = block.normals[sample - block.start]
         for point in points:
             yield sample, point, raw, scheduler_view(raw, point.error, normals), block.uniforms(sample)
+
+
+def _block(settings: dict, points: tuple[MapPoint, ...], start: int, stop: int):
+    """The draws of samples ``[start, stop)`` of points that draw alike, all at once."""
+    return point_block(settings["seed"], points[0], start, stop, settings["period_range"], settings["zoo_link_mbps"])
 
 
 def _reference(settings, points, samples, policies):

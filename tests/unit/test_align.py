@@ -5,11 +5,18 @@ import math
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.theory.align import Alignment, _candidates, align_periods
+from controller.theory.align import (
+    Alignment,
+    _candidates,
+    align_periods,
+    padded_periods,
+    pair_paddings,
+)
 from controller.theory.schedule import JobTiming, compute_schedule, separable, to_quanta
 
 
@@ -193,3 +200,45 @@ def test_the_candidates_come_in_their_exact_order():
         assert list(_candidates(periods, comms, share)) == want
         # what the search reads: the same order without the rows neither framed nor separable
         assert list(_candidates(periods, comms, share, usable_only=True)) == [row for row in want if row[1] or row[2]]
+
+
+def test_two_jobs_compiled_paddings_are_align_periods_own():
+    """``pair_paddings`` (the map's, compiled) picks what ``align_periods`` picks, refusals included, over
+    2000 seeded pairs of all sizes and shares."""
+    rng = random.Random(5)
+    cases = []
+    for _ in range(2000):
+        t1, t2 = rng.randint(2, 1000), rng.randint(2, 1000)
+        c1, c2 = rng.randint(1, t1 - 1), rng.randint(1, t2 - 1)
+        if rng.random() < 0.5:  # the map's bursts: 5-30 % of the period
+            c1, c2 = max(1, t1 * rng.randint(5, 30) // 100), max(1, t2 * rng.randint(5, 30) // 100)
+        cases.append((t1, c1, t2, c2, rng.choice([1.0, 1.0, 0.5, 0.2, 3.0])))
+    refused = 0
+    for share in {c[4] for c in cases}:
+        mine = [c for c in cases if c[4] == share]
+        a = np.array([c[:4] for c in mine], dtype=np.int64)
+        got = pair_paddings(a[:, 0], a[:, 1], a[:, 2], a[:, 3], share)
+        for (t1, c1, t2, c2, _), padded in zip(mine, got.tolist(), strict=True):
+            jobs = [JobTiming("a", float(t1), float(c1)), JobTiming("b", float(t2), float(c2))]
+            try:
+                want = [round(t.period_ms) for t in align_periods(jobs, 1.0, share).timings]
+            except ValueError:
+                want, refused = [-1, -1], refused + 1
+            assert padded == want, (t1, c1, t2, c2, share)
+    assert 0 < refused < len(cases) // 2
+
+
+def test_padded_periods_are_align_periods_own_and_none_where_it_refuses():
+    rng = random.Random(11)
+    refused = 0
+    for _ in range(60):
+        n = rng.choice([3, 4])
+        jobs = [JobTiming(f"j{i}", float(t), float(max(1, t * rng.randint(10, 30) // 100)))
+                for i, t in enumerate(rng.randint(20, 120) for _ in range(n))]
+        share = rng.choice([1.0, 0.1])
+        try:
+            want = tuple(round(t.period_ms) for t in align_periods(jobs, 1.0, share).timings)
+        except ValueError:
+            want, refused = None, refused + 1
+        assert padded_periods(jobs, 1.0, share) == want
+    assert 0 < refused < 60
