@@ -63,17 +63,17 @@ class BatchFolder:
         return cls(root, record)
 
     @classmethod
-    def open(cls, root: str | Path) -> BatchFolder:
-        """An existing batch (InputError, one line, for a folder that is not one)."""
+    def open(cls, root: str | Path, option: str = "--resume") -> BatchFolder:
+        """An existing batch (InputError, one line naming ``option``, for a folder that is not one)."""
         root = Path(root)
         try:
             record = json.loads((root / BATCH_FILE).read_text())
         except FileNotFoundError:
-            raise InputError(f"--resume: {root}: not a batch folder (no {BATCH_FILE})") from None
+            raise InputError(f"{option}: {root}: not a batch folder (no {BATCH_FILE})") from None
         except (OSError, ValueError) as exc:
-            raise InputError(f"--resume: {root / BATCH_FILE}: cannot read: {exc.__class__.__name__}") from None
+            raise InputError(f"{option}: {root / BATCH_FILE}: cannot read: {exc.__class__.__name__}") from None
         if not isinstance(record, dict) or record.get("format") != FORMAT:
-            raise InputError(f"--resume: {root / BATCH_FILE}: not a batch of format {FORMAT}")
+            raise InputError(f"{option}: {root / BATCH_FILE}: not a batch of format {FORMAT}")
         return cls(root, record)
 
     @property

@@ -40,6 +40,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("out", nargs="?", metavar="OUT", help="the batch's folder (must not exist)")
     parser.add_argument("--resume", metavar="DIR", help="run what a batch in DIR has not done (no other option "
                                                           "but --dask-scheduler)")
+    parser.add_argument("--report", metavar="DIR", help="write the table and the report of what a batch in DIR "
+                                                          "has done so far, running nothing (no root needed)")
     parser.add_argument("--scenarios", type=int, help="how many scenarios to draw (required)")
     parser.add_argument("--jobs", help="number(s) of jobs per scenario, taking turns, e.g. 2,3 (default 2)")
     parser.add_argument("--period-ms", help="LO:HI, periods uniform over these integers (ms; default 100:1000)")
@@ -73,6 +75,10 @@ def run(args) -> int:
     from scenarios.batch.folder import BatchFolder
     from scenarios.batch.settings import check_new_out, plan_batch
 
+    if args.report is not None:
+        if args.resume is not None or args.out is not None or _given(args) or args.dask_scheduler is not None:
+            raise InputError("--report: reads the batch's folder alone; give no other option or OUT")
+        return write_results(BatchFolder.open(args.report, "--report"))
     if args.resume is not None:
         if args.out is not None or _given(args):
             extra = args.out or _given(args)[0]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import results_example as example
 
@@ -233,6 +234,23 @@ def test_the_prediction_from_the_fabric_is_a_kind_with_its_own_error_and_agreeme
     assert found["agreement_from_the_fabric"]["share"] == pytest.approx(agreeing / found["agreement"]["n"])
     md, _ = write_report(folder.root, found, folder.record)
     assert "The prediction before the run from the fabric" in md.read_text()
+
+
+def test_report_writes_the_table_and_report_of_what_is_done_and_runs_nothing(tmp_path):
+    folder = _synthetic_batch(tmp_path)
+    record, _ = plan_batch(_values(policy="none,shift,gate", transport="persistent"), str(tmp_path / "unused"))
+    whole = {**folder.record, "settings": record["settings"], "scenarios": ["s000", "s001"]}
+    (folder.root / "batch.json").write_text(json.dumps(whole))  # s001 not done: a batch still running
+    result = shiftbed("--report", str(folder.root), cwd=tmp_path)
+    assert result.returncode == OK, result.stderr
+    assert len(pd.read_parquet(folder.root / "batch.parquet")) == 3 * 2  # s000's policies × jobs
+    assert "**Incomplete batch**" in (folder.root / "report.md").read_text()
+    assert not (folder.root / ".partial").exists() or not any((folder.root / ".partial").iterdir())
+    for args, message in ((["--report", str(folder.root), "--seed", "2"], "--report: reads the batch's folder"),
+                          (["--report", str(tmp_path)], "--report: " + str(tmp_path) + ": not a batch folder")):
+        result = shiftbed(*args, cwd=tmp_path)
+        assert result.returncode == 2 and result.stderr.strip() == result.stderr.strip().splitlines()[0]
+        assert message in result.stderr, result.stderr
 
 
 def test_a_lost_fidelity_is_kept_and_named_but_not_compared(tmp_path):
