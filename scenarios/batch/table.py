@@ -2,10 +2,10 @@
 
 Each row holds what was measured in the scenario's kept run, the wire's change
 against ``none`` with its 95 % interval and verdict (``verdict.folder_changes``,
-as every reader of a run has them), and the three kinds of prediction
-(docs/report.md): *before the run* (``prediction.json``), the same *from the
-fabric* as the batch's earlier scenarios measured it (``predict.fabric_prediction``), *from calibration*
-(the run's prediction where it is of that kind; for a free-running policy, its
+as every reader of a run has them), and the four kinds of prediction
+(docs/batch.md): *before the run* (``prediction.json``), the same *from the
+fabric* as the batch's earlier scenarios measured it (``predict.fabric_prediction``),
+*from calibration* (the run's prediction where it is of that kind; for a free-running policy, its
 "together" state, which is made from calibration alone) and *explained
 afterwards* (the run's prediction where it weighs the two states by the share
 apart counted in the run), with the model's change and verdict made before the
@@ -28,16 +28,15 @@ from scenarios.report.story import AFTERWARDS, CALIBRATION, prediction_kind
 from scenarios.results import load_results
 
 FIGURES = ("period_ms", "comm_ms", "measured_iteration_ms", "measured_se_ms", "before_ms", "fabric_ms",
-           "calibration_ms",
-           "afterwards_ms", "apart_share", "met_share_first", "met_share_last", "wire_change_pct",
-           "wire_low_pct", "wire_high_pct", "model_change_pct", "fabric_change_pct", "run_predicted_change_pct",
-           "stopped_after_s")
+           "calibration_ms", "afterwards_ms", "apart_share", "met_share_first", "met_share_last",
+           "wire_change_pct", "wire_low_pct", "wire_high_pct", "model_change_pct", "fabric_change_pct",
+           "run_predicted_change_pct", "stopped_after_s")
 COLUMNS = ("scenario", "n_jobs", "sample", "attempts", "exit_code", "fidelity_ok", "complete", "results_dir",
            "policy", "job", "iterations", "period_ms", "comm_ms", "measured_iteration_ms", "measured_se_ms",
-           "before_ms", "fabric_ms", "calibration_ms", "afterwards_ms", "run_prediction_kind", "apart_share", "knife_edge",
-           "met_share_first", "met_share_last", "wire_change_pct", "wire_low_pct", "wire_high_pct", "wire_verdict",
-           "model_change_pct", "model_verdict", "fabric_change_pct", "fabric_verdict", "run_predicted_change_pct", "stopped_by", "stopped_after_s",
-           "calibration_reused_from")
+           "before_ms", "fabric_ms", "calibration_ms", "afterwards_ms", "run_prediction_kind", "apart_share",
+           "knife_edge", "met_share_first", "met_share_last", "wire_change_pct", "wire_low_pct", "wire_high_pct",
+           "wire_verdict", "model_change_pct", "model_verdict", "fabric_change_pct", "fabric_verdict",
+           "run_predicted_change_pct", "stopped_by", "stopped_after_s", "calibration_reused_from")
 
 
 def _num(value) -> float:
