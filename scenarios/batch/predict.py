@@ -60,10 +60,13 @@ def before_the_run(scenario, policies: tuple[str, ...], threshold_pct: float = T
 
 
 def fabric_prediction(folder, name: str, scenario, before: dict) -> dict:
-    """The scenario's prediction from the fabric: as ``prediction.json`` holds it, or, for a scenario
-    predicted before the batch made this kind, made now from the same earlier scenarios."""
-    return before.get(FABRIC_KEY) or from_the_fabric(folder, name, scenario, scenario.policies,
-                                                     before.get("threshold_pct", THRESHOLD_PCT))
+    """The scenario's prediction from the fabric: as ``prediction.json`` holds it, or, where it holds
+    none (a scenario predicted before the batch made this kind, or on a fleet's worker, which sees only
+    its own scenario), made now from the batch's scenarios before it, as it would have been."""
+    stored = before.get(FABRIC_KEY) or {}
+    if "policies" in stored:
+        return stored
+    return from_the_fabric(folder, name, scenario, scenario.policies, before.get("threshold_pct", THRESHOLD_PCT))
 
 
 def from_the_fabric(folder, name: str, scenario, policies: tuple[str, ...],

@@ -108,4 +108,7 @@ def test_prediction_json_holds_it_else_it_is_made_from_the_same_earlier_scenario
     scenario = spec.load(folder.scenario_file("s001"))
     made = fabric_prediction(folder, "s001", scenario, {"policies": {}})
     assert made["fabric"]["scenarios"] == ["s000"]
-    assert fabric_prediction(folder, "s001", scenario, {"from_the_fabric": {"kept": 1}}) == {"kept": 1}
+    kept = {"kind": FABRIC, "policies": {"none": {}}}
+    assert fabric_prediction(folder, "s001", scenario, {"from_the_fabric": kept}) == kept
+    alone = {"kind": FABRIC, "unavailable": "fewer than 2 jobs measured alone"}  # a fleet worker's
+    assert fabric_prediction(folder, "s001", scenario, {"from_the_fabric": alone})["fabric"] == made["fabric"]
