@@ -60,9 +60,9 @@ def sections(found: dict, record: dict) -> list[Section]:
     if found.get("sweep"):
         sweep = found["sweep"]
         draws = next(iter(sweep.values()))[OUTCOMES[0]]["n"]
-        caption = (f"The sweep's fractions for the distribution these scenarios were drawn from (the same sampling "
-                   f"arguments, seed and quantum; {draws} draws for the first policy, "
-                   "scenarios/batch/distribution.py)")
+        caption = (f"The sweep's fractions for the distribution these scenarios were drawn from, in the ideal model "
+                   f"(bursts as declared, max-min fair sharing; the same sampling arguments, seed and quantum; "
+                   f"{draws} draws for the first policy, scenarios/batch/distribution.py)")
         counts.tables.append((caption, ["policy", *(f"sweep {o}" for o in OUTCOMES)],
                               [[policy, *(_fraction(f[o]) for o in OUTCOMES)] for policy, f in sweep.items()]))
     out.append(counts)
