@@ -116,8 +116,9 @@ def _errors(found: dict, policies: list[str]) -> Section:
     section = Section("Each kind of prediction's error", [
         "|measured − predicted| / measured over every job of the scenarios that kept fidelity: median and "
         "90th percentile (n: jobs). *Before the run*: the scenario file alone; *before the run, from the "
-        "fabric*: the jobs as the batch's earlier scenarios measured the fabric running them; *from calibration*: the fluid "
-        "model fed the jobs measured alone (for `none`, its \"together\" state); *explained afterwards*: "
+        "fabric*: the jobs as the batch's earlier scenarios measured the fabric running them; *from "
+        "calibration*: the fluid model fed the jobs measured alone (for `none`, its \"together\" state); "
+        "*explained afterwards*: "
         "free-running policies' two states weighed by the share apart counted in the run (docs/report.md)."])
     header = ["kind", *(f"{p}" for p in ("all", *policies))]
     rows = []

@@ -50,8 +50,7 @@ def policy_frame(table: pd.DataFrame) -> pd.DataFrame:
     jobs = table.assign(met_change=(table["met_share_last"] - table["met_share_first"]).abs())
     by = jobs.groupby(["scenario", "policy"], sort=False)
     per = by.first()[["fidelity_ok", "wire_verdict", "model_verdict", "fabric_verdict", "wire_change_pct",
-                      "wire_low_pct",
-                      "wire_high_pct", "model_change_pct", "run_predicted_change_pct"]]
+                      "wire_low_pct", "wire_high_pct", "model_change_pct", "run_predicted_change_pct"]]
     per = per.assign(knife_edge=by["knife_edge"].any(), met_change=by["met_change"].max()).reset_index()
     none = per[per["policy"] == BASELINE].set_index("scenario")
     apart = table[table["policy"] == BASELINE].groupby("scenario")["apart_share"].max()
