@@ -163,6 +163,23 @@ def test_sweep_cli_writes_rows_only_when_asked_plots_and_one_json_object(tmp_pat
     assert bad.returncode == 2 and "--period-ms" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--mix", "-0.1"], "--mix: a share from 0 to 1"),
+    (["--mix", "nan"], "--mix: a share from 0 to 1"),
+    (["--mix", "0", "--zoo"], "--mix: applies to uniform periods"),
+    (["--mix", "0.5", "--period-ms", "600:1000"], "--mix: --period-ms 600:1000 has no room"),
+])
+def test_a_mix_the_draws_cannot_make_is_one_line_and_exit_2(args, message):
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    result = subprocess.run([str(repo / ".venv/bin/shiftbed"), "sweep", *args], capture_output=True, text=True,
+                            timeout=60, cwd=repo)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [result.stderr.strip()], result.stderr
+    assert message in result.stderr
+
+
 # ---------------------------------------------------------------- two-sided fractions and the noise floor
 
 
