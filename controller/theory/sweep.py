@@ -49,6 +49,7 @@ import numpy as np
 
 from controller.theory import draws, fluid
 from controller.theory.chunks import run_chunks
+from controller.theory.floatsum import left_to_right_sum
 from controller.theory.policies import PolicyKnobs, load_from_environment
 from controller.theory.schedule import JobTiming, comm_quanta, period_quanta
 from controller.theory.tally import mean_ci95, wilson_interval  # noqa: F401  (the sweep's API)
@@ -281,7 +282,7 @@ def random_offsets_baseline(jobs: Sequence[fluid.FluidJob], draws: int = 20, see
     for _ in range(draws):
         offsets = {j.name: rng.uniform(0.0, j.period_ms) for j in jobs}
         out = fluid.simulate(jobs, offsets, links=links, sharing=sharing, **length)
-        thr.append(sum(j.period_ms / out[j.name].mean_iteration_ms for j in jobs) / len(jobs))
+        thr.append(left_to_right_sum(j.period_ms / out[j.name].mean_iteration_ms for j in jobs) / len(jobs))
         for j in jobs:
             per_job[j.name].append(out[j.name].mean_iteration_ms)
     return {"normalised_throughput": mean_ci95(thr), "draws": draws,
