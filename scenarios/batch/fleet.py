@@ -174,6 +174,19 @@ def _dispatch(folder, fleet: Fleet) -> int | None:
     return None
 
 
+def _kept(folder, name: str, returned: dict) -> str:
+    """Where what the worker's attempt wrote is kept (to end the one line with), or nothing."""
+    from scenarios.batch.pack import WORKER_LOG, keep_unfinished
+
+    if returned.get("partial") is None:
+        return ""
+    try:
+        work = keep_unfinished(folder, name, returned["partial"], returned.get("worker_log", ""))
+    except ValueError as exc:
+        return f" (what it wrote could not be kept: {exc})"
+    return f" (what it wrote, and its output in {WORKER_LOG}: {work})"
+
+
 def _write_in(folder, name: str, future, mine: str) -> int:
     """What a scenario's task returned, written into the batch when it is a done scenario from a worker
     with this shiftbed; the scenario's status, or the one that stops the batch (said in one line)."""
@@ -192,7 +205,8 @@ def _write_in(folder, name: str, future, mine: str) -> int:
         return FAULT
     if returned["outcome"] is None:
         last = returned["log_tail"].splitlines()[-1:] or ["no output"]
-        print(f"shiftbed batch: {where}: not done (exit {returned['exit_code']}): {last[0]}", file=sys.stderr)
+        print(f"shiftbed batch: {where}: not done (exit {returned['exit_code']}): {last[0]}{_kept(folder, name, returned)}",
+              file=sys.stderr)
         return returned["exit_code"] if not keeps_going(returned["exit_code"]) else FAULT
     try:
         adopt(folder, name, returned["folder"], returned["outcome"])

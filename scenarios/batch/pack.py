@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from scenarios.batch.folder import OUTCOME_FILE, BatchFolder
 
 COMPRESS_LEVEL = 1  # captures barely shrink further; speed matters more
+WORKER_LOG = "worker.log"  # beside a scenario a worker did not finish: the end of its batch's output
 
 
 def pack(scenario_dir: Path) -> bytes:
@@ -50,6 +51,16 @@ def _check(member: tarfile.TarInfo) -> None:
         raise ValueError(f"{member.name}: not a plain file or folder")
     if not parts or PurePosixPath(member.name).is_absolute() or ".." in parts or parts == (OUTCOME_FILE,):
         raise ValueError(f"{member.name}: not a path inside the scenario's folder")
+
+
+def keep_unfinished(folder: BatchFolder, name: str, data: bytes, worker_log: str) -> Path:
+    """What a worker's attempt at ``name`` wrote before it stopped, in the scenario's work folder as a
+    batch here leaves it (``--resume`` starts that scenario afresh), with the worker's output beside it
+    (``worker.log``). ValueError from :func:`unpack`."""
+    work = folder.begin(name)
+    unpack(data, work)
+    (work / WORKER_LOG).write_text(worker_log)
+    return work
 
 
 def adopt(folder: BatchFolder, name: str, data: bytes, outcome: dict) -> Path:

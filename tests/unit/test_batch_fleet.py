@@ -21,7 +21,7 @@ import results_example as example
 
 from scenarios.batch import fleet, fleetworker
 from scenarios.batch.folder import OUTCOME_FILE, PREDICTION_FILE, RUN_LOG, BatchFolder
-from scenarios.batch.pack import adopt, pack, unpack
+from scenarios.batch.pack import WORKER_LOG, adopt, keep_unfinished, pack, unpack
 from scenarios.batch.table import batch_table
 from scenarios.errors import EnvironmentProblem
 from scenarios.exitcodes import BAD_INPUT, FAULT
@@ -70,6 +70,19 @@ def test_a_packed_folder_written_in_is_the_workers_folder_byte_for_byte(tmp_path
     assert client.pending() == ["s001"] and client.outcome("s000") == worker.outcome("s000")
     assert _files(client.done_dir("s000")) == _files(worker.done_dir("s000"))
     assert not list(client.work_root.iterdir())  # nothing half-written left behind
+
+
+def test_what_an_unfinished_attempt_wrote_is_kept_not_done_as_a_batch_here_keeps_it(tmp_path):
+    worker = _new_batch(tmp_path / "worker")
+    attempt = worker.begin("s001")
+    run = example.write_example(tmp_path / "runs" / "s001")  # a run cut short keeps its folder
+    run.rename(attempt / run.name)
+    (attempt / PREDICTION_FILE).write_text("{}")
+    client = _new_batch(tmp_path / "client")
+    (client.begin("s001") / "stale").write_text("an earlier attempt's")
+    kept = keep_unfinished(client, "s001", pack(attempt), "Traceback ...\nReadTimeout\n")
+    assert kept == client.work_root / "s001" and client.pending() == list(NAMES)
+    assert _files(kept) == {**_files(attempt), WORKER_LOG: b"Traceback ...\nReadTimeout\n"}
 
 
 def test_the_table_does_not_depend_on_the_order_the_scenarios_came_back_in(tmp_path):
@@ -126,6 +139,8 @@ def test_a_worker_hands_back_what_stopped_its_run_and_leaves_no_scratch(tmp_path
     code, said = (BAD_INPUT, "s000.yaml") if os.geteuid() == 0 else (FAULT, "building a fabric needs root")
     assert returned["exit_code"] == code and returned["outcome"] is None and returned["folder"] is None
     assert said in returned["log_tail"] and "shiftbed batch:" in returned["log_tail"], returned["log_tail"]
+    assert returned["worker_log"].endswith(returned["log_tail"] + "\n")
+    assert returned["partial"] is None  # refused before its attempt wrote anything
     assert returned["fingerprint"] == fleetworker.shiftbed_fingerprint()
     assert not (tmp_path / "scratch").exists() and (tmp_path / "run" / "fleet.lock").is_file()
 
@@ -233,4 +248,11 @@ def test_a_scenario_that_stops_on_its_worker_stops_the_batch_in_one_line(fabric_
     assert f"2 of 2 scenarios to run on the dask cluster at {fabric_cluster}: 1 worker offering a fabric" in err
     assert f"shiftbed batch: s000 on {socket.gethostname()}: not done (exit {expected}): shiftbed batch: " in err
     assert f"s000 stopped the batch (exit {expected}); `shiftbed batch --resume {folder.root} --dask-scheduler " in err
-    assert folder.pending() == list(NAMES) and not list(folder.root.glob(".partial/*"))
+    assert folder.pending() == list(NAMES)
+    if os.geteuid() == 0:  # its prediction was written before the run refused: kept as a batch here keeps it
+        attempt = folder.work_root / "s000"
+        assert f"(what it wrote, and its output in worker.log: {attempt})" in err
+        assert sorted(p.name for p in attempt.iterdir()) == ["prediction.json", "run.log", "worker.log"]
+        assert "shiftbed batch: " in (attempt / "worker.log").read_text()
+    else:  # refused before any attempt (no root)
+        assert not list(folder.root.glob(".partial/*"))
