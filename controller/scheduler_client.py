@@ -21,6 +21,10 @@ class SchedulerRefused(RuntimeError):
         self.status = status
 
 
+class SchedulerUnreachable(RuntimeError):
+    """The controller did not answer a request in time, or could not be reached (the request named)."""
+
+
 class SchedulerClient:
     """``/shiftbed/...`` on the controller at ``rest_url`` (e.g. ``http://127.0.0.1:8080``)."""
 
@@ -30,8 +34,16 @@ class SchedulerClient:
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
         """One request, answer unchecked (``json=`` or ``data=`` as for ``requests``); ``path`` after the
-        host, e.g. ``/shiftbed/jobs``. For callers that look at refusals themselves."""
-        return requests.request(method, f"{self.rest_url}{path}", timeout=self.timeout_s, **kwargs)
+        host, e.g. ``/shiftbed/jobs``. For callers that look at refusals themselves.
+        :class:`SchedulerUnreachable` when there is no answer within ``timeout_s``."""
+        try:
+            return requests.request(method, f"{self.rest_url}{path}", timeout=self.timeout_s, **kwargs)
+        except requests.Timeout:
+            raise SchedulerUnreachable(f"the controller at {self.rest_url} did not answer {method} {path} within "
+                                       f"{self.timeout_s:g} s") from None
+        except requests.ConnectionError as exc:
+            raise SchedulerUnreachable(f"the controller at {self.rest_url} could not be reached for {method} {path} "
+                                       f"({exc.__class__.__name__})") from None
 
     def _checked(self, method: str, path: str, **kwargs) -> dict:
         answer = self.request(method, path, **kwargs)

@@ -234,6 +234,7 @@ def run(args, display=None, solo_cache=None) -> int:
     preflight()
 
     from controller.process import ControllerError
+    from controller.scheduler_client import SchedulerUnreachable
     from scenarios.experiment.drive import RunAborted
     from scenarios.experiment.runner import Experiment, RunOptions
     from topo.fabric import FabricError
@@ -259,7 +260,7 @@ def run(args, display=None, solo_cache=None) -> int:
         print(f"shiftbed run: no space left on the disk of {args.out} ({exc.filename or exc.strerror}); "
               f"what was measured is kept in {where}", file=sys.stderr)
         return 1
-    except (RunAborted, FabricError, FabricBusy, ControllerError) as exc:  # measurements kept, cause named
+    except (RunAborted, FabricError, FabricBusy, ControllerError, SchedulerUnreachable) as exc:  # kept, cause named
         where = experiment.writer.final_dir if experiment.writer else None
         print(f"shiftbed run: {exc}" + (f"; partial results kept in {where}" if where else ""), file=sys.stderr)
         return 1

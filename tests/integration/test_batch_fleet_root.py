@@ -44,6 +44,14 @@ def run_folders(scenario_dir: Path) -> list[str]:
     return sorted(p.name for p in scenario_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def unfinished_logs(out: Path, lines: int = 25) -> str:
+    """The ends of the logs a scenario not done came back with (its worker's output, its controller's
+    log with each request's time): what a failure here is read from."""
+    found = sorted(out.glob(".partial/*/worker.log")) + sorted(out.glob(".partial/*/*/controller.log"))
+    return "\n".join(f"--- {p.relative_to(out)}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-lines:])
+                     for p in found)
+
+
 def worker_pids(address: str) -> dict[str, int]:
     from distributed import Client
 
@@ -89,8 +97,8 @@ def fleet_batch(tmp_path_factory):
 @pytest.mark.root
 @pytest.mark.slow
 def test_the_batch_ran_on_the_fleet_and_the_killed_workers_scenario_ran_again(fleet_batch):
-    _, code, output, _, before, after = fleet_batch
-    assert code in (0, 3), output[-3000:]  # 3: a run kept without fidelity
+    out, code, output, _, before, after = fleet_batch
+    assert code in (0, 3), output[-3000:] + unfinished_logs(out)  # 3: a run kept without fidelity
     assert "batch: running on the dask cluster at tcp://127.0.0.1:" in output and "1 worker offering a fabric" in output
     assert len(after) == 1 and set(after.values()).isdisjoint(before.values())  # the worker was restarted
     assert "2 of 2 scenarios done" in output

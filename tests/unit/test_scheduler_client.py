@@ -128,3 +128,20 @@ def test_the_glue_and_the_driver_use_the_same_client(server):
     assert (plan.offset_ms, plan.period_ms, plan.window_ms) == (0.0, 200.0, 50.0)
     assert SchedulerClient(url).remove_job("a")
     assert handler.core.jobs == {}
+
+
+def test_a_controller_that_does_not_answer_is_named_with_the_request_and_its_wait():
+    import socket
+
+    from controller.scheduler_client import SchedulerUnreachable
+
+    with socket.socket() as mute:  # accepts the connection, never answers
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        url = f"http://127.0.0.1:{mute.getsockname()[1]}"
+        with pytest.raises(SchedulerUnreachable) as caught:
+            SchedulerClient(url, timeout_s=0.2).set_policy("shift", start_in_s=1.0)
+    assert str(caught.value) == f"the controller at {url} did not answer POST /shiftbed/policy within 0.2 s"
+    with pytest.raises(SchedulerUnreachable, match=rf"^the controller at {url} could not be reached for GET "
+                                                    r"/shiftbed/schedule \(ConnectionError\)$"):
+        SchedulerClient(url, timeout_s=0.2).schedule()  # nothing listens there any more
