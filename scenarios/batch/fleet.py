@@ -174,14 +174,15 @@ def _dispatch(folder, fleet: Fleet) -> int | None:
     return None
 
 
-def _kept(folder, name: str, returned: dict) -> str:
-    """Where what the worker's attempt wrote is kept (to end the one line with), or nothing."""
+def _keep_attempt(folder, name: str, returned: dict) -> str:
+    """What the worker's attempt at a scenario not done wrote, kept as a batch here keeps it; said as
+    the end of the one line that reports it (nothing when the attempt wrote nothing)."""
     from scenarios.batch.pack import WORKER_LOG, keep_unfinished
 
-    if returned.get("partial") is None:
+    if returned["partial"] is None:
         return ""
     try:
-        work = keep_unfinished(folder, name, returned["partial"], returned.get("worker_log", ""))
+        work = keep_unfinished(folder, name, returned["partial"], returned["worker_log"])
     except ValueError as exc:
         return f" (what it wrote could not be kept: {exc})"
     return f" (what it wrote, and its output in {WORKER_LOG}: {work})"
@@ -204,9 +205,9 @@ def _write_in(folder, name: str, future, mine: str) -> int:
               "not kept (install the same commit everywhere)", file=sys.stderr)
         return FAULT
     if returned["outcome"] is None:
-        last = returned["log_tail"].splitlines()[-1:] or ["no output"]
-        print(f"shiftbed batch: {where}: not done (exit {returned['exit_code']}): {last[0]}{_kept(folder, name, returned)}",
-              file=sys.stderr)
+        last = returned["worker_log"].splitlines()[-1:] or ["no output"]
+        kept = _keep_attempt(folder, name, returned)
+        print(f"shiftbed batch: {where}: not done (exit {returned['exit_code']}): {last[0]}{kept}", file=sys.stderr)
         return returned["exit_code"] if not keeps_going(returned["exit_code"]) else FAULT
     try:
         adopt(folder, name, returned["folder"], returned["outcome"])

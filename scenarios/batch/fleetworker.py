@@ -32,7 +32,6 @@ from pathlib import Path
 RESOURCE = "fabric"  # the dask worker resource a fabric takes: a worker offers 1
 POLL_S = 0.5  # how often the child and a cancellation are looked at
 TEARDOWN_WAIT_S = 120.0  # a cancelled child's time to take its fabric down
-LOG_TAIL_LINES = 5
 WORKER_LOG_MAX_BYTES = 65_536  # of a scenario not done: the end of the child's output, handed back whole
 PACKAGES = ("apps", "controller", "scenarios", "topo")
 
@@ -67,13 +66,13 @@ def worker_state() -> dict:
 def run_scenario_here(name: str, scenario_text: str, record: dict, controller: str | None = None) -> dict:
     """Scenario ``name`` run here as the batch ``record`` runs it; ``controller``: the client's framework
     (``SHIFTBED_CONTROLLER``), if it chose one. Returns ``host``, ``fingerprint``, the child's
-    ``exit_code``, and for a done scenario its ``outcome`` and ``folder`` (packed); else ``log_tail``, the
-    child's output (its end, ``worker_log``) and what its attempt wrote (``partial``, packed, or None)."""
+    ``exit_code``, and for a done scenario its ``outcome`` and ``folder`` (packed); else the end of the
+    child's output (``worker_log``) and what its attempt wrote (``partial``, packed, or None)."""
     from scenarios.batch.folder import OUTCOME_FILE, BatchFolder
     from scenarios.batch.pack import pack
 
     returned = {"name": name, "host": socket.gethostname(), "fingerprint": shiftbed_fingerprint(),
-                "outcome": None, "folder": None, "log_tail": "", "worker_log": "", "partial": None}
+                "outcome": None, "folder": None, "worker_log": "", "partial": None}
     with _machine_lock() as lock_fd:
         scratch = scratch_root()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -88,7 +87,6 @@ def run_scenario_here(name: str, scenario_text: str, record: dict, controller: s
                 returned["folder"] = pack(done)
             else:
                 text = log.read_text(errors="replace") if log.is_file() else ""
-                returned["log_tail"] = "\n".join(text.splitlines()[-LOG_TAIL_LINES:])
                 returned["worker_log"] = text[-WORKER_LOG_MAX_BYTES:]
                 if attempt.is_dir() and any(attempt.iterdir()):  # kept, as a batch here keeps it
                     returned["partial"] = pack(attempt)
