@@ -3,7 +3,8 @@ all the chunk's samples at once, every simulation in one compiled call, the gain
 
 The combinations and arms are those of ``controller/theory/mapping.py`` (its
 :func:`~controller.theory.mapping.evaluate_point` is the reference) and the simulations those of the compiled
-model (``fastfluid.simulate_many``); what differs is the bookkeeping. The policies' answers are read as
+model (``fastlanes.simulate_many``: ``fastfluid.simulate_many``, two jobs under weighted sharing several
+at a time); what differs is the bookkeeping. The policies' answers are read as
 arrays: ``none``, ``priority`` and ``mltcp`` start every job at 0 (``priority`` ranks the shorter burst on
 the grid first); ``shift``, ``gate`` and ``guard`` take the grid's schedule (``guard`` on bursts lengthened
 by its band), two jobs' by the pair's closed form for all samples at once
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controller.theory import fastfluid, fluid, pairschedule
+from controller.theory import fastfluid, fastlanes, fluid, pairschedule
 from controller.theory.align import (
     DEFAULT_PADDING_SHARE,
     PAIR_PRODUCT_LIMIT,
@@ -171,7 +172,7 @@ class _Runs:
         keys = np.ascontiguousarray(table[valid]).view(np.dtype((np.void, table.dtype.itemsize * table.shape[1])))
         _, first, inverse = np.unique(keys.ravel(), return_index=True, return_inverse=True)
         run = np.flatnonzero(valid)[first]  # each distinct simulation once
-        means = fastfluid.simulate_many(period[run], comm[run], np.ones_like(comm[run]), offset[run], sharing[run],
+        means = fastlanes.simulate_many(period[run], comm[run], np.ones_like(comm[run]), offset[run], sharing[run],
                                         rank[run], mode[run], offset[run], w_period[run], w_length[run], realign[run],
                                         horizon[run], 0, 2, float(fluid.WARMUP_ITERATIONS), fluid.MLTCP_STEP_MS)
         means_all = np.full(period.shape, np.nan)
