@@ -8,7 +8,8 @@ at a time); what differs is the bookkeeping. The policies' answers are read as
 arrays: ``none``, ``priority`` and ``mltcp`` start every job at 0 (``priority`` ranks the shorter burst on
 the grid first); ``shift``, ``gate`` and ``guard`` take the grid's schedule (``guard`` on bursts lengthened
 by its band), two jobs' by the pair's closed form for all samples at once
-(``pairschedule.two_job_tables_min``), more jobs' from ``compute_schedule`` sample by sample; ``random`` and
+(``pairschedule.two_job_tables_min``), more jobs' by ``manyschedule.exact_schedules`` (``compute_schedule``'s
+kernels, every sample in one compiled call); ``random`` and
 the noise floor take the drawn uniforms' share of each grid period (``draws.Uniforms``); ``align`` pads two
 jobs by ``align.pair_paddings`` (compiled), more by ``align_periods``. Identical simulations run once
 (``none`` at every point of a chunk, say). ``tests/unit/test_mapchunk.py`` holds the results to the
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from controller.theory import fastfluid, fastlanes, fluid, pairschedule
+from controller.theory import fastfluid, fastlanes, fluid, manyschedule, pairschedule
 from controller.theory.align import (
     DEFAULT_PADDING_SHARE,
     PAIR_PRODUCT_LIMIT,
@@ -184,7 +185,8 @@ class _Runs:
 
 def _schedule(t: np.ndarray, c: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
     """Each sample's grid schedule (``pairschedule.compute_schedule_fast``): its feasibility and shifts, ms.
-    Two jobs as arrays by the pair's closed form; more, sample by sample (``compute_schedule``)."""
+    Two jobs as arrays by the pair's closed form; more in one compiled call (``manyschedule``), the few it
+    leaves sample by sample (``compute_schedule``)."""
     if t.max() > MAX_PERIOD_QUANTA:
         raise NotClosedForm(f"a grid period beyond {MAX_PERIOD_QUANTA} quanta: not a closed-form pair")
     shifts_ms = np.zeros(t.shape)
@@ -192,8 +194,9 @@ def _schedule(t: np.ndarray, c: np.ndarray, q: float) -> tuple[np.ndarray, np.nd
         d, overlap = pairschedule.two_job_tables_min(t[:, 0], c[:, 0], t[:, 1], c[:, 1])
         shifts_ms[:, 1] = d * q
         return overlap == 0, shifts_ms
-    feasible = np.zeros(len(t), np.bool_)
-    for r in range(len(t)):
+    shifts_q, overlap, done = manyschedule.exact_schedules(t, c)
+    feasible, shifts_ms = overlap == 0, shifts_q * q
+    for r in np.flatnonzero(~done):  # the few compute_schedule takes its own way
         grid = [JobTiming(f"j{i}", int(t[r, i]) * q, int(c[r, i]) * q) for i in range(t.shape[1])]
         schedule = pairschedule.compute_schedule_fast(grid, q)
         feasible[r] = schedule.feasible
