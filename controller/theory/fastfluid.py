@@ -203,45 +203,48 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
 def simulate_free_fair(period, comm, headroom, offset, horizon_ms, warmup_ms, iterations, warmup):
     """:func:`simulate_means` where every job runs free (no windows) and sending bursts share the link
     fairly: the sweep's ``none``, ``shift`` and ``random`` arms. The same steps, so the same numbers bit for
-    bit (a minimum is the same in any order; each burst's progress and its end are read in one pass, its
-    share again only when the number of bursts sending changes); without the window, re-alignment and
-    weighted-sharing branches it takes a third of the time."""
+    bit (a minimum is the same in any order; each burst's progress and its end are read in one pass, the
+    shares for each number of bursts sending computed once, and whether it runs kept as the number of jobs
+    still short of their ends); without the window, re-alignment and weighted-sharing branches it takes a
+    third of the time."""
     n = len(period)
     compute = period - comm
     eps = np.empty(n)
+    shares = np.zeros((n + 1, n))  # by the number of bursts sending: each one's share
     for i in range(n):
         eps[i] = EPS_MS * max(1.0, comm[i])
+        for count in range(1, n + 1):
+            shares[count, i] = min(1.0, headroom[i] / count)
     remaining = np.zeros(n)
-    share = np.zeros(n)
     sending = np.zeros(n, np.bool_)
     count = 0
-    shared_by = -1  # the number of bursts sending the shares were computed for (they depend on it alone)
     next_t = offset.copy()  # a computing job's next burst start; inf while it sends
     ends = _no_ends(n)
     span0, span1, give_up, target, max_events = _limits(period, horizon_ms, warmup_ms, iterations, warmup, 0, 1.0)
+    short = n  # jobs _running waits for: no end yet or none past the span (horizon), too few ends (count)
     t = next_t.min()
-    while _running(t, ends, horizon_ms, span1, give_up, target):
+    while short > 0 and (horizon_ms <= 0 or t < give_up):  # _running
         max_events -= 1
         if max_events < 0:
             return np.full(n, np.nan)
-        if count != shared_by:
-            for i in range(n):
-                share[i] = min(1.0, headroom[i] / count) if count else 0.0
-            shared_by = count
         t_next = math.inf
         for i in range(n):
             if sending[i]:
-                if share[i] > 0:
-                    t_next = min(t_next, t + remaining[i] / share[i])
+                if shares[count, i] > 0:
+                    t_next = min(t_next, t + remaining[i] / shares[count, i])
             elif next_t[i] < t_next:
                 t_next = next_t[i]
         dt = t_next - t
         t = t_next
+        shared_by = count
         for i in range(n):
             if sending[i]:
-                remaining[i] -= dt * share[i]
+                remaining[i] -= dt * shares[shared_by, i]
                 if remaining[i] <= eps[i]:
+                    waited = ends[i, _COUNT] == 0 or ends[i, _LAST] < span1 if horizon_ms > 0 else True
                     _end(ends, i, t, horizon_ms, span0, span1, warmup)
+                    if waited and (t >= span1 if horizon_ms > 0 else ends[i, _COUNT] == target):
+                        short -= 1
                     sending[i], count, next_t[i] = False, count - 1, t + max(0.0, compute[i])
             elif next_t[i] <= t + EPS_MS:
                 remaining[i] = comm[i]

@@ -241,15 +241,19 @@ def _align(runs: _Runs, t: np.ndarray, c: np.ndarray, q: float) -> np.ndarray:
 
 
 def _horizons(periods: np.ndarray) -> np.ndarray:
-    """``fluid.default_horizon_ms`` of each sample's true jobs (two jobs of whole ms: the lcm in µs as arrays;
-    else sample by sample, whose lcm may not fit 64 bits)."""
+    """``fluid.default_horizon_ms`` of each sample's true jobs: for jobs of whole ms up to 100 s, the lcm in µs
+    as arrays, taken job by job and no further once past the longest horizon (the horizon stays there);
+    else sample by sample."""
     longest = periods.max(axis=1)
     low, high = fluid.MIN_HORIZON_ITERATIONS * longest, max(fluid.MIN_HORIZON_ITERATIONS,
                                                                MAX_HORIZON_ITERATIONS) * longest
-    whole = (periods == np.floor(periods)).all(axis=1) & (longest < 1e9) & (periods.shape[1] == 2)
-    out = np.empty(len(periods))
+    whole = (periods == np.floor(periods)).all(axis=1) & (longest <= 1e5)
     micros = np.where(whole[:, None], periods, 1).astype(np.int64) * 1000
-    out[whole] = np.minimum(np.maximum(np.lcm(micros[:, 0], micros[:, -1])[whole] / 1000, low[whole]), high[whole])
+    lcm, past = micros[:, 0], np.zeros(len(periods), np.bool_)
+    for j in range(1, periods.shape[1]):  # a partial lcm of at most 1e10 µs times a period of 1e8: 64 bits
+        lcm = np.lcm(np.where(past, 1, lcm), micros[:, j])
+        past |= lcm > 1000 * high
+    out = np.where(past, high, np.minimum(np.maximum(lcm / 1000, low), high))
     for r in np.flatnonzero(~whole):
         out[r] = fluid.default_horizon_ms([fluid.FluidJob(f"j{i}", float(p), 0.0) for i, p in enumerate(periods[r])],
                                           MAX_HORIZON_ITERATIONS)

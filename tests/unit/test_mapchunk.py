@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from controller.theory import mapchunk, mapping, mapstream
-from controller.theory.mapping import MAP_POLICIES, MapPoint
+from controller.theory import fluid, mapchunk, mapping, mapstream
+from controller.theory.mapping import MAP_POLICIES, MAX_HORIZON_ITERATIONS, MapPoint
 from controller.theory.policies import PolicyKnobs
 
 # points that draw alike go in one chunk, as the map sends them; between them every factor and policy
@@ -101,3 +101,15 @@ def test_a_grid_beyond_the_closed_form_goes_the_batch_way():
     s = {**mapping.default_settings(samples=2), "policies": ("shift",), "panels": {"quantum_ms": (0.005,)}}
     cells = mapstream.map_chunk((s, (point,), 0, 2))[point]
     assert cells.combinations == 2 and cells.vs_none["shift"].n == 2
+
+
+def test_horizons_as_arrays_are_the_models_for_any_number_of_jobs():
+    rng = np.random.default_rng(5)
+    for n in (2, 3, 4, 5):
+        periods = rng.integers(100, 1001, (600, n)).astype(float)
+        periods[::7, 1] = 2 * periods[::7, 0]  # an lcm within the horizon's bounds
+        periods[::11, 0] += 0.5  # not whole ms: sample by sample
+        periods[::13] *= 1000  # beyond 100 s: sample by sample
+        want = [fluid.default_horizon_ms([fluid.FluidJob(f"j{i}", float(p), 0.0) for i, p in enumerate(row)],
+                                         MAX_HORIZON_ITERATIONS) for row in periods]
+        assert mapchunk._horizons(periods).tolist() == want
