@@ -125,9 +125,9 @@ def simulate_weighted_pairs(period, comm, headroom, offset, sharing, horizon_ms,
                     share0, share1 = _shares(r0, r1, s0, s1, const[lane, _H0], const[lane, _H1],
                                              const[lane, _GAIN_AT])
                 elif on0:
-                    share0 = min(1.0, const[lane, _H0] / 1)
+                    share0 = min(1.0, const[lane, _H0])  # headroom / 1 sending
                 elif on1:
-                    share1 = min(1.0, const[lane, _H1] / 1)
+                    share1 = min(1.0, const[lane, _H1])
                 t_next = min(next_t[lane, 0], next_t[lane, 1])
                 stepping = on0 and on1
                 if on0 and share0 > 0 and not (stepping and r0 > share0 * step_ms * (1 + 1e-9)):

@@ -15,8 +15,7 @@ import hashlib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-CACHE = PACKAGE / "__pycache__"
-STAMP = CACHE / "numba-sources.sha256"
+STAMP_NAME = "numba-sources.sha256"  # the sources' digest, written beside the cache
 
 
 def sources_digest(package: Path = PACKAGE) -> str:
@@ -27,11 +26,11 @@ def sources_digest(package: Path = PACKAGE) -> str:
     return digest.hexdigest()
 
 
-def drop_stale(package: Path = PACKAGE, cache: Path | None = None) -> bool:
-    """Remove ``cache``'s numba files (``*.nbi``, ``*.nbc``) if they may predate the package's sources;
-    True if it removed them. A cache it cannot write (another user's) is left as it is."""
-    cache = cache or package / "__pycache__"
-    stamp = cache / STAMP.name
+def drop_stale(package: Path = PACKAGE) -> bool:
+    """Remove the numba files (``*.nbi``, ``*.nbc``) of ``package``'s ``__pycache__`` if they may predate
+    its sources; True if it removed them. A cache it cannot write (another user's) is left as it is."""
+    cache = package / "__pycache__"
+    stamp = cache / STAMP_NAME
     digest = sources_digest(package)
     try:
         if stamp.read_text() == digest:
