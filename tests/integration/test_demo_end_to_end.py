@@ -101,11 +101,11 @@ def test_each_reports_policy_verdict_follows_its_intervals(demo, name):
                                 r"(helps|neutral|hurts|no interval|-) \|", text, re.MULTILINE)}
     assert set(rows) == set(POLICIES), rows
     helping = [p for p, (_, bounds, word) in rows.items() if word == "helps"]
-    for policy, (_, bounds, word) in rows.items():
+    for policy, (_, bounds, word) in rows.items():  # the table rounds each bound to 0.1: -1.04 shows -1.0
         if word == "helps":
-            assert bounds[0] > THRESHOLD_PCT, (policy, bounds)
+            assert bounds[0] >= THRESHOLD_PCT, (policy, bounds)
         elif word == "hurts":
-            assert bounds[1] < -THRESHOLD_PCT, (policy, bounds)
+            assert bounds[1] <= -THRESHOLD_PCT, (policy, bounds)
     if helping:
         assert re.match(rf"`({'|'.join(helping)})` helps: ", said), said
     else:
