@@ -51,6 +51,9 @@ def add_arguments(parser):
     parser.add_argument("--time-scale", help="run every time K times longer and every link K times slower "
                         "(K >= 1; default: the scenario's time_scale, else 1); figures stay in the scenario's units")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--reuse-calibration", metavar="DIR",
+                        help="take each job's calibration from the earlier run in the results folder DIR instead of "
+                             "measuring it (the same jobs on the same fabric; refused if anything differs)")
     from scenarios import policyfiles
 
     policyfiles.add_argument(parser)
@@ -230,6 +233,11 @@ def run(args, display=None, solo_cache=None) -> int:
         raise EnvironmentProblem("building a fabric needs root: run `sudo shiftbed run ...`")
     scenario, scenario_text = burst_transport_here(scenario, Path(args.scenario).read_text())
     wire, wire_duration_s = on_wire(scenario), duration_s * scenario.time_scale  # what the fabric runs
+    reuse_calibration = getattr(args, "reuse_calibration", None)
+    if reuse_calibration is not None:
+        from scenarios.experiment.reuse import check_reusable
+
+        check_reusable(reuse_calibration, wire, args.seed)
     check_free_space(args.out, wire, len(policies), wire_duration_s)
     preflight()
 
@@ -241,7 +249,8 @@ def run(args, display=None, solo_cache=None) -> int:
     from topo.runrecord import FabricBusy
 
     options = RunOptions(policies=policies, duration_s=wire_duration_s, out_root=Path(args.out), seed=args.seed,
-                         datapath=args.datapath, target_se_pct=parse_target_se_pct(getattr(args, "target_se_pct", None)))
+                         datapath=args.datapath, target_se_pct=parse_target_se_pct(getattr(args, "target_se_pct", None)),
+                         reuse_calibration=Path(reuse_calibration) if reuse_calibration is not None else None)
     own_display = display is None
     if own_display:
         display = run_display([(scenario, policies)], duration_s)

@@ -11,6 +11,12 @@ parameters and the environment the run records (versions, datapath, MTU,
 queue, TCP's minimum RTO, Open vSwitch's heap). Anything different: measured
 anew.
 
+The same holds across runs: every run keeps its jobs' shapes and sized calibrations in
+``calibration.json`` (:func:`write_calibration_record`), and ``shiftbed run
+--reuse-calibration DIR`` takes each job's calibration from the run in the
+results folder DIR (:class:`FolderCalibrations`), refused in one line, before
+any job runs, when a job's shape or the fabric differs there.
+
 A reused calibration is the whole of it: the sized burst and phased compute
 (the job's spec), its solo figures and bursts, and its kept solo run, linked
 into the new run's ``raw/`` under its own name, so that ``shiftbed report
@@ -126,3 +132,123 @@ class ScenarioCalibrations:
     def keep(self, job: str, spec, solo: dict, spans: pd.DataFrame, run_dir: str) -> None:
         self.cache.keep(self.keys[job], Calibrated(spec.comm_ms, spec.fill, dict(solo), spans,
                                                    Path(run_dir).name, Path(run_dir), self.scenario), run_dir)
+
+
+CALIBRATION_FILE = "calibration.json"  # in a results folder: each job's shape and sized calibration
+
+
+SOLO_SPANS_FILE = "solo_spans.parquet"  # in a kept solo run's raw folder: its bursts as calibration read them
+
+
+def write_calibration_record(folder: Path, keys: dict[str, str], specs, calibration) -> dict:
+    """``calibration.json`` in ``folder`` (a run's, partial): each calibrated job's shape (:func:`shape_key`),
+    its burst and compute as sized, its solo figures (on the wire) and the folder under raw/ of the solo run
+    they come from; that run's bursts, as calibration read them, beside its files (:data:`SOLO_SPANS_FILE`)."""
+    by_name = {spec.name: spec for spec in specs}
+    jobs = {}
+    for job, key in keys.items():
+        if job not in calibration.solo:
+            continue
+        run = Path(calibration.solo_dirs[job])
+        spans = run / SOLO_SPANS_FILE
+        if not spans.exists():  # a reused run's folder, linked here, has it already
+            calibration.solo_spans[job].to_parquet(spans)
+        solo = {k: v for k, v in calibration.solo[job].items() if k != "reused_from"}
+        jobs[job] = {"shape": json.loads(key), "comm_ms": by_name[job].comm_ms, "fill": by_name[job].fill,
+                     "solo": solo, "run": run.name}
+    record = {"jobs": jobs}
+    (folder / CALIBRATION_FILE).write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
+    return record
+
+
+def read_calibration_record(folder: str | Path) -> dict:
+    """``DIR/calibration.json``'s jobs; InputError in one line when DIR holds none (not a run's folder, or a
+    run stopped before its calibration ended)."""
+    from scenarios.errors import InputError
+
+    path = Path(folder) / CALIBRATION_FILE
+    try:
+        return json.loads(path.read_text())["jobs"]
+    except FileNotFoundError:
+        raise InputError(f"--reuse-calibration: {folder} holds no {CALIBRATION_FILE}: give the results folder of "
+                         "a run whose calibration ended") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"--reuse-calibration: {path} cannot be read: {exc}") from None
+
+
+def first_difference(there, here, where: str = "") -> str | None:
+    """The first place two shapes (decoded :func:`shape_key`) differ, as ``where: X there, Y here``."""
+    if isinstance(there, dict) and isinstance(here, dict):
+        for key in sorted(set(there) | set(here)):
+            found = first_difference(there.get(key), here.get(key), f"{where}.{key}" if where else key)
+            if found:
+                return found
+        return None
+    if isinstance(there, list) and isinstance(here, list) and len(there) == len(here):
+        for i, (a, b) in enumerate(zip(there, here, strict=True)):
+            found = first_difference(a, b, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    return None if there == here else f"{where}: {json.dumps(there)} there, {json.dumps(here)} here"
+
+
+class FolderCalibrations:
+    """A run's view of an earlier run's calibrations (``--reuse-calibration DIR``): each job's from DIR when
+    its shape is the same there (the same job on the same fabric, module docstring), else InputError naming
+    the first difference. Nothing is kept: DIR is read, never written."""
+
+    def __init__(self, folder: str | Path, keys: dict[str, str]):
+        from scenarios.errors import InputError
+
+        self.folder = Path(folder)
+        recorded = read_calibration_record(self.folder)
+        self.found: dict[str, Calibrated] = {}
+        for job, key in keys.items():
+            if job not in recorded:
+                raise InputError(f"--reuse-calibration: {self.folder} calibrated no job {job}")
+            entry = recorded[job]
+            difference = first_difference(entry["shape"], json.loads(key))
+            if difference:
+                kind = "the fabric" if difference.split(".")[0] in ("fabric", "environment") else f"job {job}"
+                raise InputError(f"--reuse-calibration: {kind} differs from {self.folder}'s ({difference})")
+            stored = self.folder / "raw" / entry["run"]
+            if not (stored / SOLO_SPANS_FILE).is_file():
+                raise InputError(f"--reuse-calibration: {stored} (job {job}'s solo run) is missing")
+            self.found[job] = Calibrated(entry["comm_ms"], entry["fill"], dict(entry["solo"]), None, entry["run"],
+                                         stored, str(self.folder))
+        self.reused: dict[str, str] = {}
+
+    def lookup(self, job: str) -> Calibrated | None:
+        found = self.found[job]
+        self.reused[job] = found.scenario
+        return replace(found, spans=pd.read_parquet(found.stored / SOLO_SPANS_FILE))
+
+    def keep(self, job: str, spec, solo: dict, spans: pd.DataFrame, run_dir: str) -> None:
+        """Never called: every job of the run is found in DIR or the run was refused."""
+
+
+def check_reusable(folder: str | Path, wire, seed: int) -> None:
+    """Before anything is built: InputError in one line unless ``folder`` (``--reuse-calibration``) holds a
+    calibration of every job of ``wire`` (the scenario as the fabric runs it) with the same fabric and the
+    same job as the scenario gives it. What only the built fabric tells (addresses, versions, the
+    datapath) is compared once it is up (:class:`FolderCalibrations`)."""
+    from scenarios.errors import InputError
+    from scenarios.sharedlink import fabric_params
+
+    recorded = read_calibration_record(folder)
+    fabric = json.loads(json.dumps(asdict(fabric_params(wire)), default=str))
+    for i, job in enumerate(wire.jobs):
+        if job.name not in recorded:
+            raise InputError(f"--reuse-calibration: {folder} calibrated no job {job.name}")
+        shape = recorded[job.name]["shape"]
+        difference = first_difference(shape["fabric"], fabric, "fabric")
+        if difference:
+            raise InputError(f"--reuse-calibration: the fabric differs from {folder}'s ({difference})")
+        here = {"period_ms": float(job.period_ms), "comm_ms": float(job.comm_ms), "pattern": job.pattern,
+                "jitter_ms": job.jitter_ms, "seed": seed + i, "transport": wire.transport,
+                "workers": list(job.workers)}
+        there = {**{key: shape["job"][key] for key in here}, "workers": [w[0] for w in shape["job"]["workers"]]}
+        difference = first_difference(there, here, "job")
+        if difference:
+            raise InputError(f"--reuse-calibration: job {job.name} differs from {folder}'s ({difference})")

@@ -52,6 +52,12 @@ from scenarios.experiment.environment import environment_record
 from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
+from scenarios.experiment.reuse import (
+    FolderCalibrations,
+    ScenarioCalibrations,
+    shape_key,
+    write_calibration_record,
+)
 from scenarios.experiment.stopping import PolicyStop, TargetSE, read_rows
 from scenarios.experiment.summary import build_summary, summary_in_scenario_units
 from scenarios.results import PREDICTION_LOG, ResultsWriter
@@ -86,6 +92,7 @@ class RunOptions:
     fill: float = 0.8  # share of comm_ms a solo burst's data takes (apps/dltjob.py)
     datapath: str | None = None
     target_se_pct: float | None = None  # stop each policy once every job's mean is known this well (stopping.py)
+    reuse_calibration: Path | None = None  # an earlier run's folder whose calibrations this run takes (reuse.py)
 
 
 def run_schedule(scenario, policy: str = "none"):
@@ -248,20 +255,19 @@ class Experiment:
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
                  controller_schedule.get("hyperperiod_ms"))
         measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.display)
+        keys = self._shape_keys(fabric)
         self.specs = self.calibration.run(measurer, self.specs, on_job=lambda name: self._begin("calibrate", name),
-                                          known=self._known(fabric))
+                                          known=self._known(keys))
+        write_calibration_record(self.writer.partial_dir, keys, self.specs, self.calibration)
         self.writer.write_json("schedule.json", in_scenario_units(schedule_record(self.schedule, {
             name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}), sc.time_scale))
         for policy in self.options.policies:
             self._run_policy(measurer, policy)
 
-    def _known(self, fabric):
-        """This run's view of the batch's calibrations (``reuse.py``): each job's shape; None without a batch."""
-        from scenarios.experiment.reuse import ScenarioCalibrations, shape_key
+    def _shape_keys(self, fabric) -> dict[str, str]:
+        """Each job's shape (``reuse.shape_key``): everything its solo runs depend on."""
         from scenarios.routes import flow_spines
 
-        if self.solo_cache is None:
-            return None
         spine_of = flow_spines(self.scenario, fabric.wiring)
         keys = {}
         for i, spec in enumerate(self.specs):
@@ -269,7 +275,16 @@ class Experiment:
             spines = tuple(sorted((port, spine) for port, spine in spine_of.items() if first <= port <= last))
             keys[spec.name] = shape_key(fabric.params, self.environment, spec, self.links.home[spec.name].name,
                                         spines)
-        return ScenarioCalibrations(self.solo_cache, self.scenario.name, keys)
+        return keys
+
+    def _known(self, keys: dict[str, str]):
+        """The calibrations this run may reuse (``reuse.py``): the batch's, or the earlier run's in
+        ``--reuse-calibration DIR`` (InputError, before any job runs, where a shape differs); None else."""
+        if self.solo_cache is not None:
+            return ScenarioCalibrations(self.solo_cache, self.scenario.name, keys)
+        if self.options.reuse_calibration is not None:
+            return FolderCalibrations(self.options.reuse_calibration, keys)
+        return None
 
     def _classify_host_egress(self, fabric) -> None:
         """Put each job's data into its own fair-share class on its senders' links too."""

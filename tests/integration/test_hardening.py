@@ -88,7 +88,7 @@ def listening(in_netns_of: int | None = None) -> list[tuple[str, int, set[int]]]
     return sockets
 
 
-def test_every_socket_a_run_listens_on_is_on_loopback_or_in_a_host(tmp_path):
+def test_every_socket_a_run_listens_on_is_on_loopback_or_in_a_host(tmp_path, one_job_calibration):
     scenario = tmp_path / "exposure.yaml"
     scenario.write_text(ONE_JOB)
     stderr_path = tmp_path / "run.stderr"
@@ -98,7 +98,8 @@ def test_every_socket_a_run_listens_on_is_on_loopback_or_in_a_host(tmp_path):
     controller_ports = {}
     with open(stderr_path, "w") as stderr:
         run = subprocess.Popen([SHIFTBED, "run", str(scenario), "--out", str(tmp_path / "out"), "--policy", "gate",
-                                "--duration", "3"], stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO)
+                                "--duration", "3", *one_job_calibration], stdout=subprocess.DEVNULL, stderr=stderr,
+                               cwd=REPO)
     try:
         deadline = time.monotonic() + MAX_RUN_S
         while run.poll() is None:

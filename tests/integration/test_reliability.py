@@ -334,9 +334,9 @@ def watched(tmp_path):
 
 @pytest.mark.parametrize("how", ["SIGINT to the process group (Ctrl-C)", "SIGTERM to the run's PID",
                                  "SIGHUP to the run's PID (a dropped ssh session)"])
-def test_interrupt_mid_policy_keeps_measurements_and_leaves_nothing(scenario, watched, how):
+def test_interrupt_mid_policy_keeps_measurements_and_leaves_nothing(scenario, watched, one_job_calibration, how):
     before = Machine()
-    run = watched(scenario, "--policy", "none", "--duration", "10", new_session=True)
+    run = watched(scenario, *one_job_calibration, "--policy", "none", "--duration", "10", new_session=True)
     run.wait_rows("none", n=4)  # the policy's measurement has started: two iterations of job a
     if how.startswith("SIGINT"):
         os.killpg(run.proc.pid, signal.SIGINT)
@@ -357,7 +357,7 @@ def test_interrupt_mid_policy_keeps_measurements_and_leaves_nothing(scenario, wa
     nothing_left(run, before)
 
 
-def test_a_disk_that_fills_mid_run_stops_it_keeping_what_was_measured(scenario, watched, tmp_path):
+def test_a_disk_that_fills_mid_run_stops_it_keeping_what_was_measured(scenario, watched, one_job_calibration, tmp_path):
     """A small tmpfs as ``--out``, filled by someone else while a policy runs: the run stops within
     seconds, says so in one line, and its folder holds the summary, the report and the rows measured."""
     out = tmp_path / "out0"  # the first run's --out (the `watched` fixture's naming)
@@ -365,7 +365,7 @@ def test_a_disk_that_fills_mid_run_stops_it_keeping_what_was_measured(scenario, 
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "shiftbed-test", str(out)], check=True)
     try:
         before = Machine()
-        run = watched(scenario, "--policy", "none", "--duration", "10")
+        run = watched(scenario, *one_job_calibration, "--policy", "none", "--duration", "10")
         run.wait_rows("none", n=4)
         free = shutil.disk_usage(out).free
         filler = out / "someone-elses-file"
@@ -387,7 +387,7 @@ def test_a_disk_that_fills_mid_run_stops_it_keeping_what_was_measured(scenario, 
         subprocess.run(["umount", "-l", str(out)], check=False)
 
 
-def test_foreign_bridge_and_process_survive_run_and_clean(scenario, watched):
+def test_foreign_bridge_and_process_survive_run_and_clean(scenario, watched, one_job_calibration):
     foreign_bridge = "foreignbr0"
     assert foreign_bridge not in bridges()
     subprocess.run(["ovs-vsctl", "add-br", foreign_bridge, "--", "set", "bridge", foreign_bridge,
@@ -395,7 +395,7 @@ def test_foreign_bridge_and_process_survive_run_and_clean(scenario, watched):
     sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:
         before = Machine()
-        run = watched(scenario, "--policy", "none", "--duration", "3")
+        run = watched(scenario, *one_job_calibration, "--policy", "none", "--duration", "3")
         code, _ = run.wait(timeout_s=180)
         assert code == 0, run.stderr()[-3000:]
         doc = json.loads(run.stdout)
@@ -411,9 +411,9 @@ def test_foreign_bridge_and_process_survive_run_and_clean(scenario, watched):
         subprocess.run(["ovs-vsctl", "--if-exists", "del-br", foreign_bridge], check=True)
 
 
-def test_clean_after_a_sigkilled_run_removes_exactly_what_it_left(scenario, watched):
+def test_clean_after_a_sigkilled_run_removes_exactly_what_it_left(scenario, watched, one_job_calibration):
     before = Machine()
-    run = watched(scenario, "--policy", "none", "--duration", "10")
+    run = watched(scenario, *one_job_calibration, "--policy", "none", "--duration", "10")
     run.wait_rows("none", n=2)
     run_id = run.record["run_id"]
     os.kill(run.proc.pid, signal.SIGKILL)
@@ -438,9 +438,9 @@ def test_clean_after_a_sigkilled_run_removes_exactly_what_it_left(scenario, watc
 # ---------------------------------------------------------------------------- faults
 
 
-def test_controller_killed_mid_run_stops_cleanly_and_names_it(scenario, watched):
+def test_controller_killed_mid_run_stops_cleanly_and_names_it(scenario, watched, one_job_calibration):
     before = Machine()
-    run = watched(scenario, "--policy", "none", "--duration", "10")
+    run = watched(scenario, *one_job_calibration, "--policy", "none", "--duration", "10")
     run.wait_rows("none", n=2)
     controller = run.pid_of("controller")
     os.kill(controller, signal.SIGKILL)
@@ -521,14 +521,14 @@ def test_iperf3_client_killed_mid_policy_names_job_and_worker_and_the_next_polic
 # ---------------------------------------------------------------------------- the model fails, the measurement stays
 
 
-def test_a_policy_the_model_cannot_simulate_keeps_every_measurement_and_exits_4(scenario, watched, tmp_path):
+def test_a_policy_the_model_cannot_simulate_keeps_every_measurement_and_exits_4(scenario, watched, one_job_calibration, tmp_path):
     """A real run of `none` and `unmodelled` (tests/policies/unmodelled.py: `none` on the fabric, its
     bursts said to share the link by a rule the fluid model has not got): the model fails for one
     policy after both were measured on the wire."""
     policy_file = tmp_path / "unmodelled.py"
     shutil.copyfile(REPO / "tests" / "policies" / "unmodelled.py", policy_file)
     policy_file.chmod(0o644)
-    run = watched(scenario, "--policy", "none,unmodelled", "--duration", "4", "--policy-file", str(policy_file))
+    run = watched(scenario, *one_job_calibration, "--policy", "none,unmodelled", "--duration", "4", "--policy-file", str(policy_file))
     code, _ = run.wait(timeout_s=300)
     stderr = run.stderr()
     folder = run.results_dir()

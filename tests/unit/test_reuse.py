@@ -136,3 +136,84 @@ def test_without_a_batch_nothing_is_reused(monkeypatch):
     calibration = Calibration()
     assert calibration.run(SimpleNamespace(), [SPEC]) == [SPEC] and calibration.solo == {"j0": {
         "iteration_ms": 1.0, "fill": SPEC.fill}}
+
+
+# ---------------------------------------------------------------------------- --reuse-calibration DIR
+
+
+def calibrated_folder(tmp_path: Path, spec=SPEC) -> Path:
+    """A run's folder as the runner leaves it: its kept solo run under raw/ and calibration.json."""
+    from scenarios.experiment.reuse import write_calibration_record
+
+    folder = tmp_path / "earlier"
+    run = folder / "raw" / "solo-j0-3-0.512"
+    run.mkdir(parents=True)
+    spans = pd.DataFrame({"job": ["j0", "j0"], "start_s": [1.0, 1.3], "end_s": [1.09, 1.39], "bytes": [10, 11]})
+    calibration = SimpleNamespace(solo={"j0": {"iteration_ms": 288.0, "reused_from": "s9"}},
+                                  solo_spans={"j0": spans}, solo_dirs={"j0": str(run)})
+    write_calibration_record(folder, {"j0": key(spec)}, [replace(spec, comm_ms=80.0, fill=0.5)], calibration)
+    return folder
+
+
+def test_an_earlier_runs_calibration_is_taken_whole_where_the_shape_is_the_same(tmp_path):
+    from scenarios.experiment.reuse import FolderCalibrations
+
+    folder = calibrated_folder(tmp_path)
+    record = json.loads((folder / "calibration.json").read_text())["jobs"]["j0"]
+    assert record["solo"] == {"iteration_ms": 288.0} and record["run"] == "solo-j0-3-0.512"  # not where it came from
+    rebuilt = replace(SPEC, workers=(Worker("h1", "10.0.0.1", 901), Worker("h3", "10.0.0.3", 903)))
+    known = FolderCalibrations(folder, {"j0": key(rebuilt, {**ENVIRONMENT, "fabric_startup_s": 9.9})})
+    found = known.lookup("j0")
+    assert (found.comm_ms, found.fill, found.solo, found.run, found.stored) == (
+        80.0, 0.5, {"iteration_ms": 288.0}, "solo-j0-3-0.512", folder / "raw" / "solo-j0-3-0.512")
+    pd.testing.assert_frame_equal(found.spans, pd.read_parquet(found.stored / "solo_spans.parquet"))
+    assert list(found.spans["bytes"]) == [10, 11] and known.reused == {"j0": str(folder)}
+
+
+@pytest.mark.parametrize("other, says", [
+    ({"spec": replace(SPEC, period_ms=301.0)}, r"job j0 differs from .*'s \(job.period_ms: 300.0 there, 301.0 here\)"),
+    ({"environment": {**ENVIRONMENT, "mtu": 1500}}, "the fabric differs from .*environment.mtu: 9000 there, 1500 here"),
+    ({"params": FabricParams(1, 2, 2, 20.0, 20.0)}, "the fabric differs from .*fabric.fabric_link_mbps: 50.0 there"),
+])
+def test_an_earlier_run_of_another_shape_is_refused_in_one_line(tmp_path, other, says):
+    from scenarios.errors import InputError
+    from scenarios.experiment.reuse import FolderCalibrations
+
+    folder = calibrated_folder(tmp_path)
+    with pytest.raises(InputError, match=f"^--reuse-calibration: {says}") as refused:
+        FolderCalibrations(folder, {"j0": key(**other)})
+    assert "\n" not in str(refused.value)
+
+
+def test_a_folder_without_a_calibration_or_without_the_job_is_refused(tmp_path):
+    from scenarios.errors import InputError
+    from scenarios.experiment.reuse import FolderCalibrations
+
+    with pytest.raises(InputError, match="holds no calibration.json: give the results folder of a run"):
+        FolderCalibrations(tmp_path, {"j0": key()})
+    folder = calibrated_folder(tmp_path)
+    with pytest.raises(InputError, match="calibrated no job j1"):
+        FolderCalibrations(folder, {"j0": key(), "j1": key(replace(SPEC, name="j1"))})
+
+
+def test_before_anything_is_built_the_scenarios_jobs_and_fabric_are_checked_against_the_folder(tmp_path):
+    from scenarios import spec as scenario_spec
+    from scenarios.errors import InputError
+    from scenarios.experiment.reuse import check_reusable
+
+    text = ("name: rel\nfabric: {spines: 1, leaves: 2, hosts_per_leaf: 2, host_link_mbps: 50, fabric_link_mbps: 50}\n"
+            "transport: persistent\njobs:\n  - {name: j0, period_ms: 300, comm_ms: 90, workers: [h1, h3]}\n")
+    path = tmp_path / "rel.yaml"
+    path.write_text(text)
+    folder = calibrated_folder(tmp_path)
+    check_reusable(folder, scenario_spec.load(path), seed=0)  # the same: no error
+    for changed, says in [(text.replace("period_ms: 300", "period_ms: 400"), "job j0 differs .*job.period_ms"),
+                          (text.replace("workers: [h1, h3]", "workers: [h2, h3]"), r"job j0 differs .*job.workers\[0\]"),
+                          (text.replace("fabric_link_mbps: 50", "fabric_link_mbps: 20"), "the fabric differs"),
+                          (text.replace("name: j0", "name: j1"), ".* calibrated no job j1")]:
+        path.write_text(changed)
+        with pytest.raises(InputError, match=f"^--reuse-calibration: {says}"):
+            check_reusable(folder, scenario_spec.load(path), seed=0)
+    path.write_text(text)
+    with pytest.raises(InputError, match="job.seed: 0 there, 1 here"):
+        check_reusable(folder, scenario_spec.load(path), seed=1)
