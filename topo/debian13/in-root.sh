@@ -9,8 +9,6 @@ cd "$(dirname "$0")/../.."
 OUT=results/debian13
 mkdir -p "$OUT"
 PY=.venv/bin/python
-# Seconds per policy of the demo (as the lab VM's test runs it): tests/platform_verdict.py
-DEMO_DURATION_S=$(python3 -c 'import sys; sys.path.insert(0, "tests"); import platform_verdict as v; print(v.DEMO_DURATION_S)')
 TIMINGS=""
 
 # Interrupted (test-root.sh passes Ctrl-C and SIGTERM on): the stage running ends, and no other starts.
@@ -47,7 +45,10 @@ judge() {
     return $status
 }
 
+# The root is minimal (no Python): make install installs Python with the rest, at the first try.
 stage install make install || { fail install "$(last_words "$OUT/install.log")"; exit 1; }
+# Seconds per policy of the demo (as the lab VM's test runs it): tests/platform_verdict.py
+DEMO_DURATION_S=$($PY -c 'import sys; sys.path.insert(0, "tests"); import platform_verdict as v; print(v.DEMO_DURATION_S)')
 stage unit make unit || fail unit "$(grep -E '^(FAILED|ERROR)|[0-9]+ (passed|failed)' "$OUT/unit.log" | tail -1)"
 # check and demo print their JSON object whether or not they pass: the verdict reads it for the reasons
 stage check sh -c ".venv/bin/shiftbed check --json > $OUT/check.json"

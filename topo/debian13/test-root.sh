@@ -14,7 +14,7 @@
 # root's Open vSwitch and restarts the host's; if this script itself was killed, the next run
 # recovers first.
 #
-# Usage: test-root.sh "PACKAGE ..."   (the project's Debian packages, as for build-root.sh)
+# Usage: test-root.sh
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -36,8 +36,9 @@ if [ "${1:-}" = --inside ]; then
     mount --rbind /sys "$M/sys"
     mount --rbind /dev "$M/dev"
     mount -t tmpfs -o mode=0755 tmpfs "$M/run"
-    mkdir -p "$M/root/.cache/pip" "$CACHE/pip"
+    mkdir -p "$M/root/.cache/pip" "$CACHE/pip" "$M/var/cache/apt/archives" "$CACHE/apt"
     mount --bind "$CACHE/pip" "$M/root/.cache/pip"   # pip's downloads, kept from run to run
+    mount --bind "$CACHE/apt" "$M/var/cache/apt/archives"   # and apt's (make install's packages)
     cp /etc/resolv.conf "$M/etc/resolv.conf"
     # The root becomes this mount namespace's own root (pivot_root, not chroot): Mininet enters a host's
     # namespaces (mnexec -a), and entering a mount namespace resets a process's root to that namespace's,
@@ -53,8 +54,7 @@ if [ "${1:-}" = --inside ]; then
     # this script was started with it ignored (a background job's), so that Ctrl-C reaches it.
     interrupted_at=""
     trap 'interrupted_at=${interrupted_at:-$SECONDS}; kill -INT -1 2>/dev/null || true' INT TERM
-    in_root python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-        /bin/bash /shiftbed/topo/debian13/in-root.sh &
+    in_root /usr/bin/env --default-signal=INT /bin/bash /shiftbed/topo/debian13/in-root.sh &
     stage=$!
     while kill -0 "$stage" 2>/dev/null; do
         if [ -n "$interrupted_at" ] && [ $((SECONDS - interrupted_at)) -ge 20 ]; then
@@ -72,7 +72,6 @@ if [ "${1:-}" = --inside ]; then
 fi
 
 # --- on the host ---
-PACKAGES=${1:-}
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, mounts and Open vSwitch); run: sudo make test-debian13"
 for tool in unshare pivot_root findmnt git python3; do
     command -v "$tool" >/dev/null || die "missing $tool"
@@ -85,7 +84,7 @@ truncate -s 0 "$RUN_DIR/fabric.lock"; echo "make test-debian13, pid $$" > "$RUN_
 hostovs() { local verb=$1; shift; python3 -m topo.hostovs "$verb" "$STATE" "$@"; }
 hostovs check   # refuses, one line, before anything is built or stopped
 
-ROOT=$("$HERE/build-root.sh" "$PACKAGES")
+ROOT=$("$HERE/build-root.sh")
 
 started=$SECONDS
 finish() {
