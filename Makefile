@@ -45,8 +45,10 @@ install: apt $(STAMP) link ovs
 # The Pythons shiftbed was run on, each with its constraints file: 3.11 (Debian 12; the controller on
 # Ryu 4.34, os-ken beside it), 3.12 and 3.13 (Debian 13; os-ken). Said in one line before pip runs.
 SUPPORTED_PYTHONS := 3.11 3.12 3.13
-PYTHON_VERSION := $(shell $(SYSTEM_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
-CONSTRAINTS := $(if $(filter 3.11,$(PYTHON_VERSION)),requirements.txt,requirements-py$(PYTHON_VERSION).txt)
+# Read when the venv's recipe runs, not when this file is parsed: on a machine with no Python yet (a
+# minimal image), the apt step before it installs Python.
+PYTHON_VERSION = $(shell $(SYSTEM_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+CONSTRAINTS = $(if $(filter 3.11,$(PYTHON_VERSION)),requirements.txt,requirements-py$(PYTHON_VERSION).txt)
 
 python-check:
 	@v=$$($(SYSTEM_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
@@ -116,9 +118,20 @@ demo: install
 
 # --strict-skips (tests/conftest.py): a test skipped for anything but not being root or a busy
 # host, or a run in which no test passed, fails `make test`.
+# Two tiers, two pytest runs, one after the other, so that nothing of the first runs beside the second:
+# the tests that need no root on every core (pytest-xdist; the tests that time things or start servers
+# share the xdist group "serial" and run one after another on one worker), then the real-fabric tier
+# (marker `root`), serially, alone on the machine. At the end: each tier's time and the ten slowest tests.
+TEST_REPORTS := $(VENV)/test-reports
+PYTEST := $(PY) -m pytest -q -rfEs --strict-skips
 test: install apt-test
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -rfEs --strict-skips --durations=15
+	@rm -rf $(TEST_REPORTS); mkdir -p $(TEST_REPORTS); status=0; \
+	$(PYTEST) -m "not root" -n auto --dist loadgroup --junitxml=$(TEST_REPORTS)/1-no-root.xml || status=$$?; \
+	if [ $$status != 0 ]; then echo "make test: the tier without root failed; the real-fabric tier is not run" >&2; \
+	elif [ "$$(id -u)" != 0 ]; then echo "make test: the real-fabric tier needs root (sudo make test)" >&2; status=1; \
+	else $(PYTEST) -m root --junitxml=$(TEST_REPORTS)/2-real-fabric.xml || status=$$?; fi; \
+	$(PY) tests/suite_times.py $(TEST_REPORTS)/*.xml; exit $$status
 
 # The lab VM (docs/vm.md). `make box` leaves libvirt running for `vagrant up`;
 # `make libvirt-stop` stops only what it started.
@@ -142,10 +155,10 @@ test-vm: install
 # the host's Open vSwitch is stopped meanwhile and started again as it was found).
 test-debian13:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEBIAN13_APT_PACKAGES)"
-	@topo/debian13/test-root.sh "$(APT_PACKAGES)"
+	@topo/debian13/test-root.sh
 
 unit: $(STAMP)
-	$(PY) -m pytest -q -m "not root"
+	$(PY) -m pytest -q -m "not root" -n auto --dist loadgroup
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

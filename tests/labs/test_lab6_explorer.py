@@ -25,7 +25,8 @@ from PIL import Image, ImageStat
 REPO = Path(__file__).resolve().parents[2]
 SHIFTBED = str(Path(sys.executable).with_name("shiftbed"))
 CLASSROOM = REPO / "scenarios" / "classroom.yaml"
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (`make test` installs it)")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (`make test` installs it)"),
+              pytest.mark.xdist_group("serial")]  # serves the explorer to a browser: one at a time
 
 GAIN_POINTS = 0.1  # the page shows a change in per cent to one decimal
 MIN_GREY_STDDEV, MIN_INKED_SHARE = 20.0, 0.03  # a rendered page, as test_report_in_browser.py judges one

@@ -26,6 +26,8 @@ from scenarios.batch.table import batch_table
 from scenarios.errors import EnvironmentProblem
 from scenarios.exitcodes import BAD_INPUT, FAULT
 
+pytestmark = pytest.mark.xdist_group("serial")  # starts dask clusters: one at a time (make test)
+
 REPO = Path(__file__).resolve().parents[2]
 SHIFTBED = [sys.executable, "-m", "scenarios.cli"]
 NAMES = ("s000", "s001")

@@ -20,6 +20,8 @@ from controller.framework_choice import FRAMEWORK_ENV, installed
 from controller.process import ControllerProcess, free_tcp_port
 from topo.wiring import FabricParams
 
+pytestmark = pytest.mark.xdist_group("serial")  # starts controllers and waits on them by the clock: one at a time (make test)
+
 REPO = Path(__file__).resolve().parents[2]
 
 

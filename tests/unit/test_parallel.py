@@ -24,6 +24,8 @@ from controller.theory.mapping import DEFAULT_POINT, run_map
 from controller.theory.sweep import run_sweep
 from scenarios import cli
 
+pytestmark = pytest.mark.xdist_group("serial")  # starts dask clusters and times a connection: one at a time (make test)
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "docs" / "labs" / "examples" / "realign.py"
 RUN_KEYS = ("elapsed_s", "combinations_per_s", "backend", "workers")  # what may differ between backends

@@ -26,6 +26,8 @@ from controller.scheduler import (
 )
 from controller.theory.schedule import DEFAULT_MAX_NODES
 
+pytestmark = pytest.mark.xdist_group("serial")  # times a request against the 5 s a client waits: one at a time (make test)
+
 NOW_S = 1_800_000_000.0
 
 

@@ -20,6 +20,8 @@ from controller.framework_choice import FRAMEWORK_ENV, installed
 from controller.process import ControllerProcess
 from topo.wiring import FabricParams
 
+pytestmark = pytest.mark.xdist_group("serial")  # starts controllers and times their answers: one at a time (make test)
+
 SLOW_JOBS = [(a * b, round(a * b / 10, 1)) for a, b in itertools.combinations((101, 103, 107, 109), 2)]
 SLOW_QUANTUM_MS = 0.5
 

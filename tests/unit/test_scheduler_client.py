@@ -13,6 +13,8 @@ from controller.scheduler import ApiError, SchedulerCore, parse_body
 from controller.scheduler_client import SchedulerClient, SchedulerRefused
 from topo.wiring import FabricParams, fabric_wiring, leaf_dpid
 
+pytestmark = pytest.mark.xdist_group("serial")  # serves HTTP and times the client: one at a time (make test)
+
 
 class _Handler(BaseHTTPRequestHandler):
     """The routes of controller/scheduler_app.py, answered by a SchedulerCore (no gate is fired)."""

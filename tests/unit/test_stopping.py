@@ -24,6 +24,8 @@ from scenarios.experiment.stopping import (
 from scenarios.summary_record import PolicySummary, Stop, SummaryRecord
 from scenarios.timescale import in_scenario_units
 
+pytestmark = pytest.mark.xdist_group("serial")  # times a stop: one at a time (make test)
+
 
 def driver_rows(job: str, iteration_ms: list[float], workers=("h1", "h3")) -> pd.DataFrame:
     """A driver's rows, one per worker and iteration, iterations back to back from t = 100 s."""
