@@ -62,6 +62,25 @@ def compile_model_loops() -> float:
     return time.monotonic() - started_s
 
 
+def compile_pattern_loops() -> float:
+    """Run the loops of the two-job pattern theory (``arcs.py``) once; the seconds it took."""
+    from controller.theory.arcs import (
+        Pattern,
+        overlap_table,
+        projected_counts,
+        separable,
+        separating_arcs,
+    )
+
+    started_s = time.monotonic()
+    first, second = Pattern(12, ((0, 2), (6, 2))), Pattern(18, ((2, 2), (8, 2), (14, 2)))
+    separable(first, second)
+    separating_arcs(first, second)
+    overlap_table(first, second)
+    projected_counts(first, 6)
+    return time.monotonic() - started_s
+
+
 def cached_loops() -> dict[str, object]:
     """Every numba loop of ``controller.theory`` that keeps its code on disk, by ``module.name``."""
     from numba.core.caching import FunctionCache
@@ -85,10 +104,10 @@ def loops_not_on_disk() -> list[str]:
 
 
 if __name__ == "__main__":
-    schedule_s = compile_schedule_loops()
+    schedule_s = compile_schedule_loops() + compile_pattern_loops()
     model_s = compile_model_loops()
     left = loops_not_on_disk()
-    print(f"compiled model ready in {schedule_s + model_s:.1f} s (schedule search {schedule_s:.1f} s, fluid model "
-          f"{model_s:.1f} s)")
+    print(f"compiled model ready in {schedule_s + model_s:.1f} s (schedule search and patterns {schedule_s:.1f} s, fluid "
+          f"model {model_s:.1f} s)")
     if left:
         print("not compiled by the warm-up (each compiles where first used): " + ", ".join(left))
