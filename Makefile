@@ -23,7 +23,7 @@ SYSTEM_PYTHON := /usr/bin/python3
 BINDIR := /usr/local/bin
 
 .PHONY: install uninstall python-check link apt apt-test apt-packages ovs demo test unit integration lint bench map clean-venv help \
-    apt-vm box libvirt-start libvirt-stop test-vm test-debian13
+    apt-vm box libvirt-start libvirt-stop test-vm test-debian13 test-ids
 
 help:
 	@echo "sudo make demo   # run the demo scenarios and print where the report is"
@@ -33,6 +33,7 @@ help:
 	@echo "sudo make test-vm # the lab VM for real: box, vagrant up, check, lab 1 and the demo inside, destroy"
 	@echo "sudo make test-debian13 # the product on Debian 13 (Python 3.13, os-ken) in a root built here: install, tests, lab 1, demo"
 	@echo "make unit        # fast tests, no root"
+	@echo "make test-ids    # every test id make test runs, tier by tier"
 	@echo "make lint        # ruff"
 	@echo "make bench       # benchmarks under bench/ (numbers, not pass/fail)"
 	@echo "make map         # where each policy helps, one factor at a time (docs/figures/map; ~1 min on 2 cores)"
@@ -121,9 +122,11 @@ demo: install
 # Two tiers, two pytest runs, one after the other, so that nothing of the first runs beside the second:
 # the tests that need no root on every core (pytest-xdist; the tests that time things or start servers
 # share the xdist group "serial" and run one after another on one worker), then the real-fabric tier
-# (marker `root`), serially, alone on the machine. At the end: each tier's time and the ten slowest tests.
+# (marker `root`), serially, alone on the machine. The lab sheets' no-root commands run once, in the first
+# tier, which leaves their output for the labs' root test (SHIFTBED_LAB_OUTPUT, tests/labs/labsheet.py).
+# At the end: each tier's time and the ten slowest tests.
 TEST_REPORTS := $(VENV)/test-reports
-PYTEST := $(PY) -m pytest -q -rfEs --strict-skips
+PYTEST := SHIFTBED_LAB_OUTPUT=$(TEST_REPORTS)/lab-output $(PY) -m pytest -q -rfEs --strict-skips
 test: install apt-test
 	$(VENV)/bin/ruff check .
 	@rm -rf $(TEST_REPORTS); mkdir -p $(TEST_REPORTS); status=0; \
@@ -156,6 +159,11 @@ test-vm: install
 test-debian13:
 	@$(MAKE) --no-print-directory apt-packages PACKAGES="$(DEBIAN13_APT_PACKAGES)"
 	@topo/debian13/test-root.sh
+
+# Every test id `make test` runs, tier by tier (to compare two commits: no test dropped unnoticed).
+test-ids: $(STAMP)
+	@$(PY) -m pytest --collect-only -q -m "not root" | grep '::' | sed 's/^/no-root  /'
+	@$(PY) -m pytest --collect-only -q -m root | grep '::' | sed 's/^/fabric   /'
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not root" -n auto --dist loadgroup

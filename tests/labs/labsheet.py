@@ -186,6 +186,30 @@ def as_run(command: str) -> str:
     return command
 
 
+# Where the tier without root leaves each sheet's no-root output for the real-fabric tier (`make test` sets it),
+# so that the root test runs only the sheet's root parts and judges every promise on both outputs together.
+NO_ROOT_OUTPUT_ENV = "SHIFTBED_LAB_OUTPUT"
+
+
+def no_root_output_path(sheet: Sheet) -> Path | None:
+    folder = os.environ.get(NO_ROOT_OUTPUT_ENV)
+    return Path(folder) / f"{sheet.path.stem}.out" if folder else None
+
+
+def keep_no_root_output(sheet: Sheet, output: str) -> None:
+    """The output of the sheet's no-root commands, for the root test of the same `make test`."""
+    path = no_root_output_path(sheet)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(output)
+
+
+def kept_no_root_output(sheet: Sheet) -> str | None:
+    """What :func:`keep_no_root_output` kept of the sheet in this `make test`, or None (run them again)."""
+    path = no_root_output_path(sheet)
+    return path.read_text() if path is not None and path.is_file() else None
+
+
 def key_values(output: str) -> dict[str, str]:
     values = {}
     for line in output.splitlines():

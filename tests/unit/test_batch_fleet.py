@@ -120,7 +120,7 @@ def _member(name: str, kind=tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
     (_tar((_member("run/link", tarfile.SYMTYPE, "/etc/passwd"), b"")), "not a plain file or folder"),
     (_tar((_member(OUTCOME_FILE), b"{}")), "not a path inside"),
     (b"not a tar at all", "not a packed scenario folder"),
-])
+], ids=["absolute", "dot-dot", "symlink", "outcome-at-top", "not-a-tar"])  # the bytes hold gzip's clock
 def test_bytes_that_are_not_a_scenario_folder_are_refused_and_leave_it_not_done(tmp_path, data, why):
     client = _new_batch(tmp_path / "client")
     with pytest.raises(ValueError, match=why):
