@@ -1,5 +1,7 @@
 """The real fabric: Mininet + Open vSwitch + the fabric app + iperf3 (root, serial); the running
-fabric's tests once under each controller framework installed here (Ryu, os-ken).
+fabric's tests of what its controller does (forwarding, port statistics, pins, job classes) once under
+each controller framework installed here (Ryu, os-ken), those of the data plane and the hosts alone
+(rates, a host's own filters, its processes) under the first framework only.
 
 Rates: 50 Mbit/s links with MTU 9000, where 4 concurrent flows reach 98-99 % of the
 link rate on the userspace datapath (docs/fabric.md); a test asks for 90 % of one
@@ -76,11 +78,13 @@ class TestRunningFabric:
         assert fabric.net.pingAll(timeout=1) == 0.0
 
 
+    @pytest.mark.parametrize("fabric", CONTROLLER_FRAMEWORKS[:1], indirect=True)  # the data plane alone
     def test_one_cross_leaf_flow_gets_90_percent(self, fabric):
         (realized,) = measure_flows(fabric, [("h1", "h7")], seconds=4, busy_raises=True)
         assert realized >= 0.90 * LINK_MBPS, f"{realized:.1f} of {LINK_MBPS} Mbit/s"
 
 
+    @pytest.mark.parametrize("fabric", CONTROLLER_FRAMEWORKS[:1], indirect=True)  # the data plane alone
     def test_four_concurrent_cross_leaf_flows_get_85_percent_each(self, fabric):
         pairs = cross_leaf_pairs(fabric.wiring, 4)
         assert len({leaf for pair in pairs for leaf in pair}) == 8
@@ -185,12 +189,14 @@ class TestRunningFabric:
                 fabric.stop_process(server)
         return tuple(r["end"]["sum_received"]["bits_per_second"] / 1e6 for r in (report, other))
 
+    @pytest.mark.parametrize("fabric", CONTROLLER_FRAMEWORKS[:1], indirect=True)  # the data plane alone
     def test_a_host_sends_a_source_port_into_a_job_class(self, fabric):
         fabric.classify_egress("h3", 5999, 2)  # what `shiftbed run` does for each job's data flows
         shown = fabric.host("h3").cmd("tc filter show dev h3-eth0")
         assert f"flowid {fair_classid(2)}" in shown and "match 176f0000/ffff0000 at 20" in shown, shown  # 0x176f
 
 
+    @pytest.mark.parametrize("fabric", CONTROLLER_FRAMEWORKS[:1], indirect=True)  # the data plane alone
     def test_spawned_host_processes_are_tracked_and_stopped(self, fabric):
         sleeper = fabric.spawn("h3", ["sleep", "300"], label="test-sleeper")
         assert sleeper.ref in fabric.record.processes
