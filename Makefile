@@ -177,10 +177,10 @@ bench: install
 	$(PY) bench/sweep.py
 	$(PY) bench/explore.py
 
-# The map and sweeps in docs/theory.md (~1 min on 2 cores; its "Speed of the sweep and the map"): the
-# one-factor-at-a-time map, the job-mix panel finely at 2 and 3 jobs, and the four sweeps, all into the map's
-# folder (so the map first). 2400 combinations per point or cell: every 95 % interval within ±2 points
-# (controller/theory/mapstream.py).
+# The map and sweeps in docs/theory-map.md (~1 min on 2 cores; docs/theory-speed.md, "Speed of the sweep
+# and the map"): the one-factor-at-a-time map, the job-mix panel finely at 2 and 3 jobs, and the four
+# sweeps, all into the map's folder (so the map first). 2400 combinations per point or cell: every 95 %
+# interval within ±2 points (controller/theory/mapstream.py).
 MAP := $(VENV)/bin/shiftbed map --workers 2 --samples 2400 --only mix
 SWEEP := $(VENV)/bin/shiftbed sweep --workers 2 --samples 2400 --jobs 2,3,4
 map: $(STAMP)

@@ -5,7 +5,7 @@ and ``POST /shiftbed/policy`` must answer to a raw body: refused with which
 4xx, or accepted and then stored as what. They are written from the
 documentation, not from the code under test: docs/reliability.md ("The
 scheduler's REST API" and the schedule's bounds), docs/policies.md (the
-built-in policies; only ``gate`` enforces its windows), docs/theory.md (times
+built-in policies; only ``gate`` enforces its windows), docs/theory-rule.md (times
 on the quantum grid) and the endpoint list in the docstring of
 controller/scheduler.py. The docs state no bounds for the policy's options or
 for a flow's fields; those were read from controller/scheduler.py and are

@@ -8,7 +8,7 @@ model figure is also what an independent derivation gives:
 - overlaps by brute force: every integer relative shift of two on/off patterns
   over the whole hyper-period (numpy);
 - predicted iteration times by :func:`fluid_exact`, a small event simulation of
-  the fluid model as docs/theory.md states it, in exact rational arithmetic
+  the fluid model as docs/theory-fluid.md states it, in exact rational arithmetic
   (no tolerances), written apart from ``controller/theory/fluid.py``: the jobs
   with their true periods and bursts against windows on the schedule's grid,
   averaged over the steady-state horizon (:func:`steady_horizon_ms`: the lcm
@@ -100,7 +100,7 @@ def grid_windows(jobs: dict[str, tuple[int, int]], shifts_ms: dict[str, int]) ->
 
 
 def steady_horizon_ms(periods_ms, max_periods: int = 400) -> tuple[int, int]:
-    """(warm-up, horizon) ms as docs/theory.md states them: a warm-up of 2 periods of the longest
+    """(warm-up, horizon) ms as docs/theory-map.md states them: a warm-up of 2 periods of the longest
     job, then the lcm of the (whole-ms) periods, at least 40 and at most ``max_periods`` of the
     longest period (``shiftbed plan``: 400; ``shiftbed sweep``: 100)."""
     longest = max(periods_ms)
@@ -110,7 +110,7 @@ def steady_horizon_ms(periods_ms, max_periods: int = 400) -> tuple[int, int]:
 def fluid_exact(jobs: dict[str, tuple], offsets_ms: dict[str, int], windows: dict[str, Window] | None = None,
                 waits=lambda k: False, enforce: bool = False, warmup: int = 2, iterations: int = 40,
                 span_ms: tuple[int, int] | None = None) -> dict[str, Fraction]:
-    """Each job's mean iteration time (ms, exact) in the fluid model of docs/theory.md.
+    """Each job's mean iteration time (ms, exact) in the fluid model of docs/theory-fluid.md.
 
     A job computes ``T - c`` ms, then its burst needs ``c`` ms of the link (its true figures, any
     rationals); while ``n`` bursts are on the link each moves at ``1/n``. Its first burst is ready
