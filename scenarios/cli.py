@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "sweep": ("scenarios.commands.sweep", "theory over many job combinations: how often does `shift` help?"),
     "map": ("scenarios.commands.map", "theory: which policy wins, and by how much, one factor at a time"),
     "explore": ("scenarios.commands.explore", "a page in the browser: change a period or a burst, see every policy's gain"),
+    "trace": ("scenarios.commands.trace", "a profiler trace -> the job's phases, its busy pattern, a scenario job"),
     "run": ("scenarios.commands.run", "full emulation of one scenario under one or more policies"),
     "batch": ("scenarios.commands.batch", "a sample of the sweep's scenarios on the fabric, each predicted before it runs"),
     "report": ("scenarios.commands.report", "redraw plots and report.md from a results folder"),
