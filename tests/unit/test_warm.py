@@ -23,6 +23,8 @@ for n in (3, 4, 6):
     compute_schedule(jobs, 0.5, pair_weights={frozenset(("j0", "j1")): 3})
     compute_schedule(jobs, 1.0, method="heuristic")
 """
+# one worker runs the module, so its warm-up of an empty cache (~40 s of compiling) is paid once (make test)
+pytestmark = pytest.mark.xdist_group("warm-up")
 SAVED = re.compile(r"^\[cache\] data saved to '.*/([^/]+)\.nbc'$", re.M)  # NUMBA_DEBUG_CACHE's line per compile
 
 
