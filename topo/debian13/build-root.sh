@@ -16,9 +16,10 @@ SUITE=trixie
 NEED_FREE_GB=${SHIFTBED_ROOT_NEED_GB:-4}   # the root (~1 GB) and a run's overlay with its venv (~2 GB)
 HERE=$(cd "$(dirname "$0")" && pwd)
 # A minimal root, as a container image comes (no Python): what a user types `make install` with, from a
-# git checkout, and the certificates apt and pip reach their mirrors with. Everything else, Python
+# git checkout, and the certificates apt and pip reach their mirrors with; and `mount`, which
+# test-root.sh itself needs to detach the host's tree once the root is its own. Everything else, Python
 # included, is what `make install` itself installs in the root, as on such a machine.
-BASE_PACKAGES="make git ca-certificates"
+BASE_PACKAGES="make git ca-certificates mount"
 
 die() { echo "make test-debian13: $*" >&2; exit 1; }
 . "$HERE/../debianroot.sh"
