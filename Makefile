@@ -6,7 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # python3-setuptools: `pip install --no-build-isolation -e .` builds with it, and a venv on Python 3.12 or
 # later has none of its own (the system site packages give it).
-APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping curl python3-venv python3-wheel python3-setuptools
+# iproute2 (ip, tc), procps (sysctl, ps), kmod (ovs-ctl's modprobe) and mount: Mininet and shiftbed run them, and
+# a minimal image (a container's) has none of them; the Debian 13 stage starts from such a root.
+APT_PACKAGES := mininet openvswitch-switch iperf3 tcpdump ethtool iputils-ping curl python3-venv python3-wheel python3-setuptools \
+    iproute2 procps kmod mount
 # Only for the test suite: `vagrant validate` checks the Vagrantfile (the libvirt
 # plugin gives it a provider to validate against; no VM is started); chromium opens
 # report.html headless (tests/integration/test_report_in_browser.py).
