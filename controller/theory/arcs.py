@@ -306,6 +306,13 @@ def overlap_table(p1: Pattern, p2: Pattern) -> np.ndarray:
                          math.gcd(p1.period_q, p2.period_q))
 
 
+def most_collisions(p1: Pattern, p2: Pattern) -> int:
+    """The most colliding quanta a shift can give per ``lcm(T1, T2)``: the less busy job's busy quanta in that
+    time, ``min(N1, N2)`` with ``N_i = |B_i| · lcm / T_i``."""
+    g = math.gcd(p1.period_q, p2.period_q)
+    return min(p1.busy_q * (p2.period_q // g), p2.busy_q * (p1.period_q // g))
+
+
 def compatibility(p1: Pattern, p2: Pattern) -> float:
     """How well the two jobs can share a link, in ``[0, 1]``: ``1 - min_s O(s) / min(N1, N2)``.
 
@@ -316,8 +323,7 @@ def compatibility(p1: Pattern, p2: Pattern) -> float:
     spirit of CASSINI's compatibility score; not its exact formula). Computed exactly, then rounded; a
     score short of 1 never rounds to 1.
     """
-    g = math.gcd(p1.period_q, p2.period_q)
-    worst = min(p1.busy_q * (p2.period_q // g), p2.busy_q * (p1.period_q // g))
+    worst = most_collisions(p1, p2)
     least = int(overlap_table(p1, p2).min())
     if least == 0:
         return 1.0

@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from controller.theory.arcs import Pattern, overlap_table
+from controller.theory.arcs import Pattern, most_collisions, overlap_table
 
 DEFAULT_MAX_NODES = 200_000
 _INT64_TOTAL_LIMIT = 2**62  # a scaled total below this cannot overflow int64 in any sum the search forms
@@ -264,8 +264,7 @@ def compatibility_score(patterns: Sequence[Pattern], shifts_q: Sequence[int],
     for i, j in inst.pairs:
         g = inst.gcd_q[(i, j)]
         collide = int(overlap_table(patterns[i], patterns[j])[(shifts_q[j] - shifts_q[i]) % g])
-        worst = min(patterns[i].busy_q * (patterns[j].period_q // g), patterns[j].busy_q * (patterns[i].period_q // g))
-        total += 1 - Fraction(collide, worst)
+        total += 1 - Fraction(collide, most_collisions(patterns[i], patterns[j]))
     return total / len(inst.pairs)
 
 
