@@ -150,6 +150,9 @@ def _dispatch(folder, fleet: Fleet) -> int | None:
             for future in sorted(done, key=lambda f: pending.index(futures[f])):
                 name = futures.pop(future)
                 code = _write_in(folder, name, future, mine)
+                # the scheduler recomputes a result the client still holds if the worker holding it dies:
+                # a scenario written in is let go at once, so a killed worker costs only its own scenario
+                future.release()
                 if not keeps_going(code):
                     print(f"shiftbed batch: {name} stopped the batch (exit {code}); `shiftbed batch --resume "
                           f"{folder.root} --dask-scheduler {fleet.address}` runs it again and the rest",
