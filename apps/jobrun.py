@@ -25,7 +25,7 @@ import glob
 import os
 import time
 
-from apps import dltjob
+from apps import dltjob, jobmodel
 from apps.iperf import kill_pid
 from apps.iterations import iteration_table
 from controller.scheduler_client import SchedulerClient
@@ -35,15 +35,15 @@ from topo.tcp_ports import FIRST_SERVER_PORT
 def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: list[str], *,
                   pattern: str = "ring", link_mbps: float | None = None, fill: float = 0.8,
                   base_port: int = FIRST_SERVER_PORT, jitter_ms: float = 0.0, seed: int = 0,
-                  transport: str = "iperf3") -> dltjob.JobSpec:
-    """A :class:`~apps.dltjob.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs)."""
-    workers = tuple(dltjob.Worker(h, fabric.ip(h), fabric.host(h).pid) for h in hosts)
+                  transport: str = "iperf3") -> jobmodel.JobSpec:
+    """A :class:`~apps.jobmodel.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs)."""
+    workers = tuple(jobmodel.Worker(h, fabric.ip(h), fabric.host(h).pid) for h in hosts)
     rate = link_mbps or min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps)
-    return dltjob.JobSpec(name, float(period_ms), float(comm_ms), workers, pattern, rate, fill,
-                          base_port, jitter_ms, seed, transport)
+    return jobmodel.JobSpec(name, float(period_ms), float(comm_ms), workers, pattern, rate, fill,
+                            base_port, jitter_ms, seed, transport)
 
 
-def job_request(wiring, spec: dltjob.JobSpec, grid: tuple[float, float] | None = None,
+def job_request(wiring, spec: jobmodel.JobSpec, grid: tuple[float, float] | None = None,
                 links: list[str] | None = None) -> dict:
     """The ``POST /shiftbed/jobs`` body: each data flow gated at its sender's leaf.
 
@@ -55,7 +55,7 @@ def job_request(wiring, spec: dltjob.JobSpec, grid: tuple[float, float] | None =
 
     flows = [{"dpid": leaf_dpid(wiring.host(f["src_host"]).leaf), "src_ip": f["src_ip"],
               "dst_ip": f["dst_ip"], "tcp_src": f["tcp_src"], "tcp_dst": f["tcp_dst"]}
-             for f in dltjob.data_flows(spec)]
+             for f in jobmodel.data_flows(spec)]
     period_ms, comm_ms = grid or (spec.period_ms, spec.comm_ms)
     doc = {"name": spec.name, "period_ms": period_ms, "comm_ms": comm_ms,
            "workers": [w.name for w in spec.workers], "flows": flows}
@@ -135,18 +135,18 @@ def calibrate(specs, run_dir: str, *, iterations: int = 8, fabric=None, start_in
     out = {}
     for spec in specs:
         job_dir = os.path.join(run_dir, f"solo-{spec.name}")
-        plan = dltjob.JobPlan("none", time.time() + start_in_s, 0.0, spec.period_ms, spec.comm_ms)
+        plan = jobmodel.JobPlan("none", time.time() + start_in_s, 0.0, spec.period_ms, spec.comm_ms)
         codes = wait_drivers(start_drivers([spec], job_dir, plans={spec.name: plan}, iterations=iterations,
                                            fabric=fabric), timeout_s=60 + iterations * spec.period_ms / 1000 * 3)
         end_leftover_servers(job_dir)
         if codes[spec.name] != 0:
             raise RuntimeError(f"solo run of {spec.name} failed: see {job_dir}/{spec.name}.driver.err")
         it = iteration_table(pd.read_csv(os.path.join(job_dir, f"{spec.name}.csv"))).iloc[1:]
-        data_ms = max(t.nbytes for phase in dltjob.collective(spec) for t in phase) * 8 / (spec.link_mbps * 1e3)
+        data_ms = max(t.nbytes for phase in jobmodel.collective(spec) for t in phase) * 8 / (spec.link_mbps * 1e3)
         out[spec.name] = {
             "iteration_ms": float(it["iteration_ms"].mean()), "iteration_sd_ms": float(it["iteration_ms"].std()),
             "comm_ms": float(it["comm_ms"].mean()), "comm_sd_ms": float(it["comm_ms"].std()),
-            "overhead_ms": float(it["comm_ms"].mean() - data_ms * len(dltjob.collective(spec))),
+            "overhead_ms": float(it["comm_ms"].mean() - data_ms * len(jobmodel.collective(spec))),
             "iteration_samples_ms": it["iteration_ms"].to_numpy(), "comm_samples_ms": it["comm_ms"].to_numpy()}
     return out
 

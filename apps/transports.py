@@ -1,9 +1,9 @@
 """How a job's flows travel: a fresh iperf3 test per burst, or standing connections.
 
-A transport is called with one phase of a collective (``apps.dltjob.collective``),
+A transport is called with one phase of a collective (``apps.jobmodel.collective``),
 runs its flows together and returns when every one is done; ``close`` ends
 whatever it started, by PID. :func:`open_transport` picks one by the job's
-``transport`` (``apps.dltjob.TRANSPORTS``).
+``transport`` (``apps.jobmodel.TRANSPORTS``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from apps import iperf
-from apps.dltjob import JobSpec, Transfer, TransferResult, collective
+from apps.jobmodel import JobSpec, Transfer, TransferResult, collective
 
 
 def open_transport(spec: JobSpec, run_dir: str):

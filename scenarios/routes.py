@@ -6,7 +6,7 @@ job's ``pin_spine`` when the scenario sets one, else through the spine
 :func:`ecmp_spine` hashes its 4-tuple to: the hash the controller installs as the
 flow's pin, so the route predicted here is the one the run takes.
 
-Flows are numbered as the job's driver numbers them (``apps.dltjob.collective``):
+Flows are numbered as the job's driver numbers them (``apps.jobmodel.collective``):
 the ``i``-th job's server ports count up from ``topo.tcp_ports.job_first_port(i)``,
 phase by phase, and the data goes ``src:port -> dst:receiver_port(port)``.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 import zlib
 
-from apps.dltjob import JobSpec, Worker, collective
+from apps.jobmodel import JobSpec, Worker, collective
 from controller.theory.conflicts import ConflictGraph
 from controller.theory.fabricshare import JobLinks
 from topo.tcp_ports import job_first_port

@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from apps.dltjob import TRANSPORTS, phase_pairs
+from apps.jobmodel import TRANSPORTS, phase_pairs
 from controller import limits
 from controller.theory import zoo
 from controller.theory.policies import (
@@ -124,7 +124,7 @@ class Scenario:
     duration_s: float | None = None
     policy_files: tuple[str, ...] = ()  # resolved paths, already loaded
     knobs: PolicyKnobs = PolicyKnobs()  # guard_ms, realign_s
-    transport: str = TRANSPORTS[0]  # how the jobs' flows travel (apps.dltjob.TRANSPORTS)
+    transport: str = TRANSPORTS[0]  # how the jobs' flows travel (apps.jobmodel.TRANSPORTS)
     transport_given: bool = False  # the file says which (else the default, which a machine may change)
     time_scale: float = 1.0  # K: the fabric runs K times slower (scenarios/timescale.py)
 

@@ -20,7 +20,7 @@ import shutil
 import signal
 import sys
 
-from apps.dltjob import TRANSPORTS
+from apps.jobmodel import TRANSPORTS
 from scenarios.batch import fleet
 from scenarios.commands.sweep import MIX_HELP
 from scenarios.errors import EnvironmentProblem, InputError

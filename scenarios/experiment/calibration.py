@@ -22,23 +22,20 @@ import pandas as pd
 
 from apps.iterations import iteration_table
 from scenarios.analysis import tables as analysis
+from scenarios.experiment.counts import (
+    CALIBRATION_ITERATIONS,
+    MODEL_CALIBRATION_ITERATIONS,
+    PERIOD_CORRECTIONS,
+    SIZING_ROUNDS,
+)
 from scenarios.experiment.drive import MEASURE_ATTEMPTS, START_IN_S, Measurer, job_view
 from scenarios.experiment.prediction import typical_lead_ms
 from scenarios.experiment.progress import calibrated_line, figures_line, stages
 
 log = logging.getLogger(__name__)
 
-CALIBRATION_ITERATIONS = 6  # per solo run while a job's bursts are sized ...
-# ... and for the solo run whose bursts the model draws from. A gated job misses
-# a window about as often as the draws hold a slow burst, and 7 % of solo bursts
-# are slow (8 ms or more over their run's median: 85 final solo runs). With 5
-# bursts one slow one was a fifth of the draws; with 10, two were in 15 % of
-# runs, and a classroom `gate` alpha was predicted to miss 20 % of its windows
-# and missed 8 % (measured 2026-12-01, docs/accuracy.md).
-MODEL_CALIBRATION_ITERATIONS = 21
 BURST_TARGET = 0.7  # a solo burst (start-up included) should take this share of comm_ms ...
 BURST_TOLERANCE = 0.1  # ... give or take this share (else the fill is corrected again)
-SIZING_ROUNDS = 3
 PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter than its period
 # ... give or take this share of the period, else its compute phase is moved by
 # the difference and the solo run measured again. The fill of the last sizing
@@ -46,11 +43,6 @@ PERIOD_MARGIN = 0.04  # an emulated job's solo iteration is this share shorter t
 # classroom run alpha came out at 299.7 ms for 300 and its gated run missed 14
 # of 24 windows (measured 2026-12-01, docs/accuracy.md).
 PERIOD_TOLERANCE = 0.02
-# Corrections at most. With one, a host that changed speed between the two solo runs left
-# classroom alpha at 300.3 ms (target 288) and beta at 560.5 (target 576); commensurate jobs
-# off their common margin drift apart under a static shift, and lab 3's `shift` met bursts
-# in 11-12 % of busy bins where it promises at most 8 % (measured 2026-12-01, docs/accuracy.md).
-PERIOD_CORRECTIONS = 2
 # Fidelity asks whether the fabric delivers its configured rate, so the first
 # part of each solo burst (a fresh TCP connection's slow start, which real
 # networks share) is left out of the sustained rate; the whole-burst rate is
@@ -219,7 +211,7 @@ class Calibration:
 
     def _solo(self, measurer: Measurer, spec, iterations: int = CALIBRATION_ITERATIONS) -> dict:
         """One job alone for ``iterations`` iterations: its solo figures (ms) and burst rate (Mbit/s)."""
-        from apps.dltjob import JobPlan
+        from apps.jobmodel import JobPlan
 
         # One folder per solo run: two runs of a job at the same fill once shared one, their
         # rows were read as one run's, and the model got 2.8-s iterations for a 300-ms job.

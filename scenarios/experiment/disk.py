@@ -18,6 +18,12 @@ import shutil
 from pathlib import Path
 
 from apps.capture import SNAPLEN
+from scenarios.experiment.counts import (
+    CALIBRATION_ITERATIONS,
+    MODEL_CALIBRATION_ITERATIONS,
+    PERIOD_CORRECTIONS,
+    SIZING_ROUNDS,
+)
 from scenarios.results import RESERVE_BYTES
 
 PCAP_RECORD_HEADER_BYTES = 16
@@ -32,12 +38,8 @@ DISK_FLOOR_BYTES = 2 * 2**20
 
 def calibration_seconds(periods_ms: list[float]) -> float:
     """Seconds of solo runs calibration may take: every sizing round and period correction."""
-    from scenarios.experiment import (
-        calibration as cal,  # it measures through drive.py, which imports this
-    )
-
-    iterations = (cal.SIZING_ROUNDS * cal.CALIBRATION_ITERATIONS
-                  + (1 + cal.PERIOD_CORRECTIONS) * cal.MODEL_CALIBRATION_ITERATIONS)
+    iterations = (SIZING_ROUNDS * CALIBRATION_ITERATIONS
+                  + (1 + PERIOD_CORRECTIONS) * MODEL_CALIBRATION_ITERATIONS)
     return sum(periods_ms) / 1000 * iterations
 
 

@@ -128,7 +128,7 @@ class Measurer:
         ``stop_when()``, polled while they run, ends them early when true (``stopping.PolicyStop``)."""
         from apps import dltjob, jobrun
         from apps.capture import Capture
-        from apps.dltjob import data_flows
+        from apps.jobmodel import data_flows
         from scenarios.analysis.pcap import label_flows, read_pcap
 
         fabric = self.fabric

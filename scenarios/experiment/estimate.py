@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from scenarios.experiment.counts import CALIBRATION_ITERATIONS, MODEL_CALIBRATION_ITERATIONS
+
 # Measured on the reference machine: the demo (classroom, two-jobs-coprime, 12 s per policy), 2026-12-05.
 FABRIC_UP_S = 6.0  # the fabric up, the jobs registered with the scheduler (5.3 and 6.6 s)
 SOLO_OVERHEAD_S = 2.8  # a solo run beyond its iterations: its start 1.5 s ahead, the capture read (2.4-3.2 s)
@@ -37,11 +39,6 @@ class Stage:
 
 def calibration_s(period_ms: float) -> float:
     """A job's calibration: its sizing runs and its model runs, each its iterations plus an overhead."""
-    from scenarios.experiment.calibration import (
-        CALIBRATION_ITERATIONS,
-        MODEL_CALIBRATION_ITERATIONS,
-    )
-
     def solo_s(iterations: int) -> float:
         return SOLO_OVERHEAD_S + iterations * period_ms / 1000
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from apps.dltjob import JobSpec, data_flows
 from apps.iterations import iteration_table
+from apps.jobmodel import JobSpec, data_flows
 from controller.theory.policies import POLICIES, get_policy
 from scenarios import spec as scenario_spec
 from scenarios.analysis import tables as analysis

@@ -161,7 +161,7 @@ class Experiment:
         self.queue_ms: float | None = None  # the fabric's queue, once it is up
         self.link_mbps = min(scenario.fabric.host_link_mbps, scenario.fabric.fabric_link_mbps)
         self.expected_solo_mbps: dict[str, float] = {}  # per job: its solo rate on the shared link, as planned
-        self.specs: list = []  # the jobs on the fabric (apps.dltjob.JobSpec), sized by calibration
+        self.specs: list = []  # the jobs on the fabric (apps.jobmodel.JobSpec), sized by calibration
         self.calibration = Calibration()
         self.record = PolicyRecord(options.duration_s)
         self.notes = MeasureLog()
@@ -288,7 +288,7 @@ class Experiment:
 
     def _classify_host_egress(self, fabric) -> None:
         """Put each job's data into its own fair-share class on its senders' links too."""
-        from apps.dltjob import data_flows
+        from apps.jobmodel import data_flows
 
         for i, spec in enumerate(self.specs):
             for flow in data_flows(spec):

@@ -31,8 +31,8 @@ from controller_frameworks import CONTROLLER_FRAMEWORKS, controller_env
 
 from apps import hoststeal, iperf, jobrun
 from apps.capture import Capture
-from apps.dltjob import JobPlan, collective, data_flows
 from apps.iterations import iteration_table
+from apps.jobmodel import JobPlan, collective, data_flows
 from controller.scheduler_client import SchedulerClient
 from scenarios.analysis import gatecheck
 from scenarios.analysis.pcap import label_flows, read_pcap

@@ -3,7 +3,7 @@ iteration lands on (1 − PERIOD_MARGIN) of its period, with the bytes of its bu
 
 import pytest
 
-from apps.dltjob import JobSpec, Worker, burst_bytes
+from apps.jobmodel import JobSpec, Worker, burst_bytes
 from scenarios.experiment.calibration import (
     LAUNCH_GUARD_MS,
     PERIOD_MARGIN,

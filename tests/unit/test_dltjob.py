@@ -14,6 +14,11 @@ from apps.dltjob import (
     WINDOW_TOLERANCE_MS,
     IterationLog,
     JobDriver,
+    late_launch_ms,
+    launch_overhead_ms,
+    next_window_start,
+)
+from apps.jobmodel import (
     JobPlan,
     JobSpec,
     TransferResult,
@@ -22,9 +27,6 @@ from apps.dltjob import (
     collective,
     data_flows,
     gradient_bytes,
-    late_launch_ms,
-    launch_overhead_ms,
-    next_window_start,
 )
 
 

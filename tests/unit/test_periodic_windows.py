@@ -4,7 +4,8 @@ driver and the analysis."""
 import numpy as np
 import pytest
 
-from apps.dltjob import JobPlan, next_window_start
+from apps.dltjob import next_window_start
+from apps.jobmodel import JobPlan
 from controller.gate import DataFlow, GateWindow, WindowGate
 from controller.theory.windows import (
     last_window_index,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.dltjob import JobDriver, JobPlan, JobSpec, TransferResult, Worker
+from apps.dltjob import JobDriver
+from apps.jobmodel import JobPlan, JobSpec, TransferResult, Worker
 from controller.scheduler import ApiError, SchedulerCore
 from controller.theory import fluid, policies
 from controller.theory.schedule import JobTiming, compute_schedule

@@ -17,7 +17,7 @@ from rich.console import Console
 from scenarios import spec
 from scenarios.commands.demo import DEMO_DURATION_S, DEMO_SCENARIOS, SCENARIOS_DIR
 from scenarios.experiment import estimate
-from scenarios.experiment.calibration import CALIBRATION_ITERATIONS, MODEL_CALIBRATION_ITERATIONS
+from scenarios.experiment.counts import CALIBRATION_ITERATIONS, MODEL_CALIBRATION_ITERATIONS
 from scenarios.experiment.display import RunDisplay, _Status
 from scenarios.experiment.estimate import Stage, Timeline, run_stages
 from scenarios.experiment.progress import stages

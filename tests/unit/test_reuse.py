@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from apps.dltjob import JobSpec, Worker
+from apps.jobmodel import JobSpec, Worker
 from scenarios.experiment.calibration import Calibration
 from scenarios.experiment.reuse import ScenarioCalibrations, SoloCache, shape_key
 from topo.wiring import FabricParams

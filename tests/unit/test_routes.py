@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from apps.dltjob import JobSpec, Worker, data_flows
+from apps.jobmodel import JobSpec, Worker, data_flows
 from controller.theory.schedule import compute_schedule
 from scenarios import spec
 from scenarios.routes import conflicts_of, ecmp_spine, flow_label, job_links, job_routes

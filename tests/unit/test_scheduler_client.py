@@ -8,7 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from apps import jobrun
-from apps.dltjob import JobSpec, Worker, fetch_plan
+from apps.dltjob import fetch_plan
+from apps.jobmodel import JobSpec, Worker
 from controller.scheduler import ApiError, SchedulerCore, parse_body
 from controller.scheduler_client import SchedulerClient, SchedulerRefused
 from topo.wiring import FabricParams, fabric_wiring, leaf_dpid

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from apps import iperf, stream
-from apps.dltjob import TRANSPORTS, JobSpec, Worker, collective
+from apps.jobmodel import TRANSPORTS, JobSpec, Worker, collective
 from apps.transports import StreamTransport
 from topo.tcp_ports import receiver_port
 

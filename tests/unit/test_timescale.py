@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from results_example import EPOCHS_S, MEASURED_MS, summary_json, write_example
 
-from apps.dltjob import burst_bytes
+from apps.jobmodel import burst_bytes
 from controller.gate import DataFlow, GateWindow, MeterMod, WindowGate
 from scenarios import spec
 from scenarios.commands.run import _print_table
