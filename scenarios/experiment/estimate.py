@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 from scenarios.experiment.counts import CALIBRATION_ITERATIONS, MODEL_CALIBRATION_ITERATIONS
 
-# Measured on the reference machine: the demo (classroom, two-jobs-coprime, 12 s per policy), 2026-12-05.
+# Measured on the reference machine: the demo (classroom, two-jobs-coprime, 12 s per policy), 2026-12-05;
+# the two overheads again on its raw folders (10 s per policy), 2026-12-07.
 FABRIC_UP_S = 6.0  # the fabric up, the jobs registered with the scheduler (5.3 and 6.6 s)
-SOLO_OVERHEAD_S = 2.8  # a solo run beyond its iterations: its start 1.5 s ahead, the capture read (2.4-3.2 s)
+SOLO_OVERHEAD_S = 1.5  # a solo run beyond its iterations: its start 1.5 s ahead less the driver's own, the capture read (1.3-1.7 s)
 SIZING_RUNS = 2.25  # solo runs of CALIBRATION_ITERATIONS while a job's bursts are sized (1 to 3; 3, 2, 2, 2)
 MODEL_RUNS = 1.75  # solo runs of MODEL_CALIBRATION_ITERATIONS while its period is set (1 to 3; 3, 1, 1, 2)
-POLICY_OVERHEAD_S = 4.0  # a policy beyond its duration: its epoch 1.5 s ahead, the capture read (3.8-4.5 s)
+POLICY_OVERHEAD_S = 2.5  # a policy beyond its duration: its epoch 1.5 s ahead, the capture read (2.1-3.3 s)
 REPORT_S = 5.5  # the summary, the plots and report.md, the fabric torn down (4.1 and 6.8 s)
 
 @dataclass(frozen=True)
