@@ -171,6 +171,11 @@ def burst_spans(packets: pd.DataFrame, job_of_packet: pd.Series, it: pd.DataFram
 
 
 BUSY_START_MIN_BURSTS = 3  # fewer such bursts than this give no figure
+# What a burst that starts while another job's is on the link costs beyond its
+# solo length when the run has no figure of its own (a single policy, or fewer than
+# three such bursts elsewhere): on one machine its first data packet came 2-6 ms
+# later than alone (medians per job and policy, 5.1 over all; measured 2026-12-01).
+BUSY_START_MS = 5.0
 # Bursts of two jobs launched this close together start as late as one launched while another's data
 # goes: their processes start side by side on the machine's two cores. Over 37 kept runs (2026-12-03),
 # launch to first data beyond the solo lead, medians: 3.6-4.2 ms launched together, 4.2-4.9 beside

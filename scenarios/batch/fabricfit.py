@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 from controller.theory.fluidjob import FluidJob
 from scenarios import spec
-from scenarios.experiment.prediction import BUSY_START_MS
+from scenarios.analysis.tables import BUSY_START_MS
 
 MIN_JOBS = 2  # solo jobs measured before the fabric's figures are used
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from scenarios import policyfiles
-from scenarios.report.document import draw_report
+from scenarios.report.draw import draw_report
 
 
 def add_arguments(parser):

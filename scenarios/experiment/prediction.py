@@ -90,6 +90,7 @@ from controller.theory.fluid import FluidJob, mean_iterations, policy_windows
 from controller.theory.policies import get_policy
 from controller.theory.schedule import Schedule
 from scenarios.analysis import tables as analysis
+from scenarios.analysis.tables import BUSY_START_MS
 
 # How bursts that meet share the emulated fabric where a policy leaves it to TCP ("fair" in the plan):
 # every burst opens fresh connections, and the burst further along keeps more of the link
@@ -104,11 +105,6 @@ FAIR_ON_THE_WIRE = "leader"
 WIRE_SHARING = {"iperf3": FAIR_ON_THE_WIRE, "persistent": "fair"}
 STATES = ("together", "apart")
 MODEL_DRAWS = 16  # fluid-model runs per prediction, each burst's link time drawn from the solo bursts
-# What a burst that starts while another job's is on the link costs beyond its
-# solo length when the run has no figure of its own (a single policy, or fewer than
-# three such bursts elsewhere): on one machine its first data packet came 2-6 ms
-# later than alone (medians per job and policy, 5.1 over all; measured 2026-12-01).
-BUSY_START_MS = 5.0
 KNIFE_EDGE_SHARE = 0.10  # a prediction that moves by more than this share of itself is on a knife edge
 
 

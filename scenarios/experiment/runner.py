@@ -392,7 +392,7 @@ class Experiment:
             complete = False
         self.writer.finish(complete, reason)
         try:
-            from scenarios.report.document import draw_report
+            from scenarios.report.draw import draw_report
 
             draw_report(self.writer.final_dir)
         except Exception:

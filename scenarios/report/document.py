@@ -1,30 +1,20 @@
-"""report.md and its plots, drawn from a results folder alone.
+"""report.md: the run's report in Markdown, from a results folder alone.
 
-The runner calls :func:`draw_report` at the end of a run; a user calls
-``shiftbed report`` later to redraw without re-running (CS244 style: data in a folder,
-a separate step draws). The narrative is generated from the numbers in the
-folder; when the run is incomplete or lost fidelity, it says so first.
+The narrative is generated from the numbers in the folder; when the run is
+incomplete or lost fidelity, it says so first. Its verdicts and thresholds
+are shared with report.html (``html.py``, ``story.py``); ``draw.py`` writes
+both pages and the plots.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from scenarios.analysis.meetings import APART_MET_SHARE
-from scenarios.analysis.tables import STALL_MS
+from scenarios.analysis.tables import BUSY_START_MS, STALL_MS
 from scenarios.analysis.verdict import BASELINE, folder_changes, headline, verdict_word
-from scenarios.errors import InputError
-from scenarios.experiment.prediction import BUSY_START_MS
 from scenarios.report import plots
-from scenarios.results import (
-    PLOTS_DIR,
-    REPORT_FILE,
-    Results,
-    atomic_write_bytes,
-    load_results,
-    throughput_change_pct,
-)
+from scenarios.results import PLOTS_DIR, Results, throughput_change_pct
 from scenarios.timescale import stated
 
 ACCURACY_GOAL_PCT = 10.0  # the model's goal: the measured mean within 10 % of the prediction
@@ -49,26 +39,6 @@ PLOT_CAPTIONS = {
     plots.PREDICTION_PNG: "Predicted vs measured mean iteration time, with the % error",
     plots.SCHEDULE_PNG: "The schedule as circles: per job, and over one hyper-period",
 }
-
-
-def draw_report(results_dir: str | Path) -> list[Path]:
-    """Draw every plot, report.html and report.md into the folder; returns [plots..., report.html, report.md].
-
-    Raises :class:`InputError` when the folder is not a shiftbed results folder.
-    """
-    # report.html reads this module's verdicts, so it is imported here rather than above
-    from scenarios.report import html
-
-    results = load_results(results_dir)
-    try:
-        plot_paths = plots.draw_all(results, results.path / PLOTS_DIR)
-        html_path = html.draw_html(results, plot_paths)
-        report_path = results.path / REPORT_FILE
-        text = render_report(results, [p.name for p in plot_paths])
-        atomic_write_bytes(report_path, text.encode())
-    except PermissionError as exc:
-        raise InputError(f"{results.path}: cannot write the report there ({exc.strerror})") from None
-    return [*plot_paths, html_path, report_path]
 
 
 def verdicts(results: Results) -> dict[str, str]:

@@ -18,7 +18,7 @@ from headless_chromium import CHROMIUM, open_page
 from PIL import Image, ImageStat
 
 from scenarios.report import timeline
-from scenarios.report.document import draw_report
+from scenarios.report.draw import draw_report
 from scenarios.results import REPORT_HTML_FILE, load_results
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "unit" / "results_example.py"

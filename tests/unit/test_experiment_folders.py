@@ -32,7 +32,7 @@ def test_a_raw_folder_is_never_reused(tmp_path):
 def test_a_policys_busy_start_cost_comes_from_the_other_policies_bursts():
     import pandas as pd
 
-    from scenarios.experiment.prediction import BUSY_START_MS
+    from scenarios.analysis.tables import BUSY_START_MS
 
     solo = {"alpha": {"lead_ms": 8.0}, "beta": {"lead_ms": 10.0}}
 

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from controller.theory.schedule import JobTiming, compute_schedule
+from scenarios.analysis.tables import BUSY_START_MS
 from scenarios.experiment.calibration import launch_leads_ms
 from scenarios.experiment.prediction import (
-    BUSY_START_MS,
     KNIFE_EDGE_SHARE,
     WIRE_SHARING,
     RunModel,

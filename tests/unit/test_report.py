@@ -20,7 +20,7 @@ from results_example import (
 
 from scenarios.errors import InputError
 from scenarios.report import plots
-from scenarios.report.document import draw_report
+from scenarios.report.draw import draw_report
 from scenarios.results import PLOTS_DIR, REPORT_FILE, REPORT_HTML_FILE, ResultsWriter
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -14,7 +14,7 @@ from results_example import JOBS, MEASURED_MS, PREDICTED_MS, write_example
 from scenarios import spec
 from scenarios.commands.plan import build_plan
 from scenarios.report import story, timeline
-from scenarios.report.document import draw_report
+from scenarios.report.draw import draw_report
 from scenarios.results import BANDWIDTH_BIN_S, REPORT_HTML_FILE, load_results
 from scenarios.summary_record import JobSummary
 

@@ -151,7 +151,7 @@ def test_the_runs_report_says_what_stopped_each_policy(tmp_path):
 
     from results_example import JOBS, write_example
 
-    from scenarios.report.document import draw_report
+    from scenarios.report.draw import draw_report
     from scenarios.results import REPORT_FILE, REPORT_HTML_FILE
 
     folder = write_example(tmp_path)

@@ -219,7 +219,7 @@ def test_the_tables_come_back_counted_from_each_policys_epoch_over_k():
 
 
 def test_a_folder_of_a_slowed_run_reads_back_in_the_scenarios_units_and_its_report_says_k(tmp_path):
-    from scenarios.report.document import draw_report
+    from scenarios.report.draw import draw_report
 
     folder = write_example(tmp_path)
     plain = load_results(folder)
