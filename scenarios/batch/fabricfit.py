@@ -75,7 +75,7 @@ def profile(measured: list[tuple[str, list[dict]]]) -> FabricProfile | None:
 
 
 def jobs_as_run(planned: list[FluidJob], fabric: FabricProfile) -> list[FluidJob]:
-    """The scenario's jobs as the fabric will run them, from the jobs as declared (``plan.planned_jobs``):
+    """The scenario's jobs as the fabric will run them, from the jobs as declared (``planning.planned_jobs``):
     the period and the burst's data time as calibration makes them, the start-up part of the computation
     (as the run's model has it), a burst alone reaching the fabric's share of its link (so the shared link
     has that much more room), and a burst that starts beside another's costing what the run's model

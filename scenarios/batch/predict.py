@@ -19,8 +19,8 @@ from controller.theory.unsimulated import exception_line
 from scenarios import spec
 from scenarios.analysis.verdict import BASELINE, THRESHOLD_PCT, PolicyChange
 from scenarios.batch import fabricfit
-from scenarios.commands.plan import build_plan, planned_jobs
 from scenarios.experiment.prediction import WIRE_SHARING
+from scenarios.planning import build_plan, planned_jobs
 from scenarios.report.story import BEFORE
 from scenarios.results import throughput_change_pct, utc_timestamp
 

@@ -1,7 +1,7 @@
 """One answer of the explorer: the page's values through the spec, ``plan`` and the map.
 
 Nothing here models anything: the scenario is the spec's (``inputs``), the
-figures are ``plan``'s own :func:`~scenarios.commands.plan.build_plan` on it
+figures are ``plan``'s own :func:`~scenarios.planning.build_plan` on it
 (so the page's gains are what ``shiftbed plan --json`` prints for the saved
 scenario), over a horizon the work budget allows (``budget``), with a
 :class:`~controller.theory.fluid.LinkTrace` per shown policy for the picture of
@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from controller.theory import fluid
-from scenarios import spec
-from scenarios.commands import plan
+from scenarios import planning, spec
 from scenarios.errors import InputError
 from scenarios.explore import budget, inputs, mapcell
 
@@ -52,15 +51,15 @@ def answer(start: inputs.Start, edits: inputs.Edits, max_bursts: float = budget.
         return Answer(edits, dict([inputs.box_of(str(exc), start.path)]))
     if not edits.policies:
         return Answer(edits, {"policies": "choose at least one policy"}, scenario=scenario)
-    jobs = plan.planned_jobs(scenario)
-    work = budget.budget(jobs, edits.policies, plan.DEFAULT_RANDOM_DRAWS, max_bursts=max_bursts)
+    jobs = planning.planned_jobs(scenario)
+    work = budget.budget(jobs, edits.policies, planning.DEFAULT_RANDOM_DRAWS, max_bursts=max_bursts)
     if work.refused:
         return Answer(edits, refused=work.refused, scenario=scenario, budget=work,
                       elapsed_ms=1000 * (time.perf_counter() - began))
     drawn_ms = min(MAX_DRAWN_MS, fluid.WARMUP_ITERATIONS * max(j.period_ms for j in jobs) + work.horizon_ms)
     traces = {p: fluid.LinkTrace(until_ms=drawn_ms) for p in edits.policies}
     try:
-        planned = plan.build_plan(scenario, policies=edits.policies, horizon_ms=work.horizon_ms, link_traces=traces)
+        planned = planning.build_plan(scenario, policies=edits.policies, horizon_ms=work.horizon_ms, link_traces=traces)
     except InputError as exc:
         return Answer(edits, dict([inputs.box_of(str(exc), start.path)]), scenario=scenario)
     return Answer(edits, scenario=scenario, plan=planned, budget=work, traces=traces, drawn_ms=drawn_ms,

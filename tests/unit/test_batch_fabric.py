@@ -12,7 +12,7 @@ from scenarios.batch import draw as drawing
 from scenarios.batch import fabricfit
 from scenarios.batch.folder import BatchFolder
 from scenarios.batch.predict import FABRIC, before_the_run, fabric_prediction, from_the_fabric
-from scenarios.commands.plan import planned_jobs
+from scenarios.planning import planned_jobs
 
 FABRIC_SPEC = spec.FabricSpec(spines=1, leaves=2, hosts_per_leaf=2, host_link_mbps=50.0, fabric_link_mbps=50.0)
 SAMPLING = drawing.Sampling(seed=0, jobs=(2,), period_range_ms=(100, 1000), frac_range=(0.15, 0.3), quantum_ms=1.0)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from controller.theory.schedule import compute_schedule
-from scenarios import spec
+from scenarios import planning, spec
 from scenarios.commands import plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_the_parameter_server_meets_near_on_its_own_leaf():
 def test_single_link_scenarios_plan_as_on_one_link(name, monkeypatch):
     """Where every pair meets, the fabric's plan is the one-link plan, key for key."""
     fabric = _plan(name)
-    monkeypatch.setattr(plan, "fabric_model", lambda scenario: None)
+    monkeypatch.setattr(planning, "fabric_model", lambda scenario: None)
     one_link = _plan(name)
     for key in set(one_link) - NEW_KEYS:
         assert fabric[key] == one_link[key], key

@@ -12,7 +12,7 @@ import pytest
 from results_example import JOBS, MEASURED_MS, PREDICTED_MS, write_example
 
 from scenarios import spec
-from scenarios.commands.plan import build_plan
+from scenarios.planning import build_plan
 from scenarios.report import story, timeline
 from scenarios.report.draw import draw_report
 from scenarios.results import BANDWIDTH_BIN_S, REPORT_HTML_FILE, load_results
