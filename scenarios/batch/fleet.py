@@ -22,15 +22,16 @@ every such worker running as root with this machine's shiftbed (exit 1).
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
 
 from scenarios.batch.fleetworker import RESOURCE, run_scenario_here, shiftbed_fingerprint
 from scenarios.batch.fleetworker import worker_state as fabric_worker_state
+from scenarios.batch.results import write_results
 from scenarios.errors import EnvironmentProblem, InputError
 from scenarios.exitcodes import FAULT, INTERRUPTED, keeps_going
+from scenarios.interrupts import interrupts_as_keyboard
 
 WAIT_S = 1.0  # how often the client looks at the fleet while it waits
 WORKERLESS_S = 120.0  # the batch stops when no worker offers a fabric for this long
@@ -110,17 +111,12 @@ def connect(address: str) -> Fleet:
 
 def run_fleet(folder, fleet: Fleet) -> int:
     """Every scenario not done, sent to the fleet, each written in as it comes back; then the table and
-    the report (``commands.batch.write_results``). Like the batch here: 130 when interrupted, the first
+    the report (``results.write_results``). Like the batch here: 130 when interrupted, the first
     status that stops a batch (the rest cancelled), else the batch's combined status."""
-    from scenarios.commands.batch import write_results
-    from scenarios.commands.run import _raise_interrupt
-
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        code = _dispatch(folder, fleet)
+        with interrupts_as_keyboard():
+            code = _dispatch(folder, fleet)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         fleet.client.close()
     return write_results(folder) if code is None else code
 

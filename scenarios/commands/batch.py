@@ -17,26 +17,25 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import sys
 
 from apps.jobmodel import TRANSPORTS
 from scenarios.batch import fleet
-from scenarios.commands.sweep import MIX_HELP
+from scenarios.batch.results import write_results
 from scenarios.errors import EnvironmentProblem, InputError
-from scenarios.exitcodes import FIDELITY_LOST, OK, combined_exit_code, keeps_going
+from scenarios.exitcodes import FIDELITY_LOST, keeps_going
+from scenarios.interrupts import interrupts_as_keyboard
+from scenarios.options import MIX_HELP
+from scenarios.shipped import DEMO_SCENARIOS
 
 DEFAULTS = {"jobs": "2", "period_ms": "100:1000", "comm_frac": "0.1:0.5", "quantum_ms": "1", "seed": 0,
             "zoo": False, "zoo_link_mbps": None, "mix": None, "fabric": None, "policy": "none,shift,gate,priority",
             "transport": None, "duration": "12", "scenarios": None, "target_se_pct": None, "calibrate_each": False}
 ATTEMPTS = 2  # a scenario whose fidelity is lost is run once more, then kept
-BATCH_PARQUET = "batch.parquet"
 CALIBRATION_DIR = ".calibration"  # the batch's reusable solo runs, hard-linked, while it runs
 
 
 def add_arguments(parser) -> None:
-    from scenarios.commands.demo import DEMO_SCENARIOS
-
     parser.add_argument("out", nargs="?", metavar="OUT", help="the batch's folder (must not exist)")
     parser.add_argument("--resume", metavar="DIR", help="run what a batch in DIR has not done (no other option "
                                                           "but --dask-scheduler)")
@@ -116,25 +115,22 @@ def run_batch(folder) -> int:
     """Every scenario not done, in order, then the table and the report; 130 when interrupted, the first
     run's status that stops a batch (``exitcodes.keeps_going``), else the batch's combined status."""
     from scenarios.batch.progress import BatchProgress
-    from scenarios.commands.run import _raise_interrupt
 
     pending = folder.pending()
     progress = BatchProgress(folder, pending)
     solo_cache = _solo_cache(folder)
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        progress.introduce()
-        for name in pending:
-            code = run_scenario(folder, name, progress.display, solo_cache)
-            if not keeps_going(code):
-                print(f"shiftbed batch: {name} stopped the batch (exit {code}); `shiftbed batch --resume "
-                      f"{folder.root}` runs it again and the rest", file=sys.stderr)
-                return code
-            progress.scenario_done(name)
-        progress.finish()
+        with interrupts_as_keyboard():
+            progress.introduce()
+            for name in pending:
+                code = run_scenario(folder, name, progress.display, solo_cache)
+                if not keeps_going(code):
+                    print(f"shiftbed batch: {name} stopped the batch (exit {code}); `shiftbed batch --resume "
+                          f"{folder.root}` runs it again and the rest", file=sys.stderr)
+                    return code
+                progress.scenario_done(name)
+            progress.finish()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         if solo_cache is not None:
             shutil.rmtree(solo_cache.root, ignore_errors=True)
     return write_results(folder)
@@ -184,28 +180,3 @@ def run_scenario(folder, name: str, display, solo_cache=None) -> int:
     folder.finish(name, {"scenario": name, "attempts": attempts, "kept": attempts[-1]["results_dir"],
                          "exit_code": attempts[-1]["exit_code"]})
     return attempts[-1]["exit_code"]
-
-
-def write_results(folder) -> int:
-    """batch.parquet, report.md and report.html from every done scenario; the batch's exit status."""
-    from scenarios.batch.distribution import sweep_fractions
-    from scenarios.batch.report import write_report
-    from scenarios.batch.summary import summarise
-    from scenarios.batch.table import batch_table
-    from scenarios.results import atomic_write_bytes, give_to_sudo_user
-
-    table = batch_table(folder)
-    atomic_write_bytes(folder.root / BATCH_PARQUET, table.to_parquet(index=False))
-    policies = folder.record["settings"]["policies"]
-    found = summarise(table, policies)
-    found["sweep"] = sweep_fractions(folder.record["settings"])
-    md, page = write_report(folder.root, found, folder.record)
-    give_to_sudo_user([folder.root / BATCH_PARQUET, md, page])
-    a = found["agreement"]
-    agreement = "n/a" if not a["n"] else f"{a['share']:.0%} of {a['n']} policy verdicts (kappa {a['kappa']:.2f})"
-    print(f"batch: {found['scenarios']} of {len(folder.names)} scenarios done; the model before the run agreed "
-          f"with the wire in {agreement}")
-    print(f"report: {md}\n        {page} (the same, to open in a browser)")
-    codes = [folder.outcome(n)["exit_code"] for n in folder.done()]
-    return combined_exit_code(codes) if codes else OK
-

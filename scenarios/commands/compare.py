@@ -28,7 +28,7 @@ def add_arguments(parser):
 
 def run(args) -> int:
     from scenarios.analysis.compare import compare_table, load_runs
-    from scenarios.commands.run import check_out_root
+    from scenarios.options import check_out_root
     from scenarios.report.compare import COMPARE_PNG, draw_compare
     from scenarios.results import atomic_write_bytes
 

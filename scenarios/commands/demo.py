@@ -22,9 +22,9 @@ from pathlib import Path
 
 from scenarios.errors import EnvironmentProblem
 from scenarios.exitcodes import combined_exit_code, keeps_going
+from scenarios.options import parse_duration, parse_time_scale
+from scenarios.shipped import DEMO_SCENARIOS, SCENARIOS_DIR
 
-SCENARIOS_DIR = Path(__file__).resolve().parents[1]
-DEMO_SCENARIOS = ("classroom.yaml", "two-jobs-coprime.yaml")
 # Seconds per policy. At 6 s a job with a 600-ms period had ~9 iterations, so one
 # 50-ms stall of the machine that cost it a window moved its mean by 10 % (classroom
 # gate beta +10.0 %, standard error 9 %; measured 2026-12-01, docs/accuracy.md).
@@ -60,12 +60,12 @@ def run(args) -> int:
     from scenarios.commands import run as run_command
     from scenarios.results import REPORT_HTML_FILE
 
-    duration = run_command.parse_duration(args.duration, DEMO_DURATION_S)
+    duration = parse_duration(args.duration, DEMO_DURATION_S)
     if os.geteuid() != 0:
         raise EnvironmentProblem("the demo builds an emulated fabric and needs root: `sudo make demo`")
     reports, runs, codes = {}, {}, []
     time_scale = getattr(args, "time_scale", None)
-    scenarios = {name: run_command.parse_time_scale(time_scale, spec.load(SCENARIOS_DIR / name))
+    scenarios = {name: parse_time_scale(time_scale, spec.load(SCENARIOS_DIR / name))
                  for name in DEMO_SCENARIOS}
     # one display for both runs: its estimate is the whole demo's
     display = run_command.run_display([(s, s.policies) for s in scenarios.values()], duration)

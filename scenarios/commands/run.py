@@ -12,26 +12,30 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
-import signal
 import sys
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controller.theory.policies import POLICIES, UnknownPolicy, get_policy
-from scenarios.errors import EnvironmentProblem, InputError
+from controller.theory.policies import POLICIES
+from scenarios.errors import EnvironmentProblem
 from scenarios.exitcodes import FIDELITY_LOST, INTERRUPTED, PREDICTION_MISSING, run_exit_code
+from scenarios.interrupts import interrupts_as_keyboard
+from scenarios.options import (
+    DEFAULT_DURATION_S,
+    check_out_root,
+    parse_duration,
+    parse_policies,
+    parse_target_se_pct,
+    parse_time_scale,
+)
 from scenarios.results import PREDICTION_LOG
-from scenarios.spec import MAX_DURATION_S
+from scenarios.runnable import burst_transport_here, require_runnable_here
 from scenarios.summary_record import JobSummary, SummaryRecord
 
 if TYPE_CHECKING:
     from scenarios.analysis.verdict import PolicyChange
-
-DEFAULT_DURATION_S = 20.0
 
 
 def add_arguments(parser):
@@ -57,154 +61,6 @@ def add_arguments(parser):
     from scenarios import policyfiles
 
     policyfiles.add_argument(parser)
-
-
-def parse_policies(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
-    """``"none,gate"`` → ``("none", "gate")``; unknown names are an InputError naming them."""
-    if text is None:
-        return default
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    if not names:
-        raise InputError("--policy: give at least one policy")
-    for name in names:
-        try:
-            get_policy(name)
-        except UnknownPolicy as exc:
-            raise InputError(f"--policy: {exc}") from None
-    if len(set(names)) != len(names):
-        raise InputError(f"--policy: a policy is named twice in {text!r}")
-    return tuple(names)
-
-
-def _number(text: str, option: str, what: str) -> float:
-    """``text`` as a float; InputError ``<option>: must be <what>, got ...`` if it is not one."""
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(f"{option}: must be {what}, got {text!r}") from None
-
-
-def parse_duration(text: str | None, default: float) -> float:
-    if text is None:
-        return default
-    value = _number(text, "--duration", "a number of seconds")
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"--duration: must be a positive number of seconds, got {text!r}")
-    if value > MAX_DURATION_S:
-        raise InputError(f"--duration: at most {MAX_DURATION_S:g} s, got {text!r}")
-    return value
-
-
-def parse_target_se_pct(text: str | None) -> float | None:
-    """``--target-se-pct``: a percentage above 0 and below 100 (None when not given)."""
-    if text is None:
-        return None
-    value = _number(text, "--target-se-pct", "a percentage")
-    if not 0 < value < 100:
-        raise InputError(f"--target-se-pct: must be above 0 and below 100, got {text!r}")
-    return value
-
-
-def parse_time_scale(text: str | None, scenario):
-    """``scenario`` at ``--time-scale`` (its own ``time_scale`` when not given); InputError if not a number >= 1."""
-    from scenarios.spec import with_time_scale
-
-    if text is None:
-        return scenario
-    return with_time_scale(scenario, _number(text, "--time-scale", "a number >= 1"))
-
-
-def check_out_root(text: str) -> Path:
-    """``--out`` must be a directory we can write in, or one we can create."""
-    out = Path(text)
-    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        raise InputError(f"--out: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"--out: cannot write in {existing}")
-    return out
-
-
-def emulation_load_mbps(scenario) -> float:
-    """Peak traffic the fabric must forward: every job bursting at once, its flows sharing the
-    links max-min fairly (Mbit/s; ``sharedlink.peak_load_mbps``)."""
-    from scenarios.sharedlink import fabric_params, peak_load_mbps
-    from topo.wiring import fabric_wiring
-
-    return peak_load_mbps(scenario, fabric_wiring(fabric_params(scenario)))
-
-
-def require_capturable(scenario, path: str) -> None:
-    """Every job's bursts must cross the fabric, where the run captures them (``runlinks.run_links``)."""
-    from scenarios.runlinks import run_links
-    from scenarios.sharedlink import fabric_params
-    from topo.wiring import fabric_wiring
-
-    try:
-        run_links(scenario, fabric_wiring(fabric_params(scenario)))
-    except ValueError as exc:
-        raise InputError(f"{path}: {exc}") from None
-
-
-# Measured here (docs/fabric.md): the userspace datapath keeps >= 90 % fidelity
-# up to about this many Mbit/s of concurrent traffic on 2 cores with MTU 9000.
-MAX_FAITHFUL_MBPS = 400.0
-
-
-def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
-    """InputError (before anything is built) for what only the model has: a policy the fabric cannot
-    run, re-alignment (``realign_s``; the job drivers do not re-shift), or a policy that cannot
-    schedule the scenario's jobs (``runner.policy_schedules``)."""
-    from scenarios.experiment.runner import policy_schedules
-
-    model_only = [p for p in policies if not get_policy(p).emulated]
-    if model_only:
-        raise InputError(f"--policy: {', '.join(model_only)}: a model only (shiftbed plan and sweep predict it; "
-                         "the fabric cannot run it)")
-    if scenario.knobs.realign_s is not None:
-        raise InputError(f"{path}: realign_s: re-alignment is predicted by plan and sweep; the run does not "
-                         "re-shift its jobs (remove realign_s to run)")
-    policy_schedules(scenario, policies)
-
-
-def require_runnable_here(scenario, path: str, policies: tuple[str, ...], force: bool = False) -> None:
-    """What ``run`` checks of a scenario beyond its file, before anything is built (InputError naming
-    ``path``): every policy emulated, every burst captured, a load this machine forwards faithfully
-    (unless ``force``)."""
-    from scenarios.timescale import on_wire
-
-    require_emulated(scenario, path, policies)
-    require_capturable(scenario, path)
-    load = emulation_load_mbps(on_wire(scenario))  # as the fabric runs it: K times slower
-    if load > MAX_FAITHFUL_MBPS and not force:
-        raise InputError(f"{path}: fabric: the jobs would push ~{load:.0f} Mbit/s through the fabric, "
-                         f"more than this machine forwards faithfully (~{MAX_FAITHFUL_MBPS:.0f}); lower the link "
-                         "rates, raise --time-scale or pass --force")
-
-
-def burst_transport_here(scenario, scenario_text: str, version: tuple[int, int] | None = None):
-    """The scenario as this machine can run it, and its text as the results folder keeps it.
-
-    An iperf3 from 3.16 on ends each test at its next report tick (``apps.iperf``), so a fresh
-    test per burst cannot keep a job's time: a scenario that leaves the transport to the default
-    runs over standing connections, said in one line and written into the kept ``scenario.yaml``
-    (so ``report --repredict`` models what ran); one that asks for ``transport: iperf3`` is refused.
-    """
-    from apps import iperf
-
-    version = version or iperf.installed_version()
-    if scenario.transport != "iperf3" or version is None or version < iperf.ENDS_AT_REPORT_TICK_FROM:
-        return scenario, scenario_text
-    tick = (f"this machine's iperf3 {version[0]}.{version[1]} ends each test at its next report tick "
-            "(~1 s a burst)")
-    if scenario.transport_given:
-        raise InputError(f"{scenario.path}: transport: iperf3: {tick}, so no burst could keep its time; "
-                         "use transport: persistent (standing connections)")
-    print(f"shiftbed run: {tick}: the jobs' flows use standing connections (transport: persistent)",
-          file=sys.stderr)
-    kept = scenario_text.rstrip("\n") + (f"\n# shiftbed run: {tick}, so the default transport was\n"
-                                         "transport: persistent\n")
-    return replace(scenario, transport="persistent"), kept
 
 
 def checked_inputs(args):
@@ -255,27 +111,24 @@ def run(args, display=None, solo_cache=None) -> int:
     if own_display:
         display = run_display([(scenario, policies)], duration_s)
     experiment = Experiment(wire, scenario_text, options, display=display, solo_cache=solo_cache)
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        with display.showing():
-            results_dir = experiment.run()
-    except KeyboardInterrupt:
-        print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
-        return INTERRUPTED
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
-            raise
-        where = experiment.writer.final_dir if experiment.writer else args.out
-        print(f"shiftbed run: no space left on the disk of {args.out} ({exc.filename or exc.strerror}); "
-              f"what was measured is kept in {where}", file=sys.stderr)
-        return 1
-    except (RunAborted, FabricError, FabricBusy, ControllerError, SchedulerUnreachable) as exc:  # kept, cause named
-        where = experiment.writer.final_dir if experiment.writer else None
-        print(f"shiftbed run: {exc}" + (f"; partial results kept in {where}" if where else ""), file=sys.stderr)
-        return 1
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with interrupts_as_keyboard():
+        try:
+            with display.showing():
+                results_dir = experiment.run()
+        except KeyboardInterrupt:
+            print(f"shiftbed run: interrupted; partial results kept in {experiment.writer.final_dir}", file=sys.stderr)
+            return INTERRUPTED
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            where = experiment.writer.final_dir if experiment.writer else args.out
+            print(f"shiftbed run: no space left on the disk of {args.out} ({exc.filename or exc.strerror}); "
+                  f"what was measured is kept in {where}", file=sys.stderr)
+            return 1
+        except (RunAborted, FabricError, FabricBusy, ControllerError, SchedulerUnreachable) as exc:  # kept, cause named
+            where = experiment.writer.final_dir if experiment.writer else None
+            print(f"shiftbed run: {exc}" + (f"; partial results kept in {where}" if where else ""), file=sys.stderr)
+            return 1
     if own_display:
         display.finish()
     summary, changes = _read_back(results_dir)
@@ -359,23 +212,6 @@ def preflight() -> None:
         raise EnvironmentProblem(str(exc)) from None
     finally:
         lock.release()
-
-
-def _raise_interrupt(signum, frame):
-    """SIGTERM and SIGHUP (a dropped ssh session) take Ctrl-C's path: teardown, partial results kept."""
-    if signum == signal.SIGHUP:
-        _detach_from_terminal()
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-def _detach_from_terminal() -> None:
-    """After a hang-up the terminal is gone and writing to it fails: send stdout and stderr to
-    /dev/null, so teardown's messages cannot stop it."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for fd in (1, 2):
-        if os.isatty(fd):
-            os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 def _read_back(results_dir: Path) -> tuple[SummaryRecord, dict[str, PolicyChange]]:

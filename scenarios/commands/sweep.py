@@ -24,6 +24,7 @@ from controller.theory.sweep import (
 from controller.theory.sweepstream import run_sweep_cells, summarise_cells
 from scenarios import cluster, policyfiles
 from scenarios.errors import InputError
+from scenarios.options import MIX_HELP, check_mix, parse_list, parse_range
 
 
 def add_arguments(parser) -> None:
@@ -157,53 +158,15 @@ def _plots(folder: str, summary: dict) -> None:
 # ---------------------------------------------------------------- command line
 
 
-def _range(value: str, name: str, cast) -> tuple:
-    try:
-        lo, hi = (cast(x) for x in value.split(":"))
-    except ValueError:
-        raise InputError(f"{name}: expected LO:HI, got {value!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi < lo:
-        raise InputError(f"{name}: need 0 < LO <= HI, got {value!r}")
-    return lo, hi
-
-
-def _list(value: str, name: str, cast) -> list:
-    try:
-        items = [cast(x) for x in value.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"{name}: expected comma-separated numbers, got {value!r}") from None
-    if not items or any(not math.isfinite(x) or x <= 0 for x in items):
-        raise InputError(f"{name}: need positive numbers, got {value!r}")
-    return items
-
-
-MIX_HELP = ("share of harmonic jobs, the map's job-mix knob (a job whose period is identical to, or 2 or 3 "
-            "times, another's), from 0 to 1, uniform periods only (default: periods drawn freely)")
-
-
-def check_mix(mix: float | None, use_zoo: bool, period_range: tuple[int, int]) -> float | None:
-    """``--mix``, as the map draws it (``draws.mixed_periods``): InputError where it cannot apply."""
-    if mix is None:
-        return None
-    if not (math.isfinite(mix) and 0 <= mix <= 1):
-        raise InputError(f"--mix: a share from 0 to 1, got {mix}")
-    if use_zoo:
-        raise InputError("--mix: applies to uniform periods; the zoo's draws keep the mix they have")
-    if mix > 0 and 2 * period_range[0] > period_range[1]:
-        raise InputError(f"--mix: --period-ms {period_range[0]}:{period_range[1]} has no room for a period "
-                         "and its double")
-    return mix
-
-
 def settings_from_args(args) -> dict:
-    jobs = _list(args.jobs, "--jobs", int)
+    jobs = parse_list(args.jobs, "--jobs", int)
     if any(n < 2 for n in jobs):
         raise InputError(f"--jobs: need at least 2 jobs per combination, got {args.jobs!r}")
-    period_range = _range(args.period_ms, "--period-ms", int)
-    frac_range = _range(args.comm_frac, "--comm-frac", float)
+    period_range = parse_range(args.period_ms, "--period-ms", int)
+    frac_range = parse_range(args.comm_frac, "--comm-frac", float)
     if frac_range[1] >= 1:
         raise InputError(f"--comm-frac: HI must be below 1, got {args.comm_frac!r}")
-    quanta = _list(args.quantum_ms, "--quantum-ms", float)
+    quanta = parse_list(args.quantum_ms, "--quantum-ms", float)
     if not args.zoo and max(quanta) * 2 > period_range[0]:
         raise InputError(f"--quantum-ms: must be at most half of the shortest period ({period_range[0]} ms)")
     for name, value in (("--samples", args.samples), ("--workers", args.workers), ("--iterations", args.iterations)):

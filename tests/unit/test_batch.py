@@ -26,8 +26,8 @@ from scenarios.batch.settings import plan_batch
 from scenarios.batch.summary import summarise
 from scenarios.batch.table import batch_table
 from scenarios.commands.batch import DEFAULTS
-from scenarios.commands.run import require_runnable_here
 from scenarios.exitcodes import FIDELITY_LOST, OK
+from scenarios.runnable import require_runnable_here
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC = spec.load(REPO / "scenarios" / "classroom.yaml").fabric

@@ -7,8 +7,8 @@ import pytest
 
 from apps import iperf
 from scenarios import spec
-from scenarios.commands.run import burst_transport_here
 from scenarios.errors import InputError
+from scenarios.runnable import burst_transport_here
 
 REPO = Path(__file__).resolve().parents[2]
 CLASSROOM = REPO / "scenarios" / "classroom.yaml"

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from scenarios import interrupts
 from scenarios.commands import run as run_command
 from scenarios.errors import EnvironmentProblem
 from scenarios.experiment import disk, drive
@@ -79,5 +80,5 @@ def test_a_measurement_stops_when_the_disk_is_nearly_full(monkeypatch, tmp_path)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_take_the_ctrl_c_path_and_name_the_signal(sig):
     with pytest.raises(KeyboardInterrupt) as interrupted:
-        run_command._raise_interrupt(sig, None)
+        interrupts._raise_interrupt(sig, None)
     assert interrupted.value.args == (signal.Signals(sig).name,)

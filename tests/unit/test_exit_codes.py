@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import results_example
 
-from scenarios import exitcodes
+from scenarios import exitcodes, runnable
 from scenarios.commands import demo
 from scenarios.commands import run as run_command
 from scenarios.summary_record import Gap, PolicySummary, SummaryRecord
@@ -66,9 +66,11 @@ def finished_run(tmp_path, monkeypatch, fidelity_ok: bool):
         def run(self):
             return folder
 
-    for name in ("require_emulated", "require_capturable", "check_free_space", "preflight"):
+    for name in ("require_emulated", "require_capturable"):
+        monkeypatch.setattr(runnable, name, lambda *a, **k: None)
+    for name in ("check_free_space", "preflight"):
         monkeypatch.setattr(run_command, name, lambda *a, **k: None)
-    monkeypatch.setattr(run_command, "emulation_load_mbps", lambda scenario: 1.0)
+    monkeypatch.setattr(runnable, "emulation_load_mbps", lambda scenario: 1.0)
     monkeypatch.setattr(run_command.os, "geteuid", lambda: 0)
     import scenarios.experiment.runner as runner
 

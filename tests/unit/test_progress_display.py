@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from scenarios import spec
-from scenarios.commands.demo import DEMO_DURATION_S, DEMO_SCENARIOS, SCENARIOS_DIR
+from scenarios.commands.demo import DEMO_DURATION_S
 from scenarios.experiment import estimate
 from scenarios.experiment.counts import CALIBRATION_ITERATIONS, MODEL_CALIBRATION_ITERATIONS
 from scenarios.experiment.display import RunDisplay, _Status
@@ -32,6 +32,7 @@ from scenarios.experiment.progressview import (
     measure_text,
     minutes_text,
 )
+from scenarios.shipped import DEMO_SCENARIOS, SCENARIOS_DIR
 
 
 class FakeClock:
