@@ -25,7 +25,7 @@ from html import escape as _e
 from controller.theory.policies import POLICIES
 from scenarios import spec
 from scenarios.analysis.meetings import APART_MET_SHARE
-from scenarios.commands.plan import build_plan
+from scenarios.planning import build_plan
 from scenarios.report import plots
 from scenarios.report.document import CROSSCHECK_BOUNDS_PCT, FIDELITY_REMEDIES, SOLO_RATE_MIN
 from scenarios.results import Results
