@@ -1,7 +1,7 @@
 """The job drivers' rows → one row per job iteration.
 
 A driver (``apps/dltjob.py``) writes one CSV row per worker per iteration
-(:data:`apps.dltjob.CSV_FIELDS`). A job's iteration starts when its first
+(:data:`apps.jobmodel.CSV_FIELDS`). A job's iteration starts when its first
 worker starts and ends when its last worker's transfer is done (the
 barrier); its communication runs from the first launch to the last exit.
 Calibration (``apps/jobrun.py``) and the run's analysis

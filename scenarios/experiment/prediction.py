@@ -326,7 +326,7 @@ class MeasuredRun:
     launch_lead_ms: dict[str, float]
     schedules: dict[str, Schedule] = field(default_factory=dict)  # policy -> its own, where it differs
     meets: set[frozenset] | None = None  # the pairs of jobs that share a link (None: every pair)
-    transport: str = "iperf3"  # how the jobs' flows travelled (apps.dltjob.TRANSPORTS)
+    transport: str = "iperf3"  # how the jobs' flows travelled (apps.jobmodel.TRANSPORTS)
 
     @property
     def tcp_sharing(self) -> str:

@@ -57,7 +57,7 @@ class Calibrated:
 
 def shape_key(fabric_params, environment: dict, spec, home_port: str, spines: tuple) -> str:
     """Everything a job's solo runs depend on (module docstring), as one string; ``spec``: the job as
-    the run starts it (``apps.dltjob.JobSpec``, before calibration), ``spines``: its flows' pins."""
+    the run starts it (``apps.jobmodel.JobSpec``, before calibration), ``spines``: its flows' pins."""
     job = asdict(spec)
     job["workers"] = [(w["name"], w["ip"]) for w in job["workers"]]  # not the namespace's PID
     fabric = {k: v for k, v in environment.items() if k not in NOT_THE_FABRIC}
