@@ -14,3 +14,14 @@ class EnvironmentProblem(Exception):
 
     The message names the component and the command that fixes it.
     """
+
+
+def short_repr(value) -> str:
+    """``repr(value)``, cut to a readable length (a message stays one short line)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def kind_of(value) -> str:
+    """What a value is, in a message's words (``a mapping``, ``a list``, ...)."""
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(type(value), type(value).__name__)

@@ -15,6 +15,12 @@ With a fabric and workers, the jobs meet only where their routes do
 directed link (``conflicts.ConflictGraph``), and the fluid model shares every
 link its bursts cross max-min fairly (``fabricshare.JobLinks``). Without them,
 every pair meets on one link.
+
+A scenario with a pattern job (one given by its phases, ``spec.ScenarioJob.comm_pattern``) is decided
+by the projection theory instead (:func:`pattern_plan`): each job's busy quanta on the grid
+(``arcs.Pattern``), two jobs apart for ever exactly at ``arcs.separating_shifts``, N jobs at the shifts
+that collide least (``patternschedule.pattern_schedule``). The fluid model sends one burst per
+iteration, so such a plan predicts no iteration times per policy and says so.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
-from controller.theory import fluid, sweep
+from controller.theory import arcs, fluid, patternschedule, sweep
 from controller.theory.conflicts import ConflictGraph
 from controller.theory.fabricshare import JobLinks
 from controller.theory.schedule import (
@@ -36,6 +42,9 @@ from scenarios import spec
 from scenarios.errors import InputError
 
 DEFAULT_RANDOM_DRAWS = 20
+MAX_LISTED_SHIFTS = 24  # a pair's separating shifts are listed up to this many, else counted
+NOT_MODELLED = ("per-policy iteration times are not modelled for pattern jobs: the fluid model sends one burst "
+                "per iteration")
 
 
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,
@@ -44,10 +53,9 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
                random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair",
                link_traces: dict[str, fluid.LinkTrace] | None = None,
                jobs: list[fluid.FluidJob] | None = None) -> dict:
-    """The plan as a JSON-ready dict (also used by ``run`` to record the prediction).
-
-    The schedules see the jobs on the grid; the fluid model runs the jobs as
-    they are (their true periods and bursts) against those schedules' windows.
+    """The plan as a JSON-ready dict (also used by ``run`` to record the prediction); with a pattern job,
+    :func:`pattern_plan`'s. The schedules see the jobs on the grid; the fluid model runs the jobs as they
+    are (their true periods and bursts) against those schedules' windows.
     ``sharing``: one of :data:`TCP_SHARING`, for the policies (and baselines) that leave sharing to TCP.
     ``link_traces``: a :class:`fluid.LinkTrace` for each policy whose link is to be drawn (``explore``).
     ``random_draws=0``: no random-offsets baseline (its fields None), for a caller that reads only each
@@ -55,6 +63,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     ``jobs``: the jobs as they will run, one per scenario job in order (default: as declared,
     :func:`planned_jobs`); the schedule is still made from the declared timings, as the controller's is.
     """
+    if scenario.pattern_jobs:
+        return pattern_plan(scenario, quantum_ms)
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
     for i, t in enumerate(timings):
@@ -77,9 +87,8 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     results, padding, errors, unsimulated = {}, {}, {}, {}
     for p in dict.fromkeys(("none", *policies)):
         try:
-            _, results[p], padding[p] = fluid.predict_policy(p, timings, jobs, q, knobs, cache, method,
-                                                             seed=seed, links=fabric and fabric.links,
-                                                             tcp_sharing=sharing,
+            _, results[p], padding[p] = fluid.predict_policy(p, timings, jobs, q, knobs, cache, method, seed=seed,
+                                                             links=fabric and fabric.links, tcp_sharing=sharing,
                                                              link_trace=(link_traces or {}).get(p), **length)
         except BeyondExactMethod as exc:
             raise InputError(f"{scenario.path}: jobs: {p}: {exc}") from None
@@ -118,6 +127,68 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
         **_graph(fabric, [t.name for t in timings]),
         "overlap_by_link": {p: None if p in missing else _by_link(fabric, results[p]) for p in policies},
     }
+
+
+def pattern_plan(scenario: spec.Scenario, quantum_ms: float | None = None) -> dict:
+    """The exact plan of a scenario with pattern jobs, as a JSON-ready dict: the shifts that collide least
+    (``pattern_schedule``; pairs that never meet on the fabric weigh 0), the pairwise overlap per
+    hyper-period they leave, the compatibility score at them, and for each pair the separating shifts
+    beside what the rectangle rule (busy quanta ``c1 + c2 <= gcd``) would have said."""
+    q = quantum_ms or scenario.quantum_ms
+    patterns = scenario.busy_patterns(q)
+    names = [j.name for j in scenario.jobs]
+    fabric = fabric_model(scenario)
+    weights = None if fabric is None else {frozenset(names.index(n) for n in pair): w
+                                           for pair, w in fabric.graph.meeting_weights().items()}
+    found = patternschedule.pattern_schedule(patterns, weights)
+    hyper_q = math.lcm(*(p.period_q for p in patterns))
+    score = patternschedule.compatibility_score(patterns, found.shifts_q, weights)
+    return {
+        "scenario": scenario.name,
+        "quantum_ms": q,
+        "feasible": found.feasible,
+        "hyperperiod_ms": _num(hyper_q * q),
+        "overlap_ms": _num(int(found.overlap_rate * hyper_q) * q),
+        "overlap_objective": "pairwise overlapped link-time per hyper-period",
+        "method": "exact" if found.exact else "best found",
+        "gap": None,
+        "jobs": [{"name": j.name, "period_ms": _num(j.period_ms), "comm_ms": _num(j.comm_ms),
+                  "grid_period_ms": _num(p.period_q * q), "grid_comm_ms": _num(p.busy_q * q),
+                  "shift_ms": _num(s * q), "phases": 1 if j.comm_pattern is None else len(j.comm_pattern.phases),
+                  "profile": j.profile, "busy_ms": [[_num(a * q), _num(n * q)] for a, n in p.arcs]}
+                 for j, p, s in zip(scenario.jobs, patterns, found.shifts_q, strict=True)],
+        "pairs": _pattern_pairs(names, patterns, q),
+        **_graph(fabric, names),
+        "pattern_jobs": [names[i] for i in scenario.pattern_jobs],
+        "compatibility": round(float(score), 4),
+        "search_nodes": found.nodes,
+        "not_modelled": NOT_MODELLED,
+    }
+
+
+def _pattern_pairs(names: list[str], patterns: list, q: float) -> list[dict]:
+    """Each pair's gcd and lcm on the grid, the relative shifts (of the second job, mod gcd) that keep it
+    apart for ever (listed up to :data:`MAX_LISTED_SHIFTS`, always counted), its compatibility at its best
+    shift, and whether the rectangle rule on the busy quanta would have said the same."""
+    pairs = []
+    for (a, pa), (b, pb) in itertools.combinations(zip(names, patterns, strict=True), 2):
+        g = math.gcd(pa.period_q, pb.period_q)
+        count = sum(length for _, length in arcs.separating_arcs(pa, pb))
+        listed = arcs.separating_shifts(pa, pb) if count <= MAX_LISTED_SHIFTS else None
+        rectangle = pa.busy_q + pb.busy_q <= g
+        pairs.append({
+            "jobs": [a, b],
+            "gcd_ms": _num(g * q),
+            "lcm_ms": _num(math.lcm(pa.period_q, pb.period_q) * q),
+            "separable": count > 0,
+            "separating_shift_count": count,
+            "separating_shifts_ms": None if listed is None else [_num(s * q) for s in listed],
+            "compatibility": round(arcs.compatibility(pa, pb), 4),
+            "busy_ms": [_num(pa.busy_q * q), _num(pb.busy_q * q)],
+            "rectangle_rule_separable": rectangle,
+            "rectangle_rule_agrees": rectangle == (count > 0),
+        })
+    return pairs
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,20 @@ Keys (``*`` = required)::
     jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
              pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
              model_workers  model_link_mbps (default 10000)  time_scale (default 1)
+           or, for a job whose iteration sends several collectives (a pattern job, plan-only):
+             period_ms* phases*: - start_ms* message_bytes* collective (allreduce|alltoall|p2p)
+             or profile: <name>  bucket_cap_mb  dtype (fp32|fp16|bf16)  profile_workers
 
 A job given by ``model`` gets its period and burst from the zoo
 (``controller/theory/zoo.py``) at ``model_link_mbps`` with ``len(workers)`` (or
 ``model_workers``) workers; times are kept and bytes scaled to the fabric.
+A pattern job gives its iteration as phases (the shape ``shiftbed trace --out``
+writes) or as a model profile (``controller/theory/profiles.py``): each phase is a
+collective of ``message_bytes`` starting ``start_ms`` into the iteration, timed on
+the link at ``model_link_mbps`` among ``len(workers)`` (or ``profile_workers``)
+workers (``controller/theory/phases.py``); its ``comm_ms`` is that link time added
+up. ``plan`` decides it exactly (``scenarios/planning.py``); ``run`` refuses it
+(:meth:`Scenario.require_runnable`): the job driver sends one burst per iteration.
 Each flow of a job has its own server port, from the job's block of
 ``topo.tcp_ports.PORTS_PER_JOB`` (10): a ring of up to 10 workers, a
 parameter server with up to 5 others (2(n − 1) flows).
@@ -43,6 +53,7 @@ import yaml
 from apps.jobmodel import TRANSPORTS, phase_pairs
 from controller import limits
 from controller.theory import zoo
+from controller.theory.phases import JobPattern, as_pattern, busy_total_ms
 from controller.theory.policies import (
     DEFAULT_POLICIES,
     POLICIES,
@@ -53,6 +64,9 @@ from controller.theory.policies import (
 )
 from controller.theory.schedule import JobTiming, comm_quanta, period_quanta, quantize_job
 from scenarios.errors import InputError
+from scenarios.errors import kind_of as _kind
+from scenarios.errors import short_repr as _short
+from scenarios.patternjob import PROFILE_KEYS, PatternFields
 from scenarios.policyfiles import writable_by_others
 from topo.tcp_ports import PORTS_PER_JOB
 from topo.wiring import (
@@ -73,7 +87,8 @@ FABRIC_KEYS = ("spines", "leaves", "hosts_per_leaf", "host_link_mbps", "fabric_l
                "tcp_rto_min_ms")
 FABRIC_REQUIRED = FABRIC_KEYS[:5]
 JOB_KEYS = ("name", "period_ms", "comm_ms", "workers", "pattern", "pin_spine", "gradient_mb",
-            "jitter_ms", "model", "model_workers", "model_link_mbps", "time_scale")
+            "jitter_ms", "model", "model_workers", "model_link_mbps", "time_scale", "phases", "profile",
+            "bucket_cap_mb", "dtype", "profile_workers")
 MAX_DURATION_S = 3600.0
 MAX_MODEL_WORKERS = 100_000
 
@@ -108,6 +123,15 @@ class ScenarioJob:
     gradient_mb: float | None = None  # None: sized so a solo burst takes comm_ms on the fabric
     jitter_ms: float = 0.0
     model: str | None = None
+    # a pattern job (``phases`` or ``profile``): its iteration as collectives, plan-only; None: one burst
+    comm_pattern: JobPattern | None = None
+    link_mbps: float = zoo.DEFAULT_MODEL_LINK_MBPS  # the rate its phases are timed at (model_link_mbps)
+    profile: str | None = None
+
+    @property
+    def pattern_key(self) -> str:
+        """The key that gave a pattern job its phases (for messages)."""
+        return "profile" if self.profile else "phases"
 
 
 @dataclass(frozen=True)
@@ -133,8 +157,36 @@ class Scenario:
         q = quantum_ms or self.quantum_ms
         return [quantize_job(j.name, j.period_ms, j.comm_ms, q) for j in self.jobs]
 
+    @property
+    def pattern_jobs(self) -> tuple[int, ...]:
+        """The indices of the jobs given by their phases (``phases`` or ``profile``)."""
+        return tuple(i for i, job in enumerate(self.jobs) if job.comm_pattern is not None)
+
+    def busy_patterns(self, quantum_ms: float | None = None) -> list:
+        """Every job's busy quanta on the grid (``arcs.Pattern``): a pattern job's phases at its link rate
+        (``phases.as_pattern``), any other job its one burst at the start of its period. InputError where
+        the grid is too coarse for a pattern job to leave its link idle at all."""
+        from controller.theory.arcs import Pattern
+
+        q = quantum_ms or self.quantum_ms
+        found = []
+        for i, job in enumerate(self.jobs):
+            if job.comm_pattern is None:
+                found.append(Pattern.rectangle(period_quanta(job.period_ms, q), comm_quanta(job.comm_ms, q)))
+                continue
+            busy = as_pattern(job.comm_pattern, job.link_mbps, q)
+            if busy.busy_q >= busy.period_q:
+                raise InputError(f"{self.path}: jobs[{i}].{job.pattern_key}: on the {q:g} ms grid its phases keep "
+                                 f"the link busy the whole period ({busy.period_q * q:g} ms): use a smaller quantum_ms")
+            found.append(busy)
+        return found
+
     def require_runnable(self) -> None:
-        """Check what ``run`` needs beyond ``plan``: a fabric and workers for every job."""
+        """Check what ``run`` needs beyond ``plan``: no pattern job, a fabric and workers for every job."""
+        for i in self.pattern_jobs:
+            raise InputError(f"{self.path}: jobs[{i}].{self.jobs[i].pattern_key}: a pattern job is plan-only in "
+                             "this build: the job driver sends one burst per iteration (shiftbed plan decides it; "
+                             "give period_ms and comm_ms to run the job)")
         if self.fabric is None:
             raise InputError(f"{self.path}: fabric: required to run a scenario")
         for i, job in enumerate(self.jobs):
@@ -199,8 +251,8 @@ def with_time_scale(scenario: Scenario, time_scale: float, field: str = "--time-
     return replace(scenario, time_scale=float(time_scale))
 
 
-class _Checker:
-    """Explicit checks, each raising one line that names file and field."""
+class _Checker(PatternFields):
+    """Explicit checks, each raising one line that names file and field (a pattern job's: ``PatternFields``)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -286,6 +338,8 @@ class _Checker:
             self.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, got {_short(transport)}")
         scenario = Scenario(self.path, name, quantum_ms, tuple(jobs), fabric, description, policies, duration_s,
                             policy_files, self.knobs(doc, jobs), transport, transport_given="transport" in doc)
+        if scenario.pattern_jobs:
+            scenario.busy_patterns()  # the grid leaves each pattern job some idle time
         if doc.get("time_scale") is not None:
             scenario = with_time_scale(scenario, self.number(doc["time_scale"], "time_scale", minimum=1.0,
                                                              strict=False), f"{self.path}: time_scale")
@@ -360,22 +414,29 @@ class _Checker:
             self.fail(f"{field}.name", problem)
         name = doc["name"]
         workers = self.workers(doc.get("workers", []), f"{field}.workers", fabric)
-        if "model" in doc:
+        for key in PROFILE_KEYS:
+            if key in doc and "profile" not in doc:
+                self.fail(f"{field}.{key}", "only with 'profile' (a model profile's DDP settings)")
+        comm_pattern, link_mbps = None, zoo.DEFAULT_MODEL_LINK_MBPS
+        if "profile" in doc or "phases" in doc:
+            comm_pattern, link_mbps = self.pattern(doc, field, workers)
+            period_ms, comm_ms, model = comm_pattern.iteration_ms, busy_total_ms(comm_pattern, link_mbps), None
+        elif "model" in doc:
             period_ms, comm_ms, model = self.model_times(doc, field, workers)
         else:
             for key in ("period_ms", "comm_ms"):
                 if key not in doc:
-                    self.fail(f"{field}.{key}", "missing required key (or give 'model')")
+                    self.fail(f"{field}.{key}", "missing required key (or give 'model', 'phases' or 'profile')")
             period_ms = self.number(doc["period_ms"], f"{field}.period_ms", maximum=limits.MAX_PERIOD_MS)
             comm_ms = self.number(doc["comm_ms"], f"{field}.comm_ms")
             model = None
-        if comm_ms >= period_ms:
+        if comm_pattern is None and comm_ms >= period_ms:
             self.fail(f"{field}.comm_ms", f"must be less than period_ms ({period_ms:g}), got {comm_ms:g}")
         problem = limits.period_quanta_problem(period_ms, quantum_ms)
         if problem:
             self.fail(f"{field}.period_ms", problem)
         t, c = period_quanta(period_ms, quantum_ms), comm_quanta(comm_ms, quantum_ms)
-        if c >= t:
+        if comm_pattern is None and c >= t:
             self.fail(f"{field}.comm_ms", f"on the {quantum_ms:g} ms grid comm rounds up to {c * quantum_ms:g} ms, "
                       f"not less than period {t * quantum_ms:g} ms: use a smaller quantum_ms")
         pattern = doc.get("pattern", "ring")
@@ -388,7 +449,8 @@ class _Checker:
                 self.fail(f"{field}.pin_spine", f"the fabric has {fabric.spines} spine(s), got {pin}")
         gradient = self.number(doc["gradient_mb"], f"{field}.gradient_mb") if "gradient_mb" in doc else None
         jitter = self.number(doc.get("jitter_ms", 0.0), f"{field}.jitter_ms", strict=False)
-        return ScenarioJob(name, period_ms, comm_ms, workers, pattern, pin, gradient, jitter, model)
+        return ScenarioJob(name, period_ms, comm_ms, workers, pattern, pin, gradient, jitter, model, comm_pattern,
+                           link_mbps, doc.get("profile"))
 
     def workers(self, value: Any, field: str, fabric: FabricSpec | None) -> tuple[str, ...]:
         if not isinstance(value, list):
@@ -426,13 +488,3 @@ class _Checker:
             self.fail(f"{field}.model", f"{model} gives a period of {timing.period_ms:g} ms at model_link_mbps "
                       f"{link:g} and time_scale {scale:g}, more than the {limits.MAX_PERIOD_MS:g} ms a job may have")
         return timing.period_ms, timing.comm_ms, model
-
-
-def _short(value: Any) -> str:
-    """``repr(value)``, cut to a readable length (a message stays one short line)."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(type(value), type(value).__name__)

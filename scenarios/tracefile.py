@@ -176,8 +176,8 @@ def scenario_job(job: TraceJob, name: str, workers) -> dict:
     ``phases`` (each ``start_ms``, ``message_bytes``, ``collective``) and ``workers`` (host names,
     ``[h1, h3]``). A phase's message is what the collective carries whatever the number of workers
     (a bucket's bytes), so the hosts may be more or fewer than the trace's group size; what each host
-    then sends follows from the collective (``phases.wire_bytes``). Today's scenario parser does not
-    take ``phases`` yet."""
+    then sends follows from the collective (``phases.wire_bytes``). ``scenarios/spec.py`` reads it as a
+    pattern job."""
     hosts = list(workers)
     if len(hosts) < 2:
         raise InputError(f"{name}: workers: a collective needs at least two workers, got {len(hosts)}")

@@ -81,6 +81,12 @@ def busy_ms(phase: Phase, workers: int, link_mbps: float) -> float:
     return wire_bytes(phase, workers) * 8 / (link_mbps * 1000)
 
 
+def busy_total_ms(pattern: JobPattern, link_mbps: float) -> float:
+    """Every phase's time on a worker's link at ``link_mbps``, alone, added up: the link time one iteration
+    needs (phases that overlap in time still need theirs one after another)."""
+    return sum(busy_ms(phase, pattern.workers, link_mbps) for phase in pattern.phases)
+
+
 def as_pattern(pattern: JobPattern, link_mbps: float, quantum_ms: float):
     """The job as the scheduler can know it, on a grid of ``quantum_ms``: its period rounded to the nearest
     quantum (``schedule.period_quanta``) and each phase's time on the link, alone, covered by whole quanta

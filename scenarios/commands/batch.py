@@ -157,6 +157,7 @@ def run_scenario(folder, name: str, display, solo_cache=None) -> int:
     work = folder.begin(name)
     path = folder.scenario_file(name)
     scenario = spec.load(path)
+    scenario.require_runnable()  # a file edited since it was drawn: refused in one line (a pattern job, ...)
     prediction = before_the_run(scenario, scenario.policies)  # nothing of this run measured yet
     prediction[FABRIC_KEY] = from_the_fabric(folder, name, scenario, scenario.policies)  # nor of any later
     (work / PREDICTION_FILE).write_text(json_text(prediction))

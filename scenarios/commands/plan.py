@@ -100,6 +100,8 @@ def run(args) -> int:
 
 def render(plan: dict) -> str:
     """The human-readable table."""
+    if "pattern_jobs" in plan:
+        return render_patterns(plan)
     gap = "" if plan["gap"] is None else f", gap {plan['gap']:.1%}"
     simulated = (f"{plan['iterations']} iterations per job" if plan["horizon_ms"] is None
                  else f"horizon {plan['horizon_ms'] / 1000:g} s")
@@ -149,6 +151,40 @@ def render(plan: dict) -> str:
         lines += ["", f"unsimulated: {len(plan['unsimulated'])} of {len(dict.fromkeys(('none', *plan['policies'])))} "
                   f"policies ({', '.join(plan['unsimulated'])}): the fluid model could not simulate them on these "
                   "jobs; the others are predicted as ever"]
+    return "\n".join(lines)
+
+
+def render_patterns(plan: dict) -> str:
+    """The table of a plan with pattern jobs (``planning.pattern_plan``): the shifts, each pair's
+    separating shifts beside the rectangle rule's verdict, and what is not modelled."""
+    lines = [
+        f"scenario {plan['scenario']}  quantum {plan['quantum_ms']:g} ms  hyper-period {plan['hyperperiod_ms']:,} ms",
+        f"pattern jobs (given by their phases): {', '.join(plan['pattern_jobs'])}; decided exactly on their busy quanta",
+        f"feasible: {'yes' if plan['feasible'] else 'no'}  (overlap {plan['overlap_ms']:g} ms per hyper-period, "
+        f"{plan['method']}; compatibility at these shifts {plan['compatibility']:.3f})",
+        "",
+        f"{'job':<12}{'period_ms':>10}{'busy_ms':>10}{'phases':>8}{'grid T':>8}{'grid busy':>11}{'shift_ms':>10}",
+    ]
+    for j in plan["jobs"]:
+        lines.append(f"{j['name']:<12}{j['period_ms']:>10g}{j['comm_ms']:>10.3f}{j['phases']:>8}"
+                     f"{j['grid_period_ms']:>8g}{j['grid_comm_ms']:>11g}{j['shift_ms']:>10g}")
+    lines.append("")
+    for p in plan["pairs"]:
+        a, b = p["jobs"]
+        if not p["separable"]:
+            sep = f"not separable (best shift: compatibility {p['compatibility']:.3f})"
+        elif p["separating_shifts_ms"] is None:
+            sep = f"separable, {p['separating_shift_count']} relative shifts of {b} mod {p['gcd_ms']:g} ms"
+        else:
+            shifts = ", ".join(f"{s:g}" for s in p["separating_shifts_ms"])
+            sep = f"separable, relative shift of {b} in {{{shifts}}} ms mod {p['gcd_ms']:g} ms"
+        busy = (f"busy {p['busy_ms'][0]:g} + {p['busy_ms'][1]:g} {'<=' if p['rectangle_rule_separable'] else '>'} "
+                f"gcd {p['gcd_ms']:g} ms")
+        rule = ("the rectangle rule agrees" if p["rectangle_rule_agrees"] else
+                f"the rectangle rule would say {'separable' if p['rectangle_rule_separable'] else 'not separable'}")
+        lines.append(f"pair {a}/{b}: gcd {p['gcd_ms']:g} ms, lcm {p['lcm_ms']:g} ms, {sep}; {busy}: {rule}")
+    lines += _render_graph(plan)
+    lines += ["", f"not modelled: {plan['not_modelled']}"]
     return "\n".join(lines)
 
 

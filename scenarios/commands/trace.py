@@ -4,8 +4,7 @@ Thin adapter around ``scenarios/tracefile.py`` (which steps count, how collectiv
 and ``controller/theory/phases.py`` (``as_pattern``: the phases on a grid of quanta at a link rate).
 Prints the reader's summary and the pattern as a one-line strip of the iteration, ``#`` where the link
 is busy and ``.`` where it is idle; ``--json`` prints one object instead; ``--out`` writes the job as a
-scenario-like YAML file. The scenario parser does not take ``phases`` yet: the file records the
-pattern (``docs/trace.md``).
+scenario file (``shiftbed plan`` decides it; ``run`` refuses a pattern job: ``docs/trace.md``).
 """
 
 from __future__ import annotations
@@ -32,7 +31,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("trace", metavar="FILE", help="a PyTorch profiler (Kineto) Chrome trace, .json or .json.gz")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--out", default=None, metavar="SCENARIO.yaml",
-                        help="write the job to this YAML file (name: and a jobs: list holding the one job)")
+                        help="write the job as a scenario file (name: and a jobs: list holding the one job) that "
+                             "shiftbed plan takes")
     parser.add_argument("--name", default=None,
                         help="the job's name (default: the trace file's name without .json/.gz)")
     parser.add_argument("--workers", default=None, metavar="h1,h3",
@@ -50,7 +50,7 @@ def run(args) -> int:
     _check_options(args)
     out = _out_path(args.out)
 
-    from controller.theory.phases import as_pattern, busy_ms
+    from controller.theory.phases import as_pattern, busy_total_ms
     from scenarios.tracefile import read_trace, render, scenario_job
 
     job = read_trace(args.trace)
@@ -66,7 +66,7 @@ def run(args) -> int:
     busy = as_pattern(pattern, args.link_mbps, quantum_ms)
     strip = draw(busy)
     notes = list(job.notes)
-    need_ms = sum(busy_ms(p, len(hosts), args.link_mbps) for p in pattern.phases)
+    need_ms = busy_total_ms(pattern, args.link_mbps)
     if "." not in strip:
         notes.append(f"at {args.link_mbps:g} Mbit/s the link is busy the whole iteration: the phases need "
                      f"{need_ms:.3f} ms of it alone, the iteration is {iteration_ms:.3f} ms (try a faster --link-mbps)")
@@ -104,8 +104,8 @@ def write_yaml(out: Path, entry: dict, trace_path: str) -> None:
     """``name:`` and ``jobs:`` holding the one job, under a comment naming the trace."""
     import yaml
 
-    text = (f"# from {trace_path} by `shiftbed trace`; the scenario format takes `phases:` with the\n"
-            "# pattern-aware run: until then this file records the pattern\n"
+    text = (f"# from {trace_path} by `shiftbed trace`; `shiftbed plan` takes it, `run` refuses it until the\n"
+            "# job driver sends phases\n"
             + yaml.safe_dump({"name": entry["name"], "jobs": [entry]}, sort_keys=False))
     try:
         out.write_text(text, encoding="utf-8")

@@ -53,6 +53,7 @@ LAYER_OF = {
     "scenarios.spec": "scenario foundation",
     "scenarios.policyfiles": "scenario foundation",  # a user's policy files, which the spec names
     "scenarios.tracefile": "scenario foundation",  # a profiler trace -> a job's pattern
+    "scenarios.patternjob": "scenario foundation",  # a pattern job's fields -> its phases, for the spec
     "scenarios.timescale": "scenario foundation",
     "scenarios.routes": "scenario foundation",
     "scenarios.sharedlink": "scenario foundation",
