@@ -12,6 +12,10 @@ from apps.jobmodel import TRANSPORTS, JobSpec, Worker, collective
 from apps.transports import StreamTransport
 from topo.tcp_ports import receiver_port
 
+# every test takes the first free loopback ports from 7201 up: two run side by side would take the same
+# ones between the check and the bind (make test's workers), so the module's tests run one at a time
+pytestmark = pytest.mark.xdist_group("loopback-ports")
+
 
 def bindable(port: int) -> bool:
     with socket.socket() as s:
