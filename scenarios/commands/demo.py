@@ -23,7 +23,6 @@ from pathlib import Path
 from scenarios.errors import EnvironmentProblem
 from scenarios.exitcodes import combined_exit_code, keeps_going
 from scenarios.experiment import session
-from scenarios.experiment.session import SessionOptions, check_scenario
 from scenarios.options import parse_duration, parse_time_scale
 from scenarios.shipped import DEMO_SCENARIOS, SCENARIOS_DIR
 
@@ -42,10 +41,10 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
-def run_options(scenario, duration_s: float, out: str) -> SessionOptions:
+def run_options(scenario, duration_s: float, out: str) -> session.SessionOptions:
     """What the demo asks of a run of ``scenario``: ``shiftbed run PATH --duration D --out OUT``'s
     options (the scenario's policies, the run's defaults)."""
-    return SessionOptions(policies=scenario.policies, duration_s=duration_s, out_root=Path(out))
+    return session.SessionOptions(policies=scenario.policies, duration_s=duration_s, out_root=Path(out))
 
 
 def run(args) -> int:
@@ -73,7 +72,7 @@ def run(args) -> int:
         with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
             scenario.require_runnable()  # as `shiftbed run PATH --duration D --out OUT` checks it
             options = run_options(scenario, duration, args.out)
-            check_scenario(scenario, options)
+            session.check_scenario(scenario, options)
             result = session.run_session(scenario, path.read_text(), options, display)
             say_run_end(result.results_dir, result.problem, args.json)
         codes.append(result.status)
