@@ -4,7 +4,7 @@ Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int`
 Modules are imported only when their subcommand runs, so ``shiftbed plan`` never
 pays for Mininet or Ryu. Bad input (``InputError``) is one line on stderr and
 exit status 2; a missing component (``EnvironmentProblem``) is exit status 1;
-Ctrl-C is 130. What each status means: ``scenarios/exitcodes.py``.
+Ctrl-C is 130 (``scenarios/console.py``). What each status means: ``scenarios/exitcodes.py``.
 
 The terminal stays quiet: warnings, and the stage lines of a run
 (``scenarios/experiment/progress.py``); ``-v`` adds each module's detail,
@@ -13,13 +13,12 @@ The terminal stays quiet: warnings, and the stage lines of a run
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 
 from controller.framework_choice import PACKAGES
 from scenarios import exitcodes
-from scenarios.errors import EnvironmentProblem, InputError
+from scenarios.console import configure_logging, exit_status
 
 SUBCOMMANDS = {
     "check": ("scenarios.commands.check", "environment doctor: OVS, datapath, controller framework, iperf3, a tiny fabric"),
@@ -37,18 +36,6 @@ SUBCOMMANDS = {
 }
 
 VERBOSE_COMMANDS = ("run", "demo", "check", "batch")  # the subcommands that build a fabric: they have -v and --controller
-
-
-def configure_logging(verbosity: int) -> None:
-    """Logs on stderr, the message only: warnings by default, INFO with ``-v``, DEBUG with ``-vv``.
-
-    Libraries speak only at ``-vv``: matplotlib, for one, warns that it is
-    building its font cache the first time it draws on a fresh machine.
-    """
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(message)s", stream=sys.stderr)
-    if verbosity < 2:
-        logging.getLogger("matplotlib").setLevel(logging.ERROR)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,16 +87,7 @@ def main(argv=None) -> int:
             return exitcodes.BAD_INPUT
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
     try:
-        return int(module.run(args) or 0)
-    except InputError as exc:
-        print(f"shiftbed {args.command}: {exc}", file=sys.stderr)
-        return exitcodes.BAD_INPUT
-    except EnvironmentProblem as exc:
-        print(f"shiftbed {args.command}: {exc}", file=sys.stderr)
-        return exitcodes.FAULT
-    except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (which keeps its measurements)
-        print(f"shiftbed {args.command}: interrupted", file=sys.stderr)
-        return exitcodes.INTERRUPTED
+        return exit_status(args.command, lambda: module.run(args))
     except BrokenPipeError:
         # `shiftbed plan ... | head`: the reader left. Whatever the command saved
         # is saved; point stdout at /dev/null so the exit flush cannot fail again.

@@ -2,11 +2,12 @@
 
 Runs inside a ``dask worker`` started as root with ``--resources fabric=1``
 (docs/scale.md). :func:`run_scenario_here` writes a one-scenario batch folder
-(the client's settings, the scenario's file) in a scratch folder and runs
-``shiftbed batch --resume`` on it in a child process: the very code a batch
-runs on one machine, in a process whose main thread can take signals, as a
-fabric's teardown needs. The done folder comes back packed
-(``batch/pack.py``); the client writes it into the batch.
+(the client's settings, the scenario's file) in a scratch folder and runs it
+in a child process (``batch/fleetchild.py``): the very code a batch runs on
+one machine (``batch/local.py``, each run through ``experiment/session.py``),
+in a process whose main thread can take signals, as a fabric's teardown
+needs. The done folder comes back packed (``batch/pack.py``); the client
+writes it into the batch.
 
 One fabric per machine, whatever happens to the worker process: the child
 holds :data:`LOCK_FILE` (inherited, so a child outliving a killed worker still
@@ -96,14 +97,14 @@ def run_scenario_here(name: str, scenario_text: str, record: dict, controller: s
 
 
 def _run_child(root: Path, log: Path, lock_fd: int, controller: str | None) -> int:
-    """``shiftbed batch --resume root``, its output in ``log``; SIGTERM when the client cancels."""
+    """The one-scenario batch in ``root`` run by :mod:`fleetchild`, its output in ``log``; SIGTERM when the
+    client cancels."""
     from controller.framework_choice import FRAMEWORK_ENV
 
     env = dict(os.environ)
     if controller:
         env[FRAMEWORK_ENV] = controller
-    argv = ["setpriv", "--pdeathsig", "TERM", "--", sys.executable, "-m", "scenarios.cli", "batch", "--resume",
-            str(root)]
+    argv = ["setpriv", "--pdeathsig", "TERM", "--", sys.executable, "-m", "scenarios.batch.fleetchild", str(root)]
     with open(log, "w") as stream:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stream, stderr=subprocess.STDOUT,
                                  pass_fds=(lock_fd,), env=env)

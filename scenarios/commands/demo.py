@@ -22,6 +22,7 @@ from pathlib import Path
 
 from scenarios.errors import EnvironmentProblem
 from scenarios.exitcodes import combined_exit_code, keeps_going
+from scenarios.experiment import session
 from scenarios.options import parse_duration, parse_time_scale
 from scenarios.shipped import DEMO_SCENARIOS, SCENARIOS_DIR
 
@@ -40,24 +41,18 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
-def run_arguments(path, duration_s: float, out: str, time_scale: str | None = None):
-    """The arguments of ``shiftbed run PATH --duration D --out OUT [--time-scale K]``, parsed by
-    the run command's own parser, so that the demo gets its defaults."""
-    import argparse
-
-    from scenarios.commands import run as run_command
-
-    parser = argparse.ArgumentParser()
-    run_command.add_arguments(parser)
-    scale = ["--time-scale", time_scale] if time_scale is not None else []
-    return parser.parse_args([str(path), "--duration", f"{duration_s:g}", "--out", str(out), *scale])
+def run_options(scenario, duration_s: float, out: str) -> session.SessionOptions:
+    """What the demo asks of a run of ``scenario``: ``shiftbed run PATH --duration D --out OUT``'s
+    options (the scenario's policies, the run's defaults)."""
+    return session.SessionOptions(policies=scenario.policies, duration_s=duration_s, out_root=Path(out))
 
 
 def run(args) -> int:
     import json
 
     from scenarios import spec
-    from scenarios.commands import run as run_command
+    from scenarios.commands.run import run_display
+    from scenarios.report.terminal import results_json, say_run_end
     from scenarios.results import REPORT_HTML_FILE
 
     duration = parse_duration(args.duration, DEMO_DURATION_S)
@@ -68,22 +63,24 @@ def run(args) -> int:
     scenarios = {name: parse_time_scale(time_scale, spec.load(SCENARIOS_DIR / name))
                  for name in DEMO_SCENARIOS}
     # one display for both runs: its estimate is the whole demo's
-    display = run_command.run_display([(s, s.policies) for s in scenarios.values()], duration)
+    display = run_display([(s, s.policies) for s in scenarios.values()], duration)
     display.introduce()
     for name, scenario in scenarios.items():
         path = SCENARIOS_DIR / name
         print(f"== {scenario.name}: {scenario.description}", file=sys.stderr)
         # with --json, stdout holds the demo's one object: each run's table goes to stderr
         with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
-            code = run_command.run(run_arguments(path, duration, args.out, time_scale), display=display)
-        codes.append(code)
-        if not keeps_going(code):  # a fault or an interrupt: the next scenario would not fare better
-            return code
-        latest = max((p for p in (Path(args.out) / scenario.name).iterdir() if not p.name.startswith(".")),
-                     key=lambda p: p.name)
-        reports[scenario.name] = str(latest / "report.md")
+            scenario.require_runnable()  # as `shiftbed run PATH --duration D --out OUT` checks it
+            options = run_options(scenario, duration, args.out)
+            session.check_scenario(scenario, options)
+            result = session.run_session(scenario, path.read_text(), options, display)
+            say_run_end(result.results_dir, result.problem, args.json)
+        codes.append(result.status)
+        if not keeps_going(result.status):  # a fault or an interrupt: the next scenario would not fare better
+            return result.status
+        reports[scenario.name] = str(result.results_dir / "report.md")
         if args.json:
-            runs[scenario.name] = run_command.results_json(latest)
+            runs[scenario.name] = results_json(result.results_dir)
     display.finish()
     if args.json:  # where each report is, and each run's own --json object
         print(json.dumps({"reports": reports, "runs": runs}))
@@ -92,4 +89,3 @@ def run(args) -> int:
             print(f"{name}: {report}")
             print(f"{' ' * len(name)}  {Path(report).with_name(REPORT_HTML_FILE)} (the same, to open in a browser)")
     return combined_exit_code(codes)
-

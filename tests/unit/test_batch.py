@@ -409,21 +409,22 @@ def test_the_progress_says_the_scenarios_done_and_the_running_agreement(tmp_path
 def test_a_run_that_lost_fidelity_is_run_once_more_then_kept(tmp_path, monkeypatch, fidelity, attempts, code):
     """The batch's own decisions around a run (the run itself stood in for by the synthetic results folder,
     written where ``run`` writes and answering with ``run``'s exit status for it)."""
+    from scenarios.batch import local as command
     from scenarios.batch import predict
-    from scenarios.commands import batch as command
-    from scenarios.commands import run as run_command
+    from scenarios.experiment import session
+    from scenarios.experiment.session import SessionResult
 
     folder = BatchFolder.create(tmp_path / "b", {"settings": {"seed": 0, "policies": ["none", "shift", "gate"]}},
                                 {"s000": spec_text()})
     answers, made = iter(fidelity), []
 
-    def fake_run(args, display=None, solo_cache=None):
+    def fake_run(scenario, text, options, display, solo_cache=None):
         made.append(next(answers))
         run = example.write_example(tmp_path / f"run{len(made)}", fidelity_ok=made[-1])
-        shutil.move(str(run), Path(args.out) / "s000" / f"20261206T00000{len(made)}Z")
-        return OK if made[-1] else FIDELITY_LOST
+        kept = Path(shutil.move(str(run), options.out_root / "s000" / f"20261206T00000{len(made)}Z"))
+        return SessionResult(OK if made[-1] else FIDELITY_LOST, kept)
 
-    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(session, "run_session", fake_run)
     monkeypatch.setattr(predict, "before_the_run", lambda scenario, policies: {"kind": "before the run",
                                                                               "policies": {}})
     assert command.run_scenario(folder, "s000", display=None) == code
@@ -435,34 +436,35 @@ def test_a_run_that_lost_fidelity_is_run_once_more_then_kept(tmp_path, monkeypat
 
 
 def test_a_run_gets_the_batchs_target_and_calibrations_and_one_without_fidelity_is_forgotten(tmp_path, monkeypatch):
+    from scenarios.batch import local as command
     from scenarios.batch import predict
-    from scenarios.commands import batch as command
-    from scenarios.commands import run as run_command
+    from scenarios.experiment import session
+    from scenarios.experiment.session import SessionResult
 
     folder = BatchFolder.create(tmp_path / "b", {"settings": {"seed": 0, "policies": ["none", "shift", "gate"],
                                                               "target_se_pct": 2.5, "reuse_calibration": True}},
                                 {"s000": spec_text()})
-    cache, forgotten, given = command._solo_cache(folder), [], []
+    cache, forgotten, given = command.batch_solo_cache(folder), [], []
     monkeypatch.setattr(cache, "forget", forgotten.append)
 
-    def fake_run(args, display=None, solo_cache=None):
-        given.append((args.target_se_pct, solo_cache))
+    def fake_run(scenario, text, options, display, solo_cache=None):
+        given.append((options.target_se_pct, solo_cache))
         run = example.write_example(tmp_path / f"run{len(given)}", fidelity_ok=len(given) > 1)
         if len(given) > 1:  # kept with fidelity, but a job ran off the speed it was calibrated at
             summary = json.loads((run / "summary.json").read_text())
             summary["fidelity"]["drifted"] = ["a"]
             (run / "summary.json").write_text(json.dumps(summary))
-        shutil.move(str(run), Path(args.out) / "s000" / f"20261206T00000{len(given)}Z")
-        return OK if len(given) > 1 else FIDELITY_LOST
+        kept = Path(shutil.move(str(run), options.out_root / "s000" / f"20261206T00000{len(given)}Z"))
+        return SessionResult(OK if len(given) > 1 else FIDELITY_LOST, kept)
 
-    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(session, "run_session", fake_run)
     monkeypatch.setattr(predict, "before_the_run", lambda scenario, policies: {"kind": "before the run",
                                                                               "policies": {}})
     assert command.run_scenario(folder, "s000", None, cache) == OK
-    assert given == [("2.5", cache), ("2.5", cache)]  # as `run --target-se-pct 2.5`, on the batch's calibrations
+    assert given == [(2.5, cache), (2.5, cache)]  # as `run --target-se-pct 2.5`, on the batch's calibrations
     assert forgotten == ["s000", "s000"]  # lost fidelity, then drifted: neither's calibrations are reused
     assert cache.root == folder.root / command.CALIBRATION_DIR
-    assert command._solo_cache(BatchFolder.create(tmp_path / "c", {"settings": {}}, {"s000": spec_text()})) is None
+    assert command.batch_solo_cache(BatchFolder.create(tmp_path / "c", {"settings": {}}, {"s000": spec_text()})) is None
 
 
 def test_the_runs_own_prediction_is_judged_beside_the_one_before_the_run(tmp_path):

@@ -1,4 +1,4 @@
-"""`shiftbed demo` hands `shiftbed run` the arguments its own parser makes (no root needed)."""
+"""`shiftbed demo` runs each scenario as `shiftbed run` does: the same options, checks and API (no root needed)."""
 
 import json
 from types import SimpleNamespace
@@ -7,29 +7,37 @@ import pytest
 
 from scenarios import spec
 from scenarios.commands import demo
-from scenarios.commands import run as run_command
 from scenarios.errors import EnvironmentProblem
+from scenarios.experiment import session
+from scenarios.experiment.session import SessionResult
+from scenarios.report import terminal
 
 
 @pytest.mark.parametrize("name", demo.DEMO_SCENARIOS)
 def test_every_demo_scenario_passes_the_run_commands_input_checks(name, tmp_path, monkeypatch):
-    args = demo.run_arguments(demo.SCENARIOS_DIR / name, 6.0, str(tmp_path))
-    assert (args.duration, args.out, args.policy) == ("6", str(tmp_path), None)
-    monkeypatch.setattr(run_command.os, "geteuid", lambda: 1000)  # stop where the fabric would be built
+    scenario = spec.load(demo.SCENARIOS_DIR / name)
+    options = demo.run_options(scenario, 6.0, str(tmp_path))
+    assert (options.duration_s, options.out_root, options.policies) == (6.0, tmp_path, scenario.policies)
+    scenario.require_runnable()
+    session.check_scenario(scenario, options)
+    monkeypatch.setattr(session.os, "geteuid", lambda: 1000)  # stop where the fabric would be built
     with pytest.raises(EnvironmentProblem, match="needs root"):
-        run_command.run(args)
+        session.require_root("shiftbed run")
 
 
 
 def test_with_json_the_demo_prints_one_object_and_each_runs_table_goes_to_stderr(tmp_path, monkeypatch, capsys):
-    def fake_run(args, display=None):  # what `shiftbed run` leaves: a results folder, and its table on stdout
-        name = spec.load(args.scenario).name
-        (tmp_path / name / "20261130T020000Z").mkdir(parents=True)
-        print(f"policy job ... table of {name}")
-        return 0
+    def fake_run(scenario, text, options, display, solo_cache=None):  # what a run leaves: a results folder
+        folder = options.out_root / scenario.name / "20261130T020000Z"
+        folder.mkdir(parents=True)
+        return SessionResult(0, folder)
 
-    monkeypatch.setattr(run_command, "run", fake_run)
-    monkeypatch.setattr(run_command, "results_json", lambda folder: {"results_dir": str(folder)})  # no summary here
+    def fake_say(results_dir, problem, as_json):  # and what `shiftbed run` says of it: its table on stdout
+        print(f"policy job ... table of {results_dir.parent.name}")
+
+    monkeypatch.setattr(session, "run_session", fake_run)
+    monkeypatch.setattr(terminal, "say_run_end", fake_say)
+    monkeypatch.setattr(terminal, "results_json", lambda folder: {"results_dir": str(folder)})  # no summary here
     monkeypatch.setattr(demo.os, "geteuid", lambda: 0)
     assert demo.run(SimpleNamespace(duration="6", out=str(tmp_path), json=True)) == 0
     out, err = capsys.readouterr()
@@ -41,11 +49,13 @@ def test_with_json_the_demo_prints_one_object_and_each_runs_table_goes_to_stderr
 
 
 def test_without_json_the_demo_ends_naming_each_report_and_its_page_for_a_browser(tmp_path, monkeypatch, capsys):
-    def fake_run(args, display=None):
-        (tmp_path / spec.load(args.scenario).name / "20261130T020000Z").mkdir(parents=True)
-        return 0
+    def fake_run(scenario, text, options, display, solo_cache=None):
+        folder = options.out_root / scenario.name / "20261130T020000Z"
+        folder.mkdir(parents=True)
+        return SessionResult(0, folder)
 
-    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(session, "run_session", fake_run)
+    monkeypatch.setattr(terminal, "say_run_end", lambda results_dir, problem, as_json: None)
     monkeypatch.setattr(demo.os, "geteuid", lambda: 0)
     assert demo.run(SimpleNamespace(duration="6", out=str(tmp_path), json=False)) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -59,7 +69,7 @@ def test_a_runs_json_object_is_read_back_from_its_results_folder(tmp_path):
     import results_example
 
     folder = results_example.write_example(tmp_path)
-    doc = run_command.results_json(folder)
+    doc = terminal.results_json(folder)
     assert doc["results_dir"] == str(folder) and doc["fidelity_ok"] is True and doc["complete"] is True
     assert set(doc["policies"]) == {"none", "shift", "gate"}
     assert doc["policies"]["gate"]["throughput_change_vs_none_pct"] == pytest.approx(results_example.GATE_CHANGE_PCT)

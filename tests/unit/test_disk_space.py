@@ -8,9 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from scenarios import interrupts
-from scenarios.commands import run as run_command
 from scenarios.errors import EnvironmentProblem
-from scenarios.experiment import disk, drive
+from scenarios.experiment import disk, drive, session
 from scenarios.results import RESERVE_BYTES, RESERVE_FILE, ResultsWriter
 
 
@@ -27,11 +26,11 @@ def test_a_run_that_does_not_fit_is_refused_in_one_line(monkeypatch, tmp_path):
                                jobs=[SimpleNamespace(period_ms=300.0)])
     monkeypatch.setattr(disk, "free_bytes", lambda path: 10 * 2**20)
     with pytest.raises(EnvironmentProblem) as refused:
-        run_command.check_free_space(str(tmp_path), scenario, 2, 10.0)
+        session.check_free_space(str(tmp_path), scenario, 2, 10.0)
     message = str(refused.value)
     assert "\n" not in message and "10 MB free" in message and "--duration" in message
     monkeypatch.setattr(disk, "free_bytes", lambda path: 10 * 2**30)
-    run_command.check_free_space(str(tmp_path), scenario, 2, 10.0)  # fits: no error
+    session.check_free_space(str(tmp_path), scenario, 2, 10.0)  # fits: no error
 
 
 def test_free_bytes_reads_the_nearest_existing_parent(tmp_path):

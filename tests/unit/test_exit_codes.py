@@ -15,6 +15,9 @@ import results_example
 from scenarios import exitcodes, runnable
 from scenarios.commands import demo
 from scenarios.commands import run as run_command
+from scenarios.experiment import session
+from scenarios.experiment.session import SessionResult
+from scenarios.report import terminal
 from scenarios.summary_record import Gap, PolicySummary, SummaryRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,9 +72,9 @@ def finished_run(tmp_path, monkeypatch, fidelity_ok: bool):
     for name in ("require_emulated", "require_capturable"):
         monkeypatch.setattr(runnable, name, lambda *a, **k: None)
     for name in ("check_free_space", "preflight"):
-        monkeypatch.setattr(run_command, name, lambda *a, **k: None)
+        monkeypatch.setattr(session, name, lambda *a, **k: None)
     monkeypatch.setattr(runnable, "emulation_load_mbps", lambda scenario: 1.0)
-    monkeypatch.setattr(run_command.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(session.os, "geteuid", lambda: 0)
     import scenarios.experiment.runner as runner
 
     monkeypatch.setattr(runner, "Experiment", Finished)
@@ -81,8 +84,12 @@ def finished_run(tmp_path, monkeypatch, fidelity_ok: bool):
 @pytest.mark.parametrize("fidelity_ok, code", [(True, 0), (False, 3)])
 def test_run_exits_3_when_fidelity_was_lost_and_keeps_its_results(tmp_path, monkeypatch, capsys, fidelity_ok, code):
     folder = finished_run(tmp_path, monkeypatch, fidelity_ok)
-    args = demo.run_arguments(REPO / "scenarios" / "classroom.yaml", 6.0, str(tmp_path / "results"))
-    args.json = True
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    run_command.add_arguments(parser)
+    args = parser.parse_args([str(REPO / "scenarios" / "classroom.yaml"), "--duration", "6", "--out",
+                              str(tmp_path / "results"), "--json"])
     assert run_command.run(args) == code
     out, err = capsys.readouterr()
     assert json.loads(out)["fidelity_ok"] is fidelity_ok and (folder / "summary.json").is_file()
@@ -94,17 +101,17 @@ def test_run_exits_3_when_fidelity_was_lost_and_keeps_its_results(tmp_path, monk
 ])
 def test_the_demo_goes_on_past_lost_fidelity_and_stops_at_a_fault(tmp_path, monkeypatch, capsys, first, second,
                                                                   code, ran):
-    from scenarios import spec
 
     codes, started = [first, second], []
 
-    def fake_run(args, display=None):
-        name = spec.load(args.scenario).name
-        (tmp_path / name / "20261130T020000Z").mkdir(parents=True)
-        started.append(name)
-        return codes[len(started) - 1]
+    def fake_run(scenario, text, options, display, solo_cache=None):
+        folder = options.out_root / scenario.name / "20261130T020000Z"
+        folder.mkdir(parents=True)
+        started.append(scenario.name)
+        return SessionResult(codes[len(started) - 1], folder)
 
-    monkeypatch.setattr(run_command, "run", fake_run)
+    monkeypatch.setattr(session, "run_session", fake_run)
+    monkeypatch.setattr(terminal, "say_run_end", lambda results_dir, problem, as_json: None)
     monkeypatch.setattr(demo.os, "geteuid", lambda: 0)
     assert demo.run(SimpleNamespace(duration="6", out=str(tmp_path), json=False)) == code
     assert len(started) == ran

@@ -197,19 +197,19 @@ def test_the_duration_default_comes_from_the_scenario_and_is_checked_there(tmp_p
 
 
 def test_ovs_not_installed_is_named_with_the_fix(monkeypatch):
-    from scenarios.commands import run as run_cmd
+    from scenarios.experiment import session
     from topo import fabric
 
     monkeypatch.setattr(fabric, "ovs_version", lambda: None)
     monkeypatch.setattr(fabric.shutil, "which", lambda name: None)
     with pytest.raises(EnvironmentProblem) as info:
-        run_cmd.preflight()
+        session.preflight()
     message = str(info.value)
     assert "\n" not in message and "Open vSwitch is not installed" in message and "make install" in message
 
 
 def test_ovs_that_does_not_start_is_named_with_the_fix(monkeypatch, tmp_path):
-    from scenarios.commands import run as run_cmd
+    from scenarios.experiment import session
     from topo import fabric
 
     fake_ctl = tmp_path / "ovs-ctl"  # "starts" nothing
@@ -227,7 +227,7 @@ def test_ovs_that_does_not_start_is_named_with_the_fix(monkeypatch, tmp_path):
     monkeypatch.setattr(fabric, "OVS_CTL", str(fake_ctl))
     monkeypatch.setattr(fabric.subprocess, "run", record_run)
     with pytest.raises(EnvironmentProblem) as info:
-        run_cmd.preflight()
+        session.preflight()
     message = str(info.value)
     assert started == [[str(fake_ctl), "start", "--system-id=random"]]  # it tried to start OVS once
     assert "\n" not in message and "does not answer" in message and "ovs-vswitchd.log" in message, message

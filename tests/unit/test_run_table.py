@@ -7,14 +7,14 @@ import pytest
 from results_example import MEASURED_MS, PREDICTED_MS, summary_json
 
 from scenarios.analysis.verdict import policy_changes
-from scenarios.commands.run import _print_table
+from scenarios.report.terminal import print_table
 from scenarios.summary_record import SummaryRecord
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _print(summary: SummaryRecord) -> None:
-    _print_table(summary, Path("/r"), policy_changes(summary))
+    print_table(summary, Path("/r"), policy_changes(summary))
 
 
 def test_the_table_gives_each_mean_with_its_standard_error_where_there_is_one(capsys):
@@ -58,13 +58,13 @@ def test_json_is_one_object_with_the_summarys_verdicts_and_numbers(tmp_path):
     from results_example import write_example
 
     from scenarios.analysis.verdict import folder_changes, headline
-    from scenarios.commands.run import _json_view
+    from scenarios.report.terminal import json_view
     from scenarios.results import load_results
 
     folder = write_example(tmp_path)
     results = load_results(folder)
     changes = folder_changes(results)
-    view = json.loads(json.dumps(_json_view(results.summary, folder, changes)))
+    view = json.loads(json.dumps(json_view(results.summary, folder, changes)))
     assert list(view) == ["results_dir", "time_scale", "fidelity_ok", "complete", "crosschecks", "policies", "policy_verdict",
                           "gaps"]
     written = json.loads((folder / "summary.json").read_text())
@@ -90,13 +90,13 @@ def test_after_the_run_the_command_prints_its_table_or_one_json_object(as_json, 
 
     from apps import iperf
     from scenarios.commands import run as run_command
-    from scenarios.experiment import runner
+    from scenarios.experiment import runner, session
 
     folder = write_example(tmp_path / "results")
     # an iperf3 that keeps a burst's time: a newer one adds its transport notice (test_burst_transport.py)
     monkeypatch.setattr(iperf, "installed_version", lambda: (3, 12))
-    monkeypatch.setattr(run_command.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(run_command, "preflight", lambda: None)
+    monkeypatch.setattr(session.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(session, "preflight", lambda: None)
     monkeypatch.setattr(runner.Experiment, "run", lambda self: folder)
     parser = argparse.ArgumentParser()
     run_command.add_arguments(parser)

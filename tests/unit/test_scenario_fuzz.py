@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from scenarios import cli
-from scenarios.commands import run as run_command
+from scenarios.experiment import session
 
 JUNK = st.one_of(st.none(), st.booleans(), st.text(max_size=6), st.lists(st.integers(), max_size=2),
                  st.dictionaries(st.text(max_size=3), st.integers(), max_size=1))
@@ -126,11 +126,11 @@ DOCUMENTS = st.one_of(mutated(), mutated(), mutated(), ANY_SCENARIO, JUNK)
 @pytest.fixture
 def not_root(monkeypatch):
     """`run` stops at its root check (exit 1); getting past it would build a fabric: fail instead."""
-    monkeypatch.setattr(run_command.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(session.os, "geteuid", lambda: 1000)
 
     def no_fabric():
         raise AssertionError("run got past its input checks to preflight")
-    monkeypatch.setattr(run_command, "preflight", no_fabric)
+    monkeypatch.setattr(session, "preflight", no_fabric)
 
 
 def outcome(capsys, argv: list[str]) -> tuple[int, list[str]]:

@@ -72,6 +72,8 @@ LAYER_OF = {
     "scenarios.cluster": "scenario foundation",  # --dask-scheduler, for sweep, map and the batch's fleet
     # SIGTERM/SIGHUP as Ctrl-C, for run and for the batch (here and on a fleet's workers)
     "scenarios.interrupts": "scenario foundation",
+    # logging and a command's problems as one line each: the command line, and a fleet worker's child
+    "scenarios.console": "scenario foundation",
     # the shipped scenario files and the demo's two: the demo reads them, the batch's settings too
     "scenarios.shipped": "scenario foundation",
     "apps.*": "apps",

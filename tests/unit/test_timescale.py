@@ -14,10 +14,10 @@ from results_example import EPOCHS_S, MEASURED_MS, summary_json, write_example
 from apps.jobmodel import burst_bytes
 from controller.gate import DataFlow, GateWindow, MeterMod, WindowGate
 from scenarios import spec
-from scenarios.commands.run import _print_table
 from scenarios.errors import InputError
 from scenarios.experiment.runner import gate_floor_options
 from scenarios.experiment.summary import summary_in_scenario_units
+from scenarios.report.terminal import print_table
 from scenarios.results import load_results
 from scenarios.summary_record import SummaryRecord
 from scenarios.timescale import (
@@ -249,6 +249,6 @@ def test_the_run_table_states_k_only_when_it_is_not_1(capsys):
 
     for k in (1, 4):
         summary = replace(SummaryRecord.from_dict(summary_json()), time_scale=k)
-        _print_table(summary, Path("/r"), policy_changes(summary))
+        print_table(summary, Path("/r"), policy_changes(summary))
         first = capsys.readouterr().out.splitlines()[0]
         assert first.startswith("time scale K = 4: the fabric ran 4 times slower") == (k == 4)

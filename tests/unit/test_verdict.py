@@ -12,8 +12,8 @@ from results_format1 import write_format1_example
 
 from scenarios.analysis import compare, verdict
 from scenarios.analysis.tables import batch_means_se
-from scenarios.commands.run import results_json
 from scenarios.report.draw import draw_report
+from scenarios.report.terminal import results_json
 from scenarios.results import load_results
 from scenarios.summary_record import JobSummary, PolicySummary, SummaryRecord
 
