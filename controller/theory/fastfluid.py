@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from controller.theory import fluid, pairschedule
+from controller.theory import fluid, fluidbursts, pairschedule
 from controller.theory.floatsum import left_to_right_sum
 from controller.theory.fluidjob import EPS_MS, FluidJob
 from controller.theory.policies import (
@@ -49,7 +49,7 @@ SHARING_CODES = {"fair": 0, "priority": 1, "mltcp": 2, "leader": 3}
 _GAIN = (0.0, 0.0, MLTCP_GAIN, LEADER_GAIN)
 _COMPUTE, _SEND, _WAIT = 0, 1, 2
 GATED, REALIGNED = 1, 2  # the compiled loop's window modes (0: none)
-REALIGN_COST_MS = fluid.REALIGN_COST_MS
+REALIGN_COST_MS = fluidbursts.REALIGN_COST_MS
 
 
 @numba.njit(cache=True, inline="always")

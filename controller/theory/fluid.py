@@ -52,8 +52,8 @@ from fractions import Fraction
 
 from controller.theory.fabricshare import JobLinks
 from controller.theory.floatsum import left_to_right_sum
-from controller.theory.fluidjob import EPS_MS as _EPS
-from controller.theory.fluidjob import TOGETHER_MS, FluidJob, FluidWindow, LinkTrace, mean_iteration
+from controller.theory.fluidbursts import Bursts
+from controller.theory.fluidjob import FluidJob, FluidWindow, LinkTrace, mean_iteration
 from controller.theory.policies import (
     PROGRESS_GAIN,
     SHARING,
@@ -69,9 +69,6 @@ WARMUP_ITERATIONS = 2  # of the longest job, before the horizon starts
 MIN_HORIZON_ITERATIONS = 40  # the horizon is at least this many periods of the longest job
 MAX_HORIZON_ITERATIONS = 400  # ... and at most this many: where the lcm is longer, phases cycle too slowly to wait for
 MLTCP_STEP_MS = 1.0  # the model's step while mltcp bursts share the link (halving it moves results < 0.5 %)
-# What a re-alignment costs beyond the wait for the window: the scheduler measures and sends the
-# new shift while the job computes, so the job only waits; 0.
-REALIGN_COST_MS = 0.0
 
 
 @dataclass(frozen=True)
@@ -104,8 +101,8 @@ class FluidPolicyResult:
         return left_to_right_sum(j.solo_period_ms / j.mean_iteration_ms for j in self.jobs.values()) / len(self.jobs)
 
 
-def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> None:
-    """ValueError for a job or window the model cannot run."""
+def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow], sharing: str) -> None:
+    """ValueError for a job, a window or a sharing the model cannot run."""
     for j in jobs:
         if not 0 < j.comm_ms < j.period_ms:
             raise ValueError(f"{j.name}: need 0 < comm_ms < period_ms, got {j.comm_ms}, {j.period_ms}")
@@ -123,6 +120,14 @@ def _check_inputs(jobs: Sequence[FluidJob], windows: dict[str, FluidWindow]) -> 
     for name, w in windows.items():
         if not 0 < w.length_ms <= w.period_ms:
             raise ValueError(f"{name}: need 0 < window length <= period, got {w.length_ms}, {w.period_ms}")
+    if sharing not in SHARING:
+        raise ValueError(f"sharing must be one of {', '.join(SHARING)}, got {sharing!r}")
+
+
+def _ranks(jobs: Sequence[FluidJob], priority: Sequence[str]) -> list[int]:
+    """Each job's place under ``"priority"`` sharing: ``priority``'s order first, then the others in job order."""
+    order = {name: k for k, name in enumerate(priority)}
+    return [order.get(j.name, len(order) + k) for k, j in enumerate(jobs)]
 
 
 def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
@@ -140,25 +145,22 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     ``iterations``: one count for all (each mean over every burst after ``warmup``), or one per job
     (each mean over exactly that many: a run's, so that model and wire cover the same span of time).
 
-    ``offsets_ms``: first burst start of each job (its computation starts
-    ``period - comm`` earlier). ``windows``: the named jobs' windows; by
-    default (``waits=None``, ``enforce=True``) they are gated: every burst
-    waits for a window start and pauses when its window closes. ``waits(k)``:
-    whether burst ``k`` (0 = first) waits for the next window start;
-    ``enforce``: whether a burst may only be on the link inside a window.
+    ``offsets_ms``: first burst start of each job (its computation starts ``period - comm`` earlier).
+    ``windows``: the named jobs' windows; by default (``waits=None``, ``enforce=True``) they are gated: every
+    burst waits for a window start and pauses when its window closes. ``waits(k)``: whether burst ``k`` (0 =
+    first) waits for the next window start; ``enforce``: whether a burst may only be on the link inside a window.
 
-    ``horizon_ms``: the mean iteration time is over the bursts that end in
-    ``[warmup_ms, warmup_ms + horizon_ms]`` (``warmup_ms`` default:
-    :data:`WARMUP_ITERATIONS` of the longest period); ``iterations`` and
-    ``warmup`` are then not used. A job that cannot finish two bursts in
-    twice that time is reported at an infinite iteration time.
+    ``horizon_ms``: the mean iteration time is over the bursts that end in ``[warmup_ms, warmup_ms +
+    horizon_ms]`` (``warmup_ms`` default: :data:`WARMUP_ITERATIONS` of the longest period); ``iterations`` and
+    ``warmup`` are then not used. A job that cannot finish two bursts in twice that time is reported at an
+    infinite iteration time.
 
     ``sharing``: how bursts that meet share the link (see :func:`link_shares`); ``priority``: job names,
     highest first, for ``"priority"``. With ``"mltcp"`` or ``"leader"`` rates change as bursts progress: the model steps at
     most ``mltcp_step_ms`` while two or more bursts share the link.
 
     ``realign_ms``: the first burst ready after every ``realign_ms`` of time waits for its job's next window
-    start (plus :data:`REALIGN_COST_MS`), the windows being ``windows`` (a run-free policy's re-alignment).
+    start (plus ``fluidbursts.REALIGN_COST_MS``), the windows being ``windows`` (a run-free policy's re-alignment).
 
     ``queue_ms``: how much of a burst (ms at its solo rate) the link's queue holds behind the gate. While ``n
     >= 2`` bursts share the link, each arrives at its solo rate and is served at ``1/n``, so its queue grows
@@ -178,189 +180,118 @@ def simulate(jobs: Sequence[FluidJob], offsets_ms: dict[str, float],
     """
     windows = windows or {}
     waits = waits if waits is not None else (lambda k: True)
-    _check_inputs(jobs, windows)
-    if sharing not in SHARING:
-        raise ValueError(f"sharing must be one of {', '.join(SHARING)}, got {sharing!r}")
-    n = len(jobs)
-    compute = [j.period_ms - j.comm_ms for j in jobs]
-    gate = [windows.get(j.name) for j in jobs]
-    order = {name: k for k, name in enumerate(priority)}
-    rank = [order.get(j.name, len(order) + k) for k, j in enumerate(jobs)]
-    remaining = [0.0] * n  # solo-ms of burst left
-    sent = [0.0] * n  # solo-ms of the current burst already sent (mltcp's weight)
-    after = [0.0] * n  # the current burst's extra time after its end (FluidJob.after_samples_ms)
-    late = [0.0] * n  # ... how much later than usual its data started (FluidJob.late_samples_ms)
-    busy_cost = [0.0] * n  # ... what its busy start cost
-    held_until = [-math.inf] * n  # ... its data waits until then (a busy start: its first data comes later)
-    met: list[set] = [set() for _ in range(n)]  # the other jobs the current burst was on the link beside
-    track_met = rng is not None and any(j.busy_after_samples_ms for j in jobs)  # only busy ends need it
-    queued = [0.0] * n  # solo-ms of it already past the gate, waiting on the link
-    on_link = [False] * n  # the current burst has gone once (a later window resumes it)
-    went = [math.nan] * n  # when the current burst first went on the link
-    launched = [math.nan] * n  # ... and when it was launched (went - lead_ms)
-    busy = [False] * n  # the current burst started busy and has been charged for it
-    state = ["compute"] * n  # compute | wait | send | drain (window closed, queue still going out)
-    next_t = [offsets_ms[j.name] for j in jobs]  # compute end / window start / window end
-    starts: list[list[float]] = [[] for _ in jobs]
-    aligned = [False] * n  # the current burst has waited for (or met) its window start
-    ends: list[list[float]] = [[] for _ in jobs]
-    next_realign = [realign_ms or math.inf] * n
-    counts = iterations if isinstance(iterations, Mapping) else None
-    if counts is not None and any(counts.get(j.name, 0) < 1 for j in jobs):
-        raise ValueError(f"iterations: need a count >= 1 for every job, got {dict(counts)}")
-    target = [warmup + (counts[j.name] if counts is not None else iterations) + 1 for j in jobs]
-    if horizon_ms is not None:
+    _check_inputs(jobs, windows, sharing)
+    rank = _ranks(jobs, priority)
+    bursts = Bursts(jobs, offsets_ms, [windows.get(j.name) for j in jobs], waits, enforce, realign_ms, rng)
+    length = RunLength.of(jobs, iterations, warmup, horizon_ms, warmup_ms, sharing, mltcp_step_ms)
+    overlap = Overlap(length.span, links)
+    events_left = length.max_events
+    t = min(bursts.next_t)
+    while length.running(t, bursts.ends):
+        events_left -= 1
+        if events_left < 0:
+            raise RuntimeError("fluid model made no progress (window or time values out of range)")
+        sending, held = bursts.sending(t)
+        # each burst's speed relative to alone: its share of the link, at most its solo rate
+        share = (link_shares(jobs, sending, sharing, rank, bursts.sent, bursts.remaining) if links is None
+                 else links.shares(jobs, sending, sharing, rank, bursts.sent, bursts.remaining))
+        t_next = bursts.next_change(t, sending, share, held)
+        if sharing in PROGRESS_GAIN and len(sending) >= 2:
+            t_next = min(t_next, t + mltcp_step_ms)  # the weights move as the bursts progress
+        dt = t_next - t
+        bursts.meet(sending)
+        moving = {jobs[i].name: share[i] for i in sending if share[i] > 0}
+        overlap.add(t, t_next, moving)
+        if link_trace is not None:
+            link_trace.record(t, t_next, moving, links, windows)
+        bursts.send(sending, share, dt, queue_ms)
+        t = t_next
+        bursts.settle(t, trace, links)
+    if stats is not None:
+        stats.update(overlap.stats(length.measured_ms(t)))
+    return _job_results(jobs, offsets_ms, bursts, length, warmup)
+
+
+@dataclass(frozen=True)
+class RunLength:
+    """How long :func:`simulate` runs, and over which bursts each job's mean is taken: a count of bursts
+    per job (``horizon=False``), or every burst ending in ``span`` (a horizon after a warm-up)."""
+
+    horizon: bool
+    target: list[int]  # bursts each job needs (a count): warm-up + iterations + 1
+    counts: Mapping[str, int] | None  # one count per job (a run's), else None
+    span: tuple[float, float]  # the measured span (a horizon): (warm-up end, warm-up end + horizon)
+    give_up_ms: float  # a horizon's run stops here even if a job has not reached the span's end
+    max_events: int  # a guard against a run that makes no progress, far above any real run
+
+    @classmethod
+    def of(cls, jobs: Sequence[FluidJob], iterations: int | Mapping[str, int], warmup: int,
+           horizon_ms: float | None, warmup_ms: float | None, sharing: str, mltcp_step_ms: float) -> RunLength:
+        """:func:`simulate`'s length from its arguments; ValueError for a per-job count below 1."""
+        n = len(jobs)
+        counts = iterations if isinstance(iterations, Mapping) else None
+        if counts is not None and any(counts.get(j.name, 0) < 1 for j in jobs):
+            raise ValueError(f"iterations: need a count >= 1 for every job, got {dict(counts)}")
+        target = [warmup + (counts[j.name] if counts is not None else iterations) + 1 for j in jobs]
+        if horizon_ms is None:
+            return cls(False, target, counts, (0.0, math.inf), math.inf, 1000 * n * max(target))
         warmup_ms = WARMUP_ITERATIONS * max(j.period_ms for j in jobs) if warmup_ms is None else warmup_ms
         span = (warmup_ms, warmup_ms + horizon_ms)
         give_up_ms = span[1] + horizon_ms + 2 * max(j.period_ms for j in jobs)
         max_events = 1000 * n * (math.ceil(give_up_ms / min(j.period_ms for j in jobs)) + 3)
         if sharing in PROGRESS_GAIN:
             max_events += 2 * math.ceil(give_up_ms / mltcp_step_ms)
-    else:
-        span, give_up_ms = (0.0, math.inf), math.inf
-        max_events = 1000 * n * max(target)  # a bound far above any real run: a guard, not a limit
-    overlap_ms = 0.0
-    by_link = dict.fromkeys(links.shared_links() if links is not None else (), 0.0)
-    t = min(next_t)
+        return cls(True, target, counts, span, give_up_ms, max_events)
 
-    def going_at(k: int, at: float) -> bool:
-        """Was job k's data going at ``at`` (its current or last burst on the link, not yet ended)?"""
-        data_from = max(went[k], held_until[k])  # a busy start holds the data back
-        if state[k] in ("send", "drain"):
-            return data_from <= at
-        return bool(ends[k]) and data_from <= at < ends[k][-1]
+    def running(self, t: float, ends: list[list[float]]) -> bool:
+        """Whether the run goes on at ``t``, the jobs' bursts having ended at ``ends``."""
+        if not self.horizon:
+            return any(len(e) < k for e, k in zip(ends, self.target, strict=True))
+        return t < self.give_up_ms and any(not e or e[-1] < self.span[1] for e in ends)
 
-    def go(i: int) -> None:
-        """Job i's burst is on the link; the first time, its data held back if it started busy: another
-        job's data was going when it launched (``lead_ms`` before), or another job launched within
-        ``TOGETHER_MS`` of it (that burst, if not busy already, is held too). On the wire a busy start is
-        a later first data packet, so a held burst takes no share of the link."""
-        if not on_link[i]:
-            went[i] = t
-            launched[i] = t - jobs[i].lead_ms
-            together = [k for k in range(n) if k != i and on_link[k] and state[k] in ("send", "drain", "wait")
-                        and abs(launched[k] - launched[i]) <= TOGETHER_MS]
-            busy[i] = bool(together) or any(going_at(k, launched[i]) for k in range(n) if k != i)
-            if busy[i]:
-                busy_cost[i] = jobs[i].busy_start_cost(rng)
-                held_until[i] = t + busy_cost[i]
-            for k in together:
-                if not busy[k]:
-                    busy[k] = True
-                    busy_cost[k] = jobs[k].busy_start_cost(rng)
-                    held_until[k] = max(held_until[k], t) + busy_cost[k]
-        on_link[i] = True
+    def measured_ms(self, t: float) -> float:
+        """How long the measured span is, the run having stopped at ``t``."""
+        return (min(t, self.span[1]) if self.horizon else t) - self.span[0]
 
-    def begin(i: int, now: float) -> None:
-        """Job i's burst goes now, or waits for its next window start (re-aligned or gated)."""
-        w = gate[i]
-        if w is None:
-            go(i)
-            state[i], next_t[i] = "send", math.inf
-            return
-        if now >= next_realign[i] - _EPS and not aligned[i]:  # time to re-align (realign_ms)
-            while next_realign[i] <= now + _EPS:
-                next_realign[i] += realign_ms
-            aligned[i] = True
-            if not w.takes(now):
-                state[i], next_t[i] = "wait", w.wait_start(now) + REALIGN_COST_MS
-                return
-        if waits(len(starts[i]) - 1) and not aligned[i] and not w.takes(now):
-            state[i], next_t[i] = "wait", w.wait_start(now)
-            return
-        aligned[i] = True  # this burst has met its window start (or needs none)
-        end = w.end_of_current(now) if enforce else math.inf
-        if end is None:  # enforced and outside every window
-            state[i], next_t[i] = "wait", w.next_start(now)
-        else:
-            go(i)
-            state[i], next_t[i] = "send", end
 
-    def running() -> bool:
-        if horizon_ms is None:
-            return any(len(e) < k for e, k in zip(ends, target, strict=True))
-        return t < give_up_ms and any(not e or e[-1] < span[1] for e in ends)
+class Overlap:
+    """How long two or more bursts moved data at once inside the measured span (on each shared link
+    with ``links``)."""
 
-    while running():
-        max_events -= 1
-        if max_events < 0:
-            raise RuntimeError("fluid model made no progress (window or time values out of range)")
-        # a burst whose busy start still holds its data back is on the link but sends nothing yet
-        sending = [i for i in range(n) if state[i] in ("send", "drain") and held_until[i] <= t + _EPS]
-        held = [held_until[i] for i in range(n) if state[i] in ("send", "drain") and held_until[i] > t + _EPS]
-        # each burst's speed relative to alone: its share of the link, at most its solo rate
-        share = (link_shares(jobs, sending, sharing, rank, sent, remaining) if links is None
-                 else links.shares(jobs, sending, sharing, rank, sent, remaining))
-        t_next = min([*next_t, *held])
-        for i in sending:
-            if share[i] > 0:
-                t_next = min(t_next, t + remaining[i] / share[i])
-                if state[i] == "drain":
-                    t_next = min(t_next, t + queued[i] / share[i])
-        if sharing in PROGRESS_GAIN and len(sending) >= 2:
-            t_next = min(t_next, t + mltcp_step_ms)  # the weights move as the bursts progress
-        dt = t_next - t
-        if track_met and len(sending) >= 2:
-            for i in sending:
-                met[i].update(k for k in sending if k != i)
-        moving = {jobs[i].name: share[i] for i in sending if share[i] > 0}
+    def __init__(self, span: tuple[float, float], links: JobLinks | None):
+        self.span, self.links = span, links
+        self.total_ms = 0.0
+        self.by_link = dict.fromkeys(links.shared_links() if links is not None else (), 0.0)
+
+    def add(self, t: float, t_next: float, moving: dict[str, float]) -> None:
+        """The bursts ``moving`` (name -> share) moved data from ``t`` to ``t_next``."""
         if len(moving) >= 2:
-            inside = max(0.0, min(t_next, span[1]) - max(t, span[0]))
-            overlap_ms += inside
-            for link in links.meeting(moving) if links else ():
-                by_link[link] += inside
-        if link_trace is not None:
-            link_trace.record(t, t_next, moving, links, windows)
-        for i in sending:
-            remaining[i] -= dt * share[i]
-            sent[i] += dt * share[i]
-            if state[i] == "send":
-                queued[i] = min(queue_ms, remaining[i], queued[i] + dt * (1.0 - share[i]))
-            else:
-                queued[i] -= dt * share[i]
-        t = t_next
-        for i in range(n):
-            eps = _EPS * max(1.0, jobs[i].comm_ms)
-            if state[i] in ("send", "drain") and remaining[i] <= eps:
-                ends[i].append(t)
-                if trace is not None:
-                    trace.append((jobs[i].name, starts[i][-1], went[i], t))
-                extra = 0.0
-                if met[i]:
-                    shared = any(links is None or links.meeting((jobs[i].name, jobs[k].name)) for k in met[i])
-                    extra = jobs[i].busy_after_cost("shared" if shared else "apart", rng)
-                # a job that keeps its clock takes what its start and end took beyond the usual (a late or
-                # busy start, a longer after phase) off its computation: only the data phase moves it
-                gap = compute[i] - late[i] - busy_cost[i] if jobs[i].keeps_clock else compute[i] + after[i] + extra
-                state[i], next_t[i], queued[i] = "compute", t + max(0.0, gap), 0.0
-            elif state[i] == "compute" and next_t[i] <= t + _EPS:
-                remaining[i], after[i], late[i] = jobs[i].draw(rng)
-                busy_cost[i] = 0.0
-                met[i] = set()
-                sent[i] = 0.0
-                starts[i].append(t)
-                aligned[i] = on_link[i] = False
-                begin(i, t)
-            elif state[i] in ("wait", "drain") and next_t[i] <= t + _EPS:
-                begin(i, next_t[i])
-            elif state[i] == "drain" and queued[i] <= eps:  # what was past the gate is out
-                state[i], queued[i] = "wait", 0.0
-            elif state[i] == "send" and next_t[i] <= t + _EPS:  # gated window closes
-                state[i], next_t[i] = ("drain" if queued[i] > eps else "wait"), gate[i].next_start(t + _EPS)
+            inside = max(0.0, min(t_next, self.span[1]) - max(t, self.span[0]))
+            self.total_ms += inside
+            for link in self.links.meeting(moving) if self.links else ():
+                self.by_link[link] += inside
 
-    if stats is not None:
-        measured_ms = (min(t, span[1]) if horizon_ms is not None else t) - span[0]
-        stats.update(overlap_share=overlap_ms / measured_ms if measured_ms > 0 else 0.0,
-                     span_ms=measured_ms, warmup_ms=span[0])
-        if links is not None:
-            stats.update(links.overlap_stats(by_link, measured_ms))
+    def stats(self, measured_ms: float) -> dict:
+        """:func:`simulate`'s ``stats``: the overlap's share of the measured span, the span and its start."""
+        out = dict(overlap_share=self.total_ms / measured_ms if measured_ms > 0 else 0.0,
+                   span_ms=measured_ms, warmup_ms=self.span[0])
+        if self.links is not None:
+            out.update(self.links.overlap_stats(self.by_link, measured_ms))
+        return out
+
+
+def _job_results(jobs: Sequence[FluidJob], offsets_ms: dict[str, float], bursts: Bursts, length: RunLength,
+                 warmup: int) -> dict[str, FluidJobResult]:
+    """Each job's mean iteration time over the bursts ``length`` measures, and how far its last burst
+    start lags where its own period (gated: its window grid) would have put it."""
     out = {}
     for i, job in enumerate(jobs):
-        mine = ends[i][:target[i]] if counts is not None else ends[i]
-        count, mean = mean_iteration(mine, warmup, span if horizon_ms is not None else None)
-        k = len(starts[i]) - 1
-        burst_start = _burst_start(starts[i][k], gate[i] if waits(k) else None)
-        period = gate[i].period_ms if gate[i] else job.period_ms  # gated: against its window grid
+        ends, starts, gate = bursts.ends[i], bursts.starts[i], bursts.gate[i]
+        mine = ends[:length.target[i]] if length.counts is not None else ends
+        count, mean = mean_iteration(mine, warmup, length.span if length.horizon else None)
+        k = len(starts) - 1
+        burst_start = _burst_start(starts[k], gate if bursts.waits(k) else None)
+        period = gate.period_ms if gate else job.period_ms  # gated: against its window grid
         lag = burst_start - (offsets_ms[job.name] + k * period)
         phase = (lag + period / 2) % period - period / 2
         out[job.name] = FluidJobResult(job.name, job.period_ms, count, mean, 1000.0 / mean, lag,
