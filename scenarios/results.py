@@ -32,7 +32,7 @@ Layout (all times in seconds; every CSV loads with one ``pd.read_csv``)::
         plots/*.png, report.md, report.html      drawn by ``shiftbed report``
 
 Tables may carry extra columns after the schema's. ``throughput_change_vs_none_pct``
-is :func:`throughput_change_pct`; a policy's ``epoch_s`` is the unix time that its
+is :func:`scenarios.throughput.throughput_change_pct`; a policy's ``epoch_s`` is the unix time that its
 ``t_s``/``open_s`` count from. Full description: docs/results.md.
 
 Writing is atomic: :class:`ResultsWriter` fills a hidden sibling
@@ -46,21 +46,19 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import re
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import yaml
 
 from scenarios.errors import InputError
+from scenarios.files import atomic_write_bytes, give_to_sudo_user, json_text
 from scenarios.schedule_record import ScheduleRecord
 from scenarios.summary_record import FORMAT, FORMATS_READ, SummaryRecord
 
@@ -107,38 +105,6 @@ def utc_timestamp(now: datetime | None = None) -> str:
 def _safe_name(name: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
     return cleaned or "scenario"
-
-
-def _json_ready(value: Any) -> Any:
-    """Plain JSON: NaN/inf become null (strict parsers reject them), NumPy scalars become Python."""
-    if isinstance(value, Mapping):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, list | tuple):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never half."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "xb") as handle:  # ordinary permissions (umask), unlike mkstemp's 0600
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def json_text(obj: Any) -> str:
-    return json.dumps(_json_ready(obj), indent=2, allow_nan=False) + "\n"
 
 
 def _table_columns(name: str, given: Iterable[str]) -> list[str]:
@@ -295,15 +261,6 @@ class ResultsWriter:
             self.finish(complete=False, reason=f"{exc_type.__name__}: {exc}".strip())
 
 
-def give_to_sudo_user(paths: Iterable[Path]) -> None:
-    """Under ``sudo``, hand ``paths`` to the invoking user (else nothing), so they can read and redraw them."""
-    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
-    if os.geteuid() != 0 or not uid or not gid:
-        return
-    for path in paths:
-        os.chown(path, int(uid), int(gid), follow_symlinks=False)
-
-
 def _reserve_space(path: Path, size_bytes: int) -> None:
     """A file of ``size_bytes`` whose blocks are really allocated (a sparse file would reserve nothing)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -344,16 +301,6 @@ def _stamped(summary_path: Path, scenario_name: str, final_dir: Path, complete: 
         summary = SummaryRecord(scenario=scenario_name)
     return replace(summary, format=FORMAT, scenario=summary.scenario or scenario_name, results_dir=str(final_dir),
                    complete=bool(complete), incomplete_reason=None if complete else (reason or "interrupted"))
-
-
-def throughput_change_pct(mean_iteration_ms: Mapping[str, float],
-                          none_mean_iteration_ms: Mapping[str, float]) -> float:
-    """``throughput_change_vs_none_pct``: the mean over jobs of the change in iterations per second.
-
-    Each job counts once whatever its period, so a short job cannot hide a long one's loss.
-    """
-    changes = [(none_mean_iteration_ms[job] / ms - 1) * 100 for job, ms in mean_iteration_ms.items()]
-    return sum(changes) / len(changes)
 
 
 # --------------------------------------------------------------------------- reading

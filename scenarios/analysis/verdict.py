@@ -11,7 +11,7 @@ the noise of the run. A policy without an interval (a job had too few
 iterations for a standard error) has no verdict.
 
 The interval. Each job's change is ``(none_ms / ms - 1) × 100``
-(``results.throughput_change_pct``); its variance follows from the two means'
+(``scenarios.throughput.throughput_change_pct``); its variance follows from the two means'
 standard errors (batch means, ``tables.batch_means_se``) by the delta method,
 and the policy's change, the mean over its jobs, adds the jobs' variances over
 the jobs squared. Each standard error rests on ``BATCHES - 1`` degrees of
@@ -40,8 +40,9 @@ from apps.iterations import iteration_table
 from controller.theory.sweep import HELPS_THRESHOLD
 from controller.theory.tally import OUTCOMES, student_t975
 from scenarios.analysis.tables import BATCHES, job_means
-from scenarios.results import Results, throughput_change_pct
+from scenarios.results import Results
 from scenarios.summary_record import SummaryRecord
+from scenarios.throughput import throughput_change_pct
 
 BASELINE = "none"
 HELPS, NEUTRAL, HURTS = OUTCOMES

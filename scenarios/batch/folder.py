@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 
 from scenarios.errors import InputError
-from scenarios.results import atomic_write_bytes, give_to_sudo_user, json_text
+from scenarios.files import atomic_write_bytes, give_to_sudo_user, json_text
 
 FORMAT = "shiftbed-batch/1"
 BATCH_FILE = "batch.json"

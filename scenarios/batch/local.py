@@ -61,8 +61,9 @@ def run_scenario(folder, name: str, display, solo_cache=None) -> int:
     from scenarios.batch.folder import PREDICTION_FILE, RUN_LOG
     from scenarios.batch.predict import FABRIC_KEY, before_the_run, from_the_fabric
     from scenarios.experiment import session
+    from scenarios.files import json_text
     from scenarios.report.terminal import say_run_end
-    from scenarios.results import json_text, load_results
+    from scenarios.results import load_results
 
     work = folder.begin(name)
     path = folder.scenario_file(name)

@@ -4,7 +4,7 @@ The prediction "before the run" (docs/report.md, "The kinds of prediction"):
 what ``shiftbed plan`` predicts from the scenario file alone, nothing measured,
 steady state, with bursts sharing a link as the run's transport makes them
 (``prediction.WIRE_SHARING``). A policy's change against ``none`` is
-``results.throughput_change_pct`` of the predicted means, and its verdict the
+``throughput.throughput_change_pct`` of the predicted means, and its verdict the
 sweep's: helps above the threshold, hurts below minus it, else neutral
 (``verdict.PolicyChange`` with no interval, the model having no noise).
 
@@ -22,7 +22,8 @@ from scenarios.batch import fabricfit
 from scenarios.experiment.prediction import WIRE_SHARING
 from scenarios.planning import build_plan, planned_jobs
 from scenarios.report.story import BEFORE
-from scenarios.results import throughput_change_pct, utc_timestamp
+from scenarios.results import utc_timestamp
+from scenarios.throughput import throughput_change_pct
 
 FABRIC = "before the run, from the fabric"
 FABRIC_KEY = "from_the_fabric"  # where prediction.json holds it

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from controller.theory.tally import OUTCOMES
 from scenarios.batch.summary import KINDS
+from scenarios.files import atomic_write_bytes
 from scenarios.report.html import STYLE, inline_markdown
-from scenarios.results import REPORT_FILE, REPORT_HTML_FILE, atomic_write_bytes
+from scenarios.results import REPORT_FILE, REPORT_HTML_FILE
 
 
 @dataclass

@@ -17,7 +17,7 @@ def write_results(folder) -> int:
     from scenarios.batch.report import write_report
     from scenarios.batch.summary import summarise
     from scenarios.batch.table import batch_table
-    from scenarios.results import atomic_write_bytes, give_to_sudo_user
+    from scenarios.files import atomic_write_bytes, give_to_sudo_user
 
     table = batch_table(folder)
     atomic_write_bytes(folder.root / BATCH_PARQUET, table.to_parquet(index=False))

@@ -28,9 +28,9 @@ def add_arguments(parser):
 
 def run(args) -> int:
     from scenarios.analysis.compare import compare_table, load_runs
+    from scenarios.files import atomic_write_bytes
     from scenarios.options import check_out_root
     from scenarios.report.compare import COMPARE_PNG, draw_compare
-    from scenarios.results import atomic_write_bytes
 
     check_out_root(args.out)
     table = compare_table(load_runs(args.dirs))  # InputError, one line, for a folder that is no run's

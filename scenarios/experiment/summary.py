@@ -26,9 +26,9 @@ from scenarios.experiment.prediction import (
     state_start,
 )
 from scenarios.experiment.record import PolicyRecord
-from scenarios.results import throughput_change_pct
 from scenarios.runlinks import RunLinks
 from scenarios.summary_record import Gap, JobSummary, PolicySummary, SummaryRecord
+from scenarios.throughput import throughput_change_pct
 
 log = logging.getLogger(__name__)
 

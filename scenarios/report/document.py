@@ -14,7 +14,8 @@ from scenarios.analysis.meetings import APART_MET_SHARE
 from scenarios.analysis.tables import BUSY_START_MS, STALL_MS
 from scenarios.analysis.verdict import BASELINE, folder_changes, headline, verdict_word
 from scenarios.report import plots
-from scenarios.results import PLOTS_DIR, Results, throughput_change_pct
+from scenarios.results import PLOTS_DIR, Results
+from scenarios.throughput import throughput_change_pct
 from scenarios.timescale import stated
 
 ACCURACY_GOAL_PCT = 10.0  # the model's goal: the measured mean within 10 % of the prediction

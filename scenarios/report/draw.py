@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from scenarios.errors import InputError
+from scenarios.files import atomic_write_bytes
 from scenarios.report import html, plots
 from scenarios.report.document import render_report
-from scenarios.results import PLOTS_DIR, REPORT_FILE, atomic_write_bytes, load_results
+from scenarios.results import PLOTS_DIR, REPORT_FILE, load_results
 
 
 def draw_report(results_dir: str | Path) -> list[Path]:

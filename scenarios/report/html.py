@@ -19,10 +19,11 @@ from bokeh.embed import file_html
 from bokeh.resources import INLINE
 
 from scenarios.analysis.verdict import folder_changes, verdict_word
+from scenarios.files import atomic_write_bytes
 from scenarios.report import plots, story
 from scenarios.report.document import measured_cell, predicted_change_pct, verdicts
 from scenarios.report.timeline import BURST_GAP_S, timeline
-from scenarios.results import BANDWIDTH_BIN_S, REPORT_HTML_FILE, Results, atomic_write_bytes
+from scenarios.results import BANDWIDTH_BIN_S, REPORT_HTML_FILE, Results
 from scenarios.timescale import stated
 
 FIGURES = (  # the figures shown on the page (the bandwidth plot's place is taken by the timeline)

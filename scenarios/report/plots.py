@@ -26,7 +26,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, Patch, Wedge
 
 from controller.theory.windows import window_start_ms
-from scenarios.results import BANDWIDTH_BIN_S, Results, atomic_write_bytes
+from scenarios.files import atomic_write_bytes
+from scenarios.results import BANDWIDTH_BIN_S, Results
 from scenarios.schedule_record import ScheduleRecord
 
 POLICY_ORDER = ("none", "shift", "gate", "random")

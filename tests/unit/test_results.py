@@ -21,15 +21,9 @@ from results_example import (
 )
 
 from scenarios.errors import InputError
-from scenarios.results import (
-    FORMAT,
-    TABLES,
-    ResultsWriter,
-    finish_abandoned,
-    load_results,
-    throughput_change_pct,
-)
+from scenarios.results import FORMAT, TABLES, ResultsWriter, finish_abandoned, load_results
 from scenarios.schedule_record import schedule_record
+from scenarios.throughput import throughput_change_pct
 
 
 def test_loader_round_trips_what_the_writer_wrote(tmp_path):

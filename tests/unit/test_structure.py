@@ -62,6 +62,8 @@ LAYER_OF = {
     # it, `plan` prints it, so it sits below all of them, on the spec and the routes
     "scenarios.planning": "scenario foundation",
     "scenarios.results": "scenario foundation",
+    "scenarios.files": "scenario foundation",  # files written whole, as plain JSON: every writer's
+    "scenarios.throughput": "scenario foundation",  # a policy's change against none: the run's and the model's
     "scenarios.summary_record": "scenario foundation",
     "scenarios.schedule_record": "scenario foundation",
     "scenarios.errors": "scenario foundation",
