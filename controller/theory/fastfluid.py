@@ -66,9 +66,12 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
     :data:`REALIGNED`: the first burst ready after every ``realign_ms`` waits for its window start, the windows
     not enforced. NaN: no progress.
 
-    Written as one loop over local arrays, every helper that takes arrays inlined: the link's shares
+    Why one long loop: it is compiled, and every event runs through it; an array handed to a helper that
+    is not inlined costs two atomic reference counts per call, more than an event's arithmetic, so it is one
+    loop over local arrays with every helper that takes arrays inlined: the link's shares
     (``policies.link_shares``: fair, strict priority in ``rank`` order, weights growing with the share sent,
-    sorted stably as Python's ``sorted``) and a ready burst's window (``fluid.simulate``'s ``begin``)."""
+    sorted stably as Python's ``sorted``) and a ready burst's window (``fluid.simulate``'s ``begin``). Its
+    readable twin, in named pieces, is :func:`fluid.simulate`, which it matches bit for bit."""
     n = len(period)
     compute = period - comm
     eps = np.empty(n)

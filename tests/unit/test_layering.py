@@ -99,10 +99,15 @@ def test_theory_imports_nothing_from_the_emulation(name):
 
 
 # The size guide (docs/CONTRIBUTING.md, "Conventions"): modules, classes and functions past it,
-# each with the sentence in CONTRIBUTING.md that says why.
+# each with the sentence in CONTRIBUTING.md that says why. The only exceptions are compiled event
+# loops (numba), one function each so that the compiler keeps every array local; each says so in its
+# docstring, in a paragraph that starts "Why one long loop:". A new one is added here by name.
 MAX_MODULE_LINES, MAX_CLASS_LINES, MAX_FUNCTION_LINES = 500, 300, 80
-SIZE_EXCEPTIONS = {"controller.theory.fluid.simulate", "controller.theory.fastfluid.simulate_means",
-                   "controller.theory.fastlanes.simulate_weighted_pairs"}
+SIZE_EXCEPTIONS = {
+    "controller.theory.fastfluid.simulate_means",
+    "controller.theory.fastlanes.simulate_weighted_pairs",
+}
+WHY_LONG = "Why one long loop:"
 
 
 def oversized() -> list[str]:
@@ -127,6 +132,22 @@ def test_the_size_guide_holds_but_for_the_exceptions_contributing_explains():
     contributing = (REPO / "docs" / "CONTRIBUTING.md").read_text()
     for name in SIZE_EXCEPTIONS:
         assert f"`{name.rsplit('.', 2)[-2]}.{name.rsplit('.', 1)[-1]}`" in contributing, name
+
+
+def function_node(dotted: str) -> ast.FunctionDef:
+    """The top-level function ``dotted`` (``package.module.function``) of the product, read with ``ast``."""
+    module, _, function = dotted.rpartition(".")
+    tree = ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text())
+    return next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == function)
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_EXCEPTIONS))
+def test_each_long_function_is_a_compiled_loop_that_says_why(name):
+    node = function_node(name)
+    decorators = [ast.unparse(d) for d in node.decorator_list]
+    assert any(d.startswith(("numba.njit", "numba.jit", "njit")) for d in decorators), (
+        f"{name}: only compiled loops may pass {MAX_FUNCTION_LINES} lines, its decorators are {decorators}")
+    assert WHY_LONG in (ast.get_docstring(node) or ""), f"{name}: its docstring must say why ({WHY_LONG!r})"
 
 
 # The front door stays one: the README a page, docs/accuracy.md the current figures only (older
