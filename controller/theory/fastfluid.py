@@ -66,12 +66,13 @@ def simulate_means(period, comm, headroom, offset, sharing, rank, windows, w_shi
     :data:`REALIGNED`: the first burst ready after every ``realign_ms`` waits for its window start, the windows
     not enforced. NaN: no progress.
 
-    Why one long loop: it is compiled, and every event runs through it; an array handed to a helper that
-    is not inlined costs two atomic reference counts per call, more than an event's arithmetic, so it is one
-    loop over local arrays with every helper that takes arrays inlined: the link's shares
-    (``policies.link_shares``: fair, strict priority in ``rank`` order, weights growing with the share sent,
-    sorted stably as Python's ``sorted``) and a ready burst's window (``fluid.simulate``'s ``begin``). Its
-    readable twin, in named pieces, is :func:`fluid.simulate`, which it matches bit for bit."""
+    Why one long loop: its state is a dozen per-job arrays that every event reads and writes (the lists of
+    ``fluidbursts.Bursts`` in the reference); compiled, they are local arrays, so each step split out would
+    take most of them as arguments. The pieces that need few are out of it already
+    (``_next_start``, ``_running``, ``_end``). Written out in it: the link's shares (``policies.link_shares``:
+    fair, strict priority in ``rank`` order, weights growing with the share sent, sorted stably as Python's
+    ``sorted``) and a ready burst's window (``fluid.simulate``'s ``begin``). Its readable twin, in named
+    pieces, is :func:`fluid.simulate`, which it matches bit for bit."""
     n = len(period)
     compute = period - comm
     eps = np.empty(n)

@@ -55,9 +55,9 @@ def simulate_weighted_pairs(period, comm, headroom, offset, sharing, horizon_ms,
     """Each row's two mean iteration times (``fastfluid.simulate_means`` with no windows and ``sharing``
     ``mltcp`` or ``leader``; NaN where the model made no progress), :data:`LANES` rows at a time.
 
-    Why one long loop: it is compiled and written as one function over local arrays, as ``simulate_means``
-    is: an array handed to a helper costs two atomic reference counts each time, more than an event's
-    arithmetic. Per lane: its row (-1: none),
+    Why one long loop: as ``simulate_means``, its state is arrays that every event reads and writes (here
+    per lane, four simulations at once), kept as local arrays; split into steps, each would take most of
+    them as arguments. Per lane: its row (-1: none),
     what it is doing, its moving state and row constants, which jobs send, each job's next start, the
     streamed ends (``fastfluid._no_ends``, rows ``2 lane`` and ``2 lane + 1``), span start and end."""
     rows = period.shape[0]
