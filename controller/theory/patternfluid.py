@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from controller.theory.fabricshare import JobLinks
+from controller.theory.floatsum import left_to_right_sum
 from controller.theory.fluid import (
     MLTCP_STEP_MS,
     WARMUP_ITERATIONS,
@@ -53,9 +54,23 @@ from controller.theory.fluid import (
 from controller.theory.fluidjob import EPS_MS as _EPS
 from controller.theory.fluidjob import mean_iteration
 from controller.theory.phases import JobPattern, busy_ms
-from controller.theory.policies import PROGRESS_GAIN, SHARING, PolicyKnobs, get_policy, link_shares
+from controller.theory.policies import (
+    PROGRESS_GAIN,
+    SHARING,
+    GatePolicy,
+    NonePolicy,
+    PolicyKnobs,
+    PriorityPolicy,
+    RandomPolicy,
+    ShiftPolicy,
+    get_policy,
+    link_shares,
+)
 from controller.theory.schedule import JobTiming, Schedule
 from controller.theory.unsimulated import Unsimulated
+
+# the policies whose answers the compiled loop reproduces (``fastpatterns``); a subclass is not one
+FAST_POLICIES = (NonePolicy, ShiftPolicy, GatePolicy, RandomPolicy, PriorityPolicy)
 
 
 @dataclass(frozen=True)
@@ -296,13 +311,10 @@ def pattern_schedule_record(names: Sequence[str], patterns: Sequence, shifts_q: 
                     hyper_q * quantum_ms, feasible, math.nan, "patterns", None)
 
 
-def predict_pattern_policy(policy: str, jobs: Sequence[PatternFluidJob], patterns: Sequence,
-                           schedule: Schedule, *, seed=0, horizon_ms: float | None = None,
-                           knobs: PolicyKnobs | None = None, links: JobLinks | None = None,
-                           tcp_sharing: str = "fair") -> FluidPolicyResult:
-    """``policy`` on the pattern ``jobs`` (true timing), its offsets and windows from ``schedule``
-    (:func:`pattern_schedule_record`) and the jobs' on-grid ``patterns`` (``arcs.Pattern``, same order).
-    :class:`Unsimulated` for what this model does not take (module docstring)."""
+def _policy_setup(policy: str, jobs: Sequence[PatternFluidJob], patterns: Sequence, schedule: Schedule, seed,
+                  knobs: PolicyKnobs | None):
+    """``policy``'s offsets and windows for the pattern jobs; :class:`Unsimulated` where this model does not
+    take the policy (module docstring)."""
     pol = get_policy(policy)
     knobs = knobs or PolicyKnobs()
     try:
@@ -315,6 +327,17 @@ def predict_pattern_policy(policy: str, jobs: Sequence[PatternFluidJob], pattern
     offsets = pol.initial_offsets_ms(schedule, offset_generator(seed))
     windows = ({j.name: PatternWindows.from_pattern(offsets[j.name], p, schedule.quantum_ms)
                 for j, p in zip(jobs, patterns, strict=True)} if pol.realigns() else None)
+    return pol, offsets, windows
+
+
+def predict_pattern_policy(policy: str, jobs: Sequence[PatternFluidJob], patterns: Sequence,
+                           schedule: Schedule, *, seed=0, horizon_ms: float | None = None,
+                           knobs: PolicyKnobs | None = None, links: JobLinks | None = None,
+                           tcp_sharing: str = "fair") -> FluidPolicyResult:
+    """``policy`` on the pattern ``jobs`` (true timing), its offsets and windows from ``schedule``
+    (:func:`pattern_schedule_record`) and the jobs' on-grid ``patterns`` (``arcs.Pattern``, same order).
+    :class:`Unsimulated` for what this model does not take (module docstring)."""
+    pol, offsets, windows = _policy_setup(policy, jobs, patterns, schedule, seed, knobs)
     stats: dict = {}
     try:
         out = simulate_patterns(jobs, offsets, windows, horizon_ms=horizon_ms, waits=pol.waits_for_window,
@@ -323,3 +346,24 @@ def predict_pattern_policy(policy: str, jobs: Sequence[PatternFluidJob], pattern
     except Exception as exc:  # the schedule exists; the model could not run it
         raise Unsimulated(policy, exc) from exc
     return FluidPolicyResult(policy, offsets, out, stats["overlap_share"], stats.get("overlap_by_link", {}))
+
+
+def pattern_throughput(policy: str, jobs: Sequence[PatternFluidJob], patterns: Sequence, schedule: Schedule, *,
+                       seed=0, horizon_ms: float | None = None) -> float:
+    """``policy``'s normalised throughput (mean over jobs of period / mean iteration time) on one shared
+    link, as :func:`predict_pattern_policy`'s, by the compiled loop (``fastpatterns``) where it covers the
+    policy (the built-in ``none``, ``shift``, ``random``, ``gate``, ``priority``), else by the reference."""
+    from controller.theory import fastpatterns
+
+    pol = get_policy(policy)
+    if type(pol) not in FAST_POLICIES:
+        return predict_pattern_policy(policy, jobs, patterns, schedule, seed=seed,
+                                      horizon_ms=horizon_ms).normalised_throughput
+    pol, offsets, windows = _policy_setup(policy, jobs, patterns, schedule, seed, None)
+    horizon_ms = horizon_ms or default_horizon_ms(jobs)
+    try:
+        means, _ = fastpatterns.run(jobs, offsets, windows, pol.enforces_windows, pol.link_sharing(),
+                                    pol.priority_order(schedule), horizon_ms)
+    except Exception as exc:
+        raise Unsimulated(policy, exc) from exc
+    return left_to_right_sum(j.period_ms / m for j, m in zip(jobs, means, strict=True)) / len(jobs)

@@ -11,7 +11,8 @@ iteration, and then computes (``PatternFluidJob.rectangle``).
 
 Per combination and form (patterns, rectangles): the shifts that collide least on the jobs' busy quanta
 (``patternschedule.pattern_schedule``: exact, or the best found), whether they keep every pair apart for
-ever (``feasible``), and the fluid model of pattern jobs (``patternfluid``) under ``none`` and each policy
+ever (``feasible``), and the fluid model of pattern jobs (``patternfluid``, compiled: ``fastpatterns``)
+under ``none`` and each policy
 over ``horizon_periods`` periods of the longest job after two of warm-up (profile iterations are
 real-valued, so the jobs' relative phases never cycle exactly). A policy's gain is its normalised
 throughput over ``none``'s, minus 1, classed as in the one-burst sweep (``sweep.two_sided``: helps above
@@ -120,8 +121,7 @@ def evaluate(settings: ProfileSweep, n_jobs: int, sample: int) -> ProfileRow:
         thr = {}
         for policy in ("none", *settings.policies):
             try:
-                thr[policy] = patternfluid.predict_pattern_policy(policy, jobs, grid, schedule,
-                                                                  horizon_ms=horizon_ms).normalised_throughput
+                thr[policy] = patternfluid.pattern_throughput(policy, jobs, grid, schedule, horizon_ms=horizon_ms)
             except Unsimulated:
                 thr[policy] = math.nan
         row.feasible[form] = found.feasible
