@@ -188,22 +188,30 @@ def simulate(period, ready, tail, headroom, offset, ph_start, ph_busy, ph_ptr, s
     return means, overlap / measured if measured > 0 else 0.0
 
 
+def prepare(jobs: Sequence) -> tuple:
+    """The arrays of ``patternfluid.PatternFluidJob`` s that do not depend on the policy (a sweep runs every
+    policy on the same jobs: built once)."""
+    return (np.array([j.period_ms for j in jobs], float), np.array([j.ready_ms for j in jobs], float),
+            np.array([j.wait_tail_ms for j in jobs], float), np.array([j.link_headroom for j in jobs], float),
+            np.array([s for j in jobs for s, _ in j.phases], float),
+            np.array([b for j in jobs for _, b in j.phases], float),
+            np.cumsum([0] + [len(j.phases) for j in jobs]).astype(np.int64))
+
+
 def run(jobs: Sequence, offsets_ms: dict[str, float], windows: dict | None, enforce: bool, sharing: str,
-        priority: Sequence[str], horizon_ms: float, warmup_ms: float | None = None) -> tuple[np.ndarray, float]:
+        priority: Sequence[str], horizon_ms: float, warmup_ms: float | None = None,
+        prepared: tuple | None = None) -> tuple[np.ndarray, float]:
     """:func:`simulate` of ``patternfluid.PatternFluidJob`` s and ``PatternWindows`` (every iteration of a
-    job with windows waits for one: ``gate``)."""
+    job with windows waits for one: ``gate``); ``prepared``: :func:`prepare` of ``jobs``, if made already."""
     windows = windows or {}
     warmup_ms = WARMUP_ITERATIONS * max(j.period_ms for j in jobs) if warmup_ms is None else warmup_ms
+    period, ready, tail, headroom, ph_start, ph_busy, ph_ptr = prepared or prepare(jobs)
     order = {name: k for k, name in enumerate(priority)}
-    ph_ptr = np.cumsum([0] + [len(j.phases) for j in jobs]).astype(np.int64)
     arcs = [windows[j.name].arcs_ms if j.name in windows else () for j in jobs]
     w_ptr = np.cumsum([0] + [len(a) for a in arcs]).astype(np.int64)
     flat = [x for a in arcs for x in a]
-    return simulate(np.array([j.period_ms for j in jobs], float), np.array([j.ready_ms for j in jobs], float),
-                    np.array([j.wait_tail_ms for j in jobs], float), np.array([j.link_headroom for j in jobs], float),
-                    np.array([offsets_ms[j.name] for j in jobs], float),
-                    np.array([s for j in jobs for s, _ in j.phases], float),
-                    np.array([b for j in jobs for _, b in j.phases], float), ph_ptr, SHARING_CODES[sharing],
+    return simulate(period, ready, tail, headroom, np.array([offsets_ms[j.name] for j in jobs], float),
+                    ph_start, ph_busy, ph_ptr, SHARING_CODES[sharing],
                     np.array([order.get(j.name, len(order) + k) for k, j in enumerate(jobs)], np.int64),
                     np.array([j.name in windows for j in jobs], np.bool_),
                     np.array([windows[j.name].shift_ms if j.name in windows else 0.0 for j in jobs], float),

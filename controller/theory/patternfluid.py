@@ -349,10 +349,11 @@ def predict_pattern_policy(policy: str, jobs: Sequence[PatternFluidJob], pattern
 
 
 def pattern_throughput(policy: str, jobs: Sequence[PatternFluidJob], patterns: Sequence, schedule: Schedule, *,
-                       seed=0, horizon_ms: float | None = None) -> float:
+                       seed=0, horizon_ms: float | None = None, prepared: tuple | None = None) -> float:
     """``policy``'s normalised throughput (mean over jobs of period / mean iteration time) on one shared
     link, as :func:`predict_pattern_policy`'s, by the compiled loop (``fastpatterns``) where it covers the
-    policy (the built-in ``none``, ``shift``, ``random``, ``gate``, ``priority``), else by the reference."""
+    policy (the built-in ``none``, ``shift``, ``random``, ``gate``, ``priority``), else by the reference.
+    ``prepared``: ``fastpatterns.prepare(jobs)``, for a caller that runs several policies on the same jobs."""
     from controller.theory import fastpatterns
 
     pol = get_policy(policy)
@@ -363,7 +364,7 @@ def pattern_throughput(policy: str, jobs: Sequence[PatternFluidJob], patterns: S
     horizon_ms = horizon_ms or default_horizon_ms(jobs)
     try:
         means, _ = fastpatterns.run(jobs, offsets, windows, pol.enforces_windows, pol.link_sharing(),
-                                    pol.priority_order(schedule), horizon_ms)
+                                    pol.priority_order(schedule), horizon_ms, prepared=prepared)
     except Exception as exc:
         raise Unsimulated(policy, exc) from exc
     return left_to_right_sum(j.period_ms / m for j, m in zip(jobs, means, strict=True)) / len(jobs)

@@ -31,7 +31,7 @@ from functools import cache
 
 import numpy as np
 
-from controller.theory import patternfluid, profiles
+from controller.theory import fastpatterns, patternfluid, profiles
 from controller.theory.arcs import Pattern
 from controller.theory.chunks import run_chunks, sample_ranges, without_cycle_collector
 from controller.theory.fluid import MIN_HORIZON_ITERATIONS
@@ -95,18 +95,19 @@ def draw_mix(settings: ProfileSweep, n_jobs: int, sample: int) -> list[tuple[str
 
 def forms(settings: ProfileSweep, mix: Sequence[tuple[str, int, float]]) -> dict[str, tuple[list, list]]:
     """Each form's jobs as the model runs them and on the grid: the patterns, and one rectangle each."""
-    q, link = settings.quantum_ms, settings.link_mbps
-    found = [job_pattern(m, w, cap, link, settings.dtype) for m, w, cap in mix]
-    names = [f"j{k}" for k in range(len(mix))]
-    pattern_jobs = [patternfluid.PatternFluidJob.from_pattern(n, p, link) for n, p in zip(names, found, strict=True)]
-    rectangles = [patternfluid.PatternFluidJob.rectangle(n, p.iteration_ms, busy_total_ms(p, link))
-                  for n, p in zip(names, found, strict=True)]
-    rect_grid = []
-    for job in rectangles:
-        period_q = max(2, period_quanta(job.period_ms, q))
-        rect_grid.append(Pattern.rectangle(period_q, min(comm_quanta(job.comm_ms, q), period_q - 1)))
-    return {"patterns": (pattern_jobs, [as_pattern(p, link, q) for p in found]),
-            "rectangles": (rectangles, rect_grid)}
+    built = [job_forms(f"j{k}", m, w, cap, settings.link_mbps, settings.dtype, settings.quantum_ms)
+             for k, (m, w, cap) in enumerate(mix)]
+    return {form: ([b[k][0] for b in built], [b[k][1] for b in built]) for k, form in enumerate(FORMS)}
+
+
+@cache
+def job_forms(name: str, model: str, workers: int, cap_mb: float, link_mbps: float, dtype: str, quantum_ms: float):
+    """One drawn job in both forms, ``(job, on-grid pattern)`` each (cached, as :func:`job_pattern`)."""
+    found = job_pattern(model, workers, cap_mb, link_mbps, dtype)
+    rectangle = patternfluid.PatternFluidJob.rectangle(name, found.iteration_ms, busy_total_ms(found, link_mbps))
+    period_q = max(2, period_quanta(rectangle.period_ms, quantum_ms))
+    return ((patternfluid.PatternFluidJob.from_pattern(name, found, link_mbps), as_pattern(found, link_mbps, quantum_ms)),
+            (rectangle, Pattern.rectangle(period_q, min(comm_quanta(rectangle.comm_ms, quantum_ms), period_q - 1))))
 
 
 def evaluate(settings: ProfileSweep, n_jobs: int, sample: int) -> ProfileRow:
@@ -118,10 +119,12 @@ def evaluate(settings: ProfileSweep, n_jobs: int, sample: int) -> ProfileRow:
         schedule = patternfluid.pattern_schedule_record([j.name for j in jobs], grid, found.shifts_q,
                                                         settings.quantum_ms, found.feasible)
         horizon_ms = settings.horizon_periods * max(j.period_ms for j in jobs)
+        prepared = fastpatterns.prepare(jobs)
         thr = {}
         for policy in ("none", *settings.policies):
             try:
-                thr[policy] = patternfluid.pattern_throughput(policy, jobs, grid, schedule, horizon_ms=horizon_ms)
+                thr[policy] = patternfluid.pattern_throughput(policy, jobs, grid, schedule, horizon_ms=horizon_ms,
+                                                              prepared=prepared)
             except Unsimulated:
                 thr[policy] = math.nan
         row.feasible[form] = found.feasible
