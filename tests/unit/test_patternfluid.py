@@ -1,9 +1,13 @@
 """The fluid model of pattern jobs on cases worked by hand, and against the one-burst model."""
 
+import math
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from controller.theory import fluid, profiles
-from controller.theory.arcs import Pattern
+from controller.theory.arcs import Pattern, separating_shifts
 from controller.theory.fluidjob import FluidJob
 from controller.theory.patternfluid import (
     PatternFluidJob,
@@ -121,3 +125,32 @@ def test_a_policy_that_changes_the_timings_is_unsimulated():
     grid = [Pattern(100, ((0, 2), (6, 2)))] * 2
     with pytest.raises(Unsimulated, match="timings"):  # guard lengthens each busy total by its guard band
         predict_pattern_policy("guard", jobs, grid, pattern_schedule_record("ab", grid, (0, 3), 1.0, True))
+
+
+@st.composite
+def grid_job(draw, name):
+    """A job on 1 ms quanta: a period and disjoint busy arcs, each phase exactly its arc on the link."""
+    period = draw(st.integers(4, 24))
+    cuts = sorted(draw(st.sets(st.integers(0, period - 1), min_size=2, max_size=8)))
+    arcs = [(a, max(1, (b - a) // 2)) for a, b in zip(cuts, cuts[1:], strict=False)]
+    return PatternFluidJob(name, float(period), tuple((float(a), float(n)) for a, n in arcs)), \
+        Pattern(period, tuple(arcs))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grid_job("a"), grid_job("b"), st.integers(0, 10**6))
+def test_the_model_stretches_exactly_where_the_projection_says(first, second, pick):
+    # on the grid, the second job started s quanta later never meets the first iff s separates them on the
+    # gcd circle (arcs); the model then runs both at their own periods, and else they meet within the lcm
+    (a, pa), (b, pb) = first, second
+    shifts = separating_shifts(pa, pb)
+    lcm = math.lcm(pa.period_q, pb.period_q)
+    s = shifts[pick % len(shifts)] if shifts else pick % pb.period_q
+    stats = {}
+    out = simulate_patterns([a, b], {"a": 0.0, "b": float(s)}, horizon_ms=lcm + 2 * max(pa.period_q, pb.period_q),
+                            warmup_ms=0.0, stats=stats)
+    if shifts:
+        assert stats["overlap_share"] == 0.0
+        assert _means(out) == pytest.approx({"a": a.period_ms, "b": b.period_ms}, rel=1e-12)
+    else:
+        assert stats["overlap_share"] > 0.0
