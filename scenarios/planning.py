@@ -66,9 +66,7 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     :func:`planned_jobs`); the schedule is still made from the declared timings, as the controller's is.
     """
     if scenario.pattern_jobs:
-        if iterations:
-            raise InputError(f"{scenario.path}: --iterations: {PATTERN_ITERATIONS}")
-        return pattern_plan(scenario, quantum_ms, policies, seed, horizon_ms, realign_s, random_draws, sharing)
+        return pattern_plan(scenario, quantum_ms, policies, seed, horizon_ms, realign_s, random_draws, sharing, iterations)
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
     for i, t in enumerate(timings):
@@ -135,12 +133,15 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
 
 def pattern_plan(scenario: spec.Scenario, quantum_ms: float | None = None, policies: tuple[str, ...] | None = None,
                  seed: int = 0, horizon_ms: float | None = None, realign_s: float | None = None,
-                 random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair") -> dict:
+                 random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair", iterations: int | None = None) -> dict:
     """The exact plan of a scenario with pattern jobs, as a JSON-ready dict: the shifts that collide least
     (``pattern_schedule``; pairs that never meet on the fabric weigh 0), the pairwise overlap per
     hyper-period they leave, the compatibility score at them, and for each pair the separating shifts
     beside what the rectangle rule (busy quanta ``c1 + c2 <= gcd``) would have said; then each policy's
-    predicted iteration times (``patternfluid``), in the same fields as :func:`build_plan`'s."""
+    predicted iteration times (``patternfluid``), in the same fields as :func:`build_plan`'s (over a horizon:
+    InputError for ``iterations``)."""
+    if iterations:
+        raise InputError(f"{scenario.path}: --iterations: {PATTERN_ITERATIONS}")
     q = quantum_ms or scenario.quantum_ms
     patterns = scenario.busy_patterns(q)
     names = [j.name for j in scenario.jobs]

@@ -211,45 +211,22 @@ def simulate_patterns(jobs: Sequence[PatternFluidJob], offsets_ms: dict[str, flo
     if sharing in PROGRESS_GAIN:
         max_events += 2 * math.ceil(give_up_ms / mltcp_step_ms)
 
-    backlog = [0.0] * n  # solo-ms released and not yet sent
-    sent = [0.0] * n  # solo-ms of this iteration sent (mltcp's and leader's weights)
-    released = [0] * n  # phases of this iteration released
-    running = [False] * n  # an iteration is under way (else: waiting to start at begin_at)
-    begin_at = [offsets_ms[j.name] for j in jobs]
-    starts: list[list[float]] = [[] for _ in jobs]
-    ends: list[list[float]] = [[] for _ in jobs]
-    done_eps = [_EPS * max(1.0, j.comm_ms) for j in jobs]
+    run = _Jobs(jobs, offsets_ms, gate, enforce)
     overlap_ms = 0.0
     by_link = dict.fromkeys(links.shared_links() if links is not None else (), 0.0)
-    t = min(begin_at)
-
-    def on_link(i: int) -> bool:
-        return backlog[i] > done_eps[i] and (gate[i] is None or not enforce or gate[i].end_of_current(t) is not None)
-
-    while t < give_up_ms and any(not e or e[-1] < span[1] for e in ends):
+    t = min(run.begin_at)
+    while t < give_up_ms and any(not e or e[-1] < span[1] for e in run.ends):
         max_events -= 1
         if max_events < 0:
             raise RuntimeError("pattern fluid model made no progress (window or time values out of range)")
-        sending = [i for i in range(n) if on_link(i)]
-        share = (link_shares(jobs, sending, sharing, rank, sent, backlog) if links is None
-                 else links.shares(jobs, sending, sharing, rank, sent, backlog))
-        t_next = math.inf
-        for i, job in enumerate(jobs):
-            if not running[i]:
-                t_next = min(t_next, begin_at[i])
-                continue
-            if released[i] < len(job.phases):
-                t_next = min(t_next, starts[i][-1] + job.phases[released[i]][0])
-            if i in share and share[i] > 0:
-                t_next = min(t_next, t + backlog[i] / share[i])
-            if gate[i] is not None and enforce and backlog[i] > done_eps[i]:
-                end = gate[i].end_of_current(t)
-                t_next = min(t_next, gate[i].next_start(t + _EPS) if end is None else end)
+        sending = [i for i in range(n) if run.on_link(i, t)]
+        share = (link_shares(jobs, sending, sharing, rank, run.sent, run.backlog) if links is None
+                 else links.shares(jobs, sending, sharing, rank, run.sent, run.backlog))
+        t_next = run.next_event(t, share)
         if sharing in PROGRESS_GAIN and len(sending) >= 2:
             t_next = min(t_next, t + mltcp_step_ms)
         if not math.isfinite(t_next):
             break  # nothing left that can move (every job starved)
-        dt = t_next - t
         moving = {jobs[i].name: share[i] for i in sending if share[i] > 0}
         if len(moving) >= 2:
             inside = max(0.0, min(t_next, span[1]) - max(t, span[0]))
@@ -257,46 +234,93 @@ def simulate_patterns(jobs: Sequence[PatternFluidJob], offsets_ms: dict[str, flo
             for link in links.meeting(moving) if links else ():
                 by_link[link] += inside
         for i in sending:
-            backlog[i] -= dt * share[i]
-            sent[i] += dt * share[i]
+            run.backlog[i] -= (t_next - t) * share[i]
+            run.sent[i] += (t_next - t) * share[i]
         t = t_next
-        for i, job in enumerate(jobs):
-            if not running[i] and begin_at[i] <= t + _EPS:
-                running[i], released[i], sent[i] = True, 0, 0.0
-                starts[i].append(t)
-            if not running[i]:
-                continue
-            origin = starts[i][-1]
-            while released[i] < len(job.phases) and origin + job.phases[released[i]][0] <= t + _EPS:
-                backlog[i] += job.phases[released[i]][1]
-                released[i] += 1
-            if released[i] == len(job.phases) and backlog[i] <= done_eps[i]:
-                backlog[i] = 0.0
-                ends[i].append(t)
-                if trace is not None:
-                    trace.append((job.name, origin, t))
-                ready = max(origin + job.ready_ms, t) + job.wait_tail_ms
-                w = gate[i]
-                next_k = len(starts[i])
-                running[i] = False
-                begin_at[i] = w.next_origin(ready) if w is not None and waits(next_k) else ready
-
+        run.settle(t, waits, trace)
     if stats is not None:
         measured_ms = min(t, span[1]) - span[0]
         stats.update(overlap_share=overlap_ms / measured_ms if measured_ms > 0 else 0.0,
                      span_ms=measured_ms, warmup_ms=span[0])
         if links is not None:
             stats.update(links.overlap_stats(by_link, measured_ms))
-    out = {}
-    for i, job in enumerate(jobs):
-        count, mean = mean_iteration(ends[i], 0, span)
-        k = len(starts[i]) - 1
-        period = gate[i].period_ms if gate[i] else job.period_ms
-        lag = (starts[i][-1] if starts[i] else offsets_ms[job.name]) - (offsets_ms[job.name] + max(k, 0) * period)
-        phase = (lag + period / 2) % period - period / 2
-        out[job.name] = FluidJobResult(job.name, job.period_ms, count, mean, 1000.0 / mean, lag,
-                                       0.0 if abs(phase) < 1e-6 else phase)
-    return out
+    return run.results(offsets_ms, span)
+
+
+class _Jobs:
+    """The jobs' state in :func:`simulate_patterns`: each one's backlog and where its iteration is."""
+
+    def __init__(self, jobs: Sequence[PatternFluidJob], offsets_ms: dict[str, float], gate: list, enforce: bool):
+        n = len(jobs)
+        self.jobs, self.gate, self.enforce = jobs, gate, enforce
+        self.backlog = [0.0] * n  # solo-ms released and not yet sent
+        self.sent = [0.0] * n  # solo-ms of this iteration sent (mltcp's and leader's weights)
+        self.released = [0] * n  # phases of this iteration released
+        self.running = [False] * n  # an iteration is under way (else: waiting to start at begin_at)
+        self.begin_at = [offsets_ms[j.name] for j in jobs]
+        self.starts: list[list[float]] = [[] for _ in jobs]
+        self.ends: list[list[float]] = [[] for _ in jobs]
+        self.done_eps = [_EPS * max(1.0, j.comm_ms) for j in jobs]
+
+    def on_link(self, i: int, t: float) -> bool:
+        """Has job i data to send at t, and may it (inside a window, where they are enforced)?"""
+        gate = self.gate[i]
+        return self.backlog[i] > self.done_eps[i] and (gate is None or not self.enforce
+                                                       or gate.end_of_current(t) is not None)
+
+    def next_event(self, t: float, share: dict[int, float]) -> float:
+        """The next iteration start, phase release, backlog emptied or window edge after t."""
+        t_next = math.inf
+        for i, job in enumerate(self.jobs):
+            if not self.running[i]:
+                t_next = min(t_next, self.begin_at[i])
+                continue
+            if self.released[i] < len(job.phases):
+                t_next = min(t_next, self.starts[i][-1] + job.phases[self.released[i]][0])
+            if i in share and share[i] > 0:
+                t_next = min(t_next, t + self.backlog[i] / share[i])
+            gate = self.gate[i]
+            if gate is not None and self.enforce and self.backlog[i] > self.done_eps[i]:
+                end = gate.end_of_current(t)
+                t_next = min(t_next, gate.next_start(t + _EPS) if end is None else end)
+        return t_next
+
+    def settle(self, t: float, waits: Callable[[int], bool], trace: list | None) -> None:
+        """At t: iterations that start, phases released, iterations whose last byte is out (and when the
+        next starts: the dependency rule, at a window origin where the policy waits for one)."""
+        for i, job in enumerate(self.jobs):
+            if not self.running[i] and self.begin_at[i] <= t + _EPS:
+                self.running[i], self.released[i], self.sent[i] = True, 0, 0.0
+                self.starts[i].append(t)
+            if not self.running[i]:
+                continue
+            origin = self.starts[i][-1]
+            while self.released[i] < len(job.phases) and origin + job.phases[self.released[i]][0] <= t + _EPS:
+                self.backlog[i] += job.phases[self.released[i]][1]
+                self.released[i] += 1
+            if self.released[i] == len(job.phases) and self.backlog[i] <= self.done_eps[i]:
+                self.backlog[i] = 0.0
+                self.ends[i].append(t)
+                if trace is not None:
+                    trace.append((job.name, origin, t))
+                ready = max(origin + job.ready_ms, t) + job.wait_tail_ms
+                gate = self.gate[i]
+                self.running[i] = False
+                self.begin_at[i] = gate.next_origin(ready) if gate is not None and waits(len(self.starts[i])) else ready
+
+    def results(self, offsets_ms: dict[str, float], span: tuple[float, float]) -> dict[str, FluidJobResult]:
+        """Each job's mean iteration over ``span`` and where its last iteration started against its grid."""
+        out = {}
+        for i, job in enumerate(self.jobs):
+            count, mean = mean_iteration(self.ends[i], 0, span)
+            k = len(self.starts[i]) - 1
+            period = self.gate[i].period_ms if self.gate[i] else job.period_ms
+            start = self.starts[i][-1] if self.starts[i] else offsets_ms[job.name]
+            lag = start - (offsets_ms[job.name] + max(k, 0) * period)
+            phase = (lag + period / 2) % period - period / 2
+            out[job.name] = FluidJobResult(job.name, job.period_ms, count, mean, 1000.0 / mean, lag,
+                                           0.0 if abs(phase) < 1e-6 else phase)
+        return out
 
 
 def pattern_schedule_record(names: Sequence[str], patterns: Sequence, shifts_q: Sequence[int],
