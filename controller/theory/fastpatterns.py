@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cache
 
 import numba
 import numpy as np
@@ -203,18 +204,28 @@ def run(jobs: Sequence, offsets_ms: dict[str, float], windows: dict | None, enfo
         prepared: tuple | None = None) -> tuple[np.ndarray, float]:
     """:func:`simulate` of ``patternfluid.PatternFluidJob`` s and ``PatternWindows`` (every iteration of a
     job with windows waits for one: ``gate``); ``prepared``: :func:`prepare` of ``jobs``, if made already."""
-    windows = windows or {}
     warmup_ms = WARMUP_ITERATIONS * max(j.period_ms for j in jobs) if warmup_ms is None else warmup_ms
     period, ready, tail, headroom, ph_start, ph_busy, ph_ptr = prepared or prepare(jobs)
     order = {name: k for k, name in enumerate(priority)}
-    arcs = [windows[j.name].arcs_ms if j.name in windows else () for j in jobs]
-    w_ptr = np.cumsum([0] + [len(a) for a in arcs]).astype(np.int64)
-    flat = [x for a in arcs for x in a]
     return simulate(period, ready, tail, headroom, np.array([offsets_ms[j.name] for j in jobs], float),
                     ph_start, ph_busy, ph_ptr, SHARING_CODES[sharing],
                     np.array([order.get(j.name, len(order) + k) for k, j in enumerate(jobs)], np.int64),
-                    np.array([j.name in windows for j in jobs], np.bool_),
-                    np.array([windows[j.name].shift_ms if j.name in windows else 0.0 for j in jobs], float),
-                    np.array([windows[j.name].period_ms if j.name in windows else 1.0 for j in jobs], float),
-                    np.array([a for a, _ in flat], float), np.array([b for _, b in flat], float), w_ptr,
+                    *(_window_arrays(jobs, windows) if windows else _no_windows(len(jobs))),
                     enforce, float(horizon_ms), float(warmup_ms))
+
+
+def _window_arrays(jobs: Sequence, windows: dict) -> tuple:
+    """The jobs' windows as :func:`simulate` takes them."""
+    arcs = [windows[j.name].arcs_ms if j.name in windows else () for j in jobs]
+    flat = [x for a in arcs for x in a]
+    return (np.array([j.name in windows for j in jobs], np.bool_),
+            np.array([windows[j.name].shift_ms if j.name in windows else 0.0 for j in jobs], float),
+            np.array([windows[j.name].period_ms if j.name in windows else 1.0 for j in jobs], float),
+            np.array([a for a, _ in flat], float), np.array([b for _, b in flat], float),
+            np.cumsum([0] + [len(a) for a in arcs]).astype(np.int64))
+
+
+@cache
+def _no_windows(n: int) -> tuple:
+    """No job has windows (read only: :func:`simulate` never writes them)."""
+    return (np.zeros(n, np.bool_), np.zeros(n), np.ones(n), np.zeros(0), np.zeros(0), np.zeros(n + 1, np.int64))

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from controller.theory.fabricshare import JobLinks
 from controller.theory.floatsum import left_to_right_sum
@@ -133,6 +134,18 @@ class PatternFluidJob:
                    pattern.tail_ms, link_headroom)
 
 
+@cache
+def _arcs_ms(pattern, quantum_ms: float) -> tuple[tuple[float, float], ...]:
+    """A pattern's busy arcs as ``(start_ms, end_ms)`` (cached: a sweep gates the same jobs again and again)."""
+    return tuple((a * quantum_ms, (a + n) * quantum_ms) for a, n in pattern.arcs)
+
+
+@cache
+def _realigns(pol) -> bool:
+    """``pol.realigns()``, asked once per policy (it runs the policy's answer for 64 iterations)."""
+    return pol.realigns()
+
+
 @dataclass(frozen=True)
 class PatternWindows:
     """A job's windows: ``[shift + k·period + a, shift + k·period + b)`` for each ``(a, b)`` in ``arcs_ms``
@@ -144,14 +157,8 @@ class PatternWindows:
 
     @classmethod
     def from_pattern(cls, shift_ms: float, pattern, quantum_ms: float) -> PatternWindows:
-        """The windows of an on-grid ``arcs.Pattern`` (its busy arcs, adjacent ones merged)."""
-        merged: list[list[int]] = []
-        for start, length in sorted(pattern.arcs):
-            if merged and start <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], start + length)
-            else:
-                merged.append([start, start + length])
-        return cls(shift_ms, pattern.period_q * quantum_ms, tuple((a * quantum_ms, b * quantum_ms) for a, b in merged))
+        """The windows of an on-grid ``arcs.Pattern`` (its busy arcs, which it keeps sorted and merged)."""
+        return cls(shift_ms, pattern.period_q * quantum_ms, _arcs_ms(pattern, quantum_ms))
 
     def _locate(self, t_ms: float) -> tuple[int, float]:
         k = math.floor((t_ms - self.shift_ms) / self.period_ms)
@@ -350,7 +357,7 @@ def _policy_setup(policy: str, jobs: Sequence[PatternFluidJob], patterns: Sequen
         raise Unsimulated(policy, "re-alignment (realign_s) is not modelled for pattern jobs")
     offsets = pol.initial_offsets_ms(schedule, offset_generator(seed))
     windows = ({j.name: PatternWindows.from_pattern(offsets[j.name], p, schedule.quantum_ms)
-                for j, p in zip(jobs, patterns, strict=True)} if pol.realigns() else None)
+                for j, p in zip(jobs, patterns, strict=True)} if _realigns(pol) else None)
     return pol, offsets, windows
 
 
