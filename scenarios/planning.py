@@ -19,8 +19,10 @@ every pair meets on one link.
 A scenario with a pattern job (one given by its phases, ``spec.ScenarioJob.comm_pattern``) is decided
 by the projection theory instead (:func:`pattern_plan`): each job's busy quanta on the grid
 (``arcs.Pattern``), two jobs apart for ever exactly at ``arcs.separating_shifts``, N jobs at the shifts
-that collide least (``patternschedule.pattern_schedule``). The fluid model sends one burst per
-iteration, so such a plan predicts no iteration times per policy and says so.
+that collide least (``patternschedule.pattern_schedule``). Its predictions come from the fluid model of
+pattern jobs (``controller.theory.patternfluid``): every job as its phases at their true offsets (a
+job given by ``period_ms`` and ``comm_ms`` as one phase), each policy against windows on its busy arcs,
+over a horizon.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
-from controller.theory import arcs, fluid, patternschedule, sweep
+from controller.theory import arcs, fluid, patternfluid, patternschedule, sweep
 from controller.theory.conflicts import ConflictGraph
 from controller.theory.fabricshare import JobLinks
 from controller.theory.schedule import (
@@ -43,8 +45,8 @@ from scenarios.errors import InputError
 
 DEFAULT_RANDOM_DRAWS = 20
 MAX_LISTED_SHIFTS = 24  # a pair's separating shifts are listed up to this many, else counted
-NOT_MODELLED = ("per-policy iteration times are not modelled for pattern jobs: the fluid model sends one burst "
-                "per iteration")
+PATTERN_ITERATIONS = ("a pattern job's predictions are over a horizon (--horizon-s), not a fixed count of "
+                      "iterations")
 
 
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,
@@ -64,7 +66,7 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     :func:`planned_jobs`); the schedule is still made from the declared timings, as the controller's is.
     """
     if scenario.pattern_jobs:
-        return pattern_plan(scenario, quantum_ms)
+        return pattern_plan(scenario, quantum_ms, policies, seed, horizon_ms, realign_s, random_draws, sharing, iterations)
     q = quantum_ms or scenario.quantum_ms
     timings = scenario.timings(q)
     for i, t in enumerate(timings):
@@ -129,11 +131,17 @@ def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heurist
     }
 
 
-def pattern_plan(scenario: spec.Scenario, quantum_ms: float | None = None) -> dict:
+def pattern_plan(scenario: spec.Scenario, quantum_ms: float | None = None, policies: tuple[str, ...] | None = None,
+                 seed: int = 0, horizon_ms: float | None = None, realign_s: float | None = None,
+                 random_draws: int = DEFAULT_RANDOM_DRAWS, sharing: str = "fair", iterations: int | None = None) -> dict:
     """The exact plan of a scenario with pattern jobs, as a JSON-ready dict: the shifts that collide least
     (``pattern_schedule``; pairs that never meet on the fabric weigh 0), the pairwise overlap per
     hyper-period they leave, the compatibility score at them, and for each pair the separating shifts
-    beside what the rectangle rule (busy quanta ``c1 + c2 <= gcd``) would have said."""
+    beside what the rectangle rule (busy quanta ``c1 + c2 <= gcd``) would have said; then each policy's
+    predicted iteration times (``patternfluid``), in the same fields as :func:`build_plan`'s (over a horizon:
+    InputError for ``iterations``)."""
+    if iterations:
+        raise InputError(f"{scenario.path}: --iterations: {PATTERN_ITERATIONS}")
     q = quantum_ms or scenario.quantum_ms
     patterns = scenario.busy_patterns(q)
     names = [j.name for j in scenario.jobs]
@@ -143,6 +151,8 @@ def pattern_plan(scenario: spec.Scenario, quantum_ms: float | None = None) -> di
     found = patternschedule.pattern_schedule(patterns, weights)
     hyper_q = math.lcm(*(p.period_q for p in patterns))
     score = patternschedule.compatibility_score(patterns, found.shifts_q, weights)
+    predictions = _pattern_predictions(scenario, patterns, found, q, policies or scenario.policies, seed, horizon_ms,
+                                       realign_s, random_draws, sharing, fabric)
     return {
         "scenario": scenario.name,
         "quantum_ms": q,
@@ -162,7 +172,52 @@ def pattern_plan(scenario: spec.Scenario, quantum_ms: float | None = None) -> di
         "pattern_jobs": [names[i] for i in scenario.pattern_jobs],
         "compatibility": round(float(score), 4),
         "search_nodes": found.nodes,
-        "not_modelled": NOT_MODELLED,
+        **predictions,
+    }
+
+
+def pattern_fluid_jobs(scenario: spec.Scenario) -> list[patternfluid.PatternFluidJob]:
+    """The scenario's jobs as the pattern model runs them: a pattern job's phases timed at its
+    ``model_link_mbps``, any other job its one burst (``PatternFluidJob.rectangle``)."""
+    return [patternfluid.PatternFluidJob.rectangle(j.name, j.period_ms, j.comm_ms) if j.comm_pattern is None
+            else patternfluid.PatternFluidJob.from_pattern(j.name, j.comm_pattern, j.link_mbps)
+            for j in scenario.jobs]
+
+
+def _pattern_predictions(scenario, patterns, found, q, policies, seed, horizon_ms, realign_s, random_draws,
+                         sharing, fabric) -> dict:
+    """Each policy's prediction for the pattern jobs, and the two baselines, in :func:`build_plan`'s fields."""
+    names = [j.name for j in scenario.jobs]
+    try:
+        jobs = pattern_fluid_jobs(scenario)
+    except ValueError as exc:
+        raise InputError(f"{scenario.path}: jobs: {exc}") from None
+    schedule = patternfluid.pattern_schedule_record(names, patterns, found.shifts_q, q, found.feasible)
+    knobs = scenario.knobs if realign_s is None else replace(scenario.knobs, realign_s=realign_s)
+    horizon = horizon_ms or fluid.default_horizon_ms(jobs)
+    links = fabric and fabric.links
+    results, unsimulated = {}, {}
+    for p in dict.fromkeys(("none", *policies)):
+        try:
+            results[p] = patternfluid.predict_pattern_policy(p, jobs, patterns, schedule, seed=seed, horizon_ms=horizon,
+                                                             knobs=knobs, links=links, tcp_sharing=sharing)
+        except fluid.Unsimulated as exc:  # counted and said, never a crash
+            unsimulated[p] = exc.why
+    rand = (sweep.random_offsets_baseline(jobs, random_draws, seed, horizon_ms=horizon, links=links, sharing=sharing,
+                                          simulate=patternfluid.simulate_patterns) if random_draws else None)
+    no_padding = dict.fromkeys(names, 0)
+    return {
+        "horizon_ms": _num(horizon),
+        "iterations": None,
+        "tcp_sharing": sharing,
+        "baselines": {"none": _baseline_none(results.get("none")), "random_offsets": rand and _baseline_random(rand)},
+        "policies": {p: {"unsimulated": unsimulated[p]} if p in unsimulated else _per_job(results, p, no_padding, rand)
+                     for p in policies},
+        "unsimulated": {p: why for p, why in unsimulated.items() if p in policies or p == "none"},
+        "normalised_throughput": {p: None if p in unsimulated else round(results[p].normalised_throughput, 4)
+                                  for p in policies},
+        "overlap": {p: None if p in unsimulated else round(results[p].overlap_share, 4) for p in policies},
+        "overlap_by_link": {p: None if p in unsimulated else _by_link(fabric, results[p]) for p in policies},
     }
 
 

@@ -50,12 +50,17 @@ class JobPattern:
     iteration_ms: float
     phases: tuple[Phase, ...]
     workers: int = 2
+    # the computation after the last phase that waits for it (a profile's optimizer step); None: everything
+    # after the phases' solo end waits for them (``patternfluid``'s dependency rule)
+    tail_ms: float | None = None
 
     def __post_init__(self):
         if not math.isfinite(self.iteration_ms) or self.iteration_ms <= 0:
             raise ValueError(f"iteration_ms must be above 0, got {self.iteration_ms!r}")
         if not self.phases:
             raise ValueError("a job pattern needs at least one phase")
+        if self.tail_ms is not None and not 0 <= self.tail_ms < self.iteration_ms:
+            raise ValueError(f"tail_ms must be in [0, iteration_ms), got {self.tail_ms!r}")
         if self.workers < 2:
             raise ValueError(f"a collective needs at least two workers, got {self.workers}")
         late = [p for p in self.phases if p.start_ms >= self.iteration_ms]

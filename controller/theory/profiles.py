@@ -241,7 +241,7 @@ def _data_parallel(entry, workers, bucket_cap_mb, dtype, first_bucket_mb, link_m
         phases += [Phase(lookups_done_ms, a2a_bytes, "alltoall", "embeddings forward"),
                    Phase(forward_ms + backward_ms * top_share, a2a_bytes, "alltoall", "embeddings backward")]
     iteration_ms = _finish(phases, forward_ms + backward_ms, optimizer_ms, workers, link_mbps)
-    return JobPattern(iteration_ms, tuple(phases), workers)
+    return JobPattern(iteration_ms, tuple(phases), workers, optimizer_ms)
 
 
 def _pipeline(entry, workers, dtype, link_mbps):
@@ -270,8 +270,9 @@ def _pipeline(entry, workers, dtype, link_mbps):
     phases += [Phase(backward_start_ms + (stages - s + j) * t_b, send_bytes, "p2p", f"gradients {micro - 1 - j}")
                for j in range(micro)]
     compute_end_ms = (stages + micro - 1) * (t_f + t_b)
-    iteration_ms = _finish(phases, compute_end_ms, _value(entry, "optimizer_ms"), workers, link_mbps)
-    return JobPattern(iteration_ms, tuple(phases), workers)
+    optimizer_ms = _value(entry, "optimizer_ms")
+    iteration_ms = _finish(phases, compute_end_ms, optimizer_ms, workers, link_mbps)
+    return JobPattern(iteration_ms, tuple(phases), workers, optimizer_ms)
 
 
 def profile_pattern(name: str, workers: int = 4, bucket_cap_mb: float = 25, dtype: str = "fp32",

@@ -270,18 +270,19 @@ def run_sweep(settings: dict, workers: int = 1, progress: bool = False,
 
 def random_offsets_baseline(jobs: Sequence[fluid.FluidJob], draws: int = 20, seed: int = 0,
                             iterations: int | None = None, horizon_ms: float | None = None,
-                            links=None, sharing: str = "fair") -> dict:
+                            links=None, sharing: str = "fair", simulate=fluid.simulate) -> dict:
     """The baseline as the jobs would meet it unscheduled: each job's first burst at a start offset
     uniform in ``[0, its period)``, free running, sharing as ``sharing`` says (over the fabric's
     ``links`` where given, ``fluid.simulate``); over ``draws`` draws, the mean normalised throughput
-    and each job's mean iteration time, with 95 % t intervals."""
+    and each job's mean iteration time, with 95 % t intervals. ``simulate``: the model that runs them
+    (``patternfluid.simulate_patterns`` for pattern jobs, over a horizon)."""
     rng = random.Random(seed)
     length = {"iterations": iterations} if iterations is not None else {
         "horizon_ms": horizon_ms or fluid.default_horizon_ms(jobs)}
     thr, per_job = [], {j.name: [] for j in jobs}
     for _ in range(draws):
         offsets = {j.name: rng.uniform(0.0, j.period_ms) for j in jobs}
-        out = fluid.simulate(jobs, offsets, links=links, sharing=sharing, **length)
+        out = simulate(jobs, offsets, links=links, sharing=sharing, **length)
         thr.append(left_to_right_sum(j.period_ms / out[j.name].mean_iteration_ms for j in jobs) / len(jobs))
         for j in jobs:
             per_job[j.name].append(out[j.name].mean_iteration_ms)

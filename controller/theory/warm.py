@@ -63,7 +63,8 @@ def compile_model_loops() -> float:
 
 
 def compile_pattern_loops() -> float:
-    """Run the loops of the two-job pattern theory (``arcs.py``) once; the seconds it took."""
+    """Run the loops of the two-job pattern theory (``arcs.py``) and of the pattern fluid model
+    (``fastpatterns.py``) once; the seconds it took."""
     from controller.theory.arcs import (
         Pattern,
         overlap_table,
@@ -78,6 +79,10 @@ def compile_pattern_loops() -> float:
     separating_arcs(first, second)
     overlap_table(first, second)
     projected_counts(first, 6)
+    # the compiled fluid model of pattern jobs (fastpatterns), free, gated and by priority, as sweep --profiles runs it
+    from controller.theory import profilesweep
+
+    profilesweep.evaluate(profilesweep.ProfileSweep(models=("resnet50", "bert-base"), horizon_periods=4), 2, 0)
     return time.monotonic() - started_s
 
 

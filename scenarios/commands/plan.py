@@ -103,8 +103,6 @@ def render(plan: dict) -> str:
     if "pattern_jobs" in plan:
         return render_patterns(plan)
     gap = "" if plan["gap"] is None else f", gap {plan['gap']:.1%}"
-    simulated = (f"{plan['iterations']} iterations per job" if plan["horizon_ms"] is None
-                 else f"horizon {plan['horizon_ms'] / 1000:g} s")
     lines = [
         f"scenario {plan['scenario']}  quantum {plan['quantum_ms']:g} ms  hyper-period {plan['hyperperiod_ms']:,} ms",
         f"feasible: {'yes' if plan['feasible'] else 'no'}  (overlap {plan['overlap_ms']:g} ms per hyper-period, "
@@ -125,6 +123,15 @@ def render(plan: dict) -> str:
     if roomy:
         lines.append("the shared link is faster than these jobs' bursts alone (link rate / burst rate): "
                      f"{', '.join(roomy)}; bursts that meet share its spare rate before they stretch")
+    lines += _render_predictions(plan)
+    return "\n".join(lines)
+
+
+def _render_predictions(plan: dict) -> list[str]:
+    """The baselines and each policy's predicted iteration times (rectangles and pattern jobs alike)."""
+    simulated = (f"{plan['iterations']} iterations per job" if plan["horizon_ms"] is None
+                 else f"horizon {plan['horizon_ms'] / 1000:g} s")
+    lines = []
     rand = plan["baselines"]["random_offsets"]
     if plan["tcp_sharing"] != "fair":
         lines += ["", f"bursts left to TCP share a link as {plan['tcp_sharing']!r} (--sharing): as on the emulated "
@@ -151,12 +158,12 @@ def render(plan: dict) -> str:
         lines += ["", f"unsimulated: {len(plan['unsimulated'])} of {len(dict.fromkeys(('none', *plan['policies'])))} "
                   f"policies ({', '.join(plan['unsimulated'])}): the fluid model could not simulate them on these "
                   "jobs; the others are predicted as ever"]
-    return "\n".join(lines)
+    return lines
 
 
 def render_patterns(plan: dict) -> str:
     """The table of a plan with pattern jobs (``planning.pattern_plan``): the shifts, each pair's
-    separating shifts beside the rectangle rule's verdict, and what is not modelled."""
+    separating shifts beside the rectangle rule's verdict, and each policy's predicted iteration times."""
     lines = [
         f"scenario {plan['scenario']}  quantum {plan['quantum_ms']:g} ms  hyper-period {plan['hyperperiod_ms']:,} ms",
         f"pattern jobs (given by their phases): {', '.join(plan['pattern_jobs'])}; decided exactly on their busy quanta",
@@ -184,7 +191,7 @@ def render_patterns(plan: dict) -> str:
                 f"the rectangle rule would say {'separable' if p['rectangle_rule_separable'] else 'not separable'}")
         lines.append(f"pair {a}/{b}: gcd {p['gcd_ms']:g} ms, lcm {p['lcm_ms']:g} ms, {sep}; {busy}: {rule}")
     lines += _render_graph(plan)
-    lines += ["", f"not modelled: {plan['not_modelled']}"]
+    lines += _render_predictions(plan)
     return "\n".join(lines)
 
 

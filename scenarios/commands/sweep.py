@@ -12,7 +12,8 @@ import tempfile
 import time
 from dataclasses import asdict
 
-from controller.theory import zoo
+from controller.theory import profiles, profilesweep, zoo
+from controller.theory.buckets import DTYPE_BYTES
 from controller.theory.policies import UnknownPolicy, get_policy
 from controller.theory.sweep import (
     HELP,
@@ -26,6 +27,8 @@ from scenarios import cluster, policyfiles
 from scenarios.errors import InputError
 from scenarios.options import MIX_HELP, check_mix, parse_list, parse_range
 
+QUANTA = "1,5,10,50"  # the default quanta
+
 
 def add_arguments(parser) -> None:
     parser.description = HELP
@@ -33,7 +36,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--samples", type=int, default=200, help="combinations per number of jobs")
     parser.add_argument("--period-ms", default="100:1000", help="LO:HI, periods uniform over these integers (ms)")
     parser.add_argument("--comm-frac", default="0.1:0.5", help="lo:hi, comm_ms = U(lo, hi) × period_ms")
-    parser.add_argument("--quantum-ms", default="1,5,10,50", help="quantum(s) in ms, e.g. 1,10")
+    parser.add_argument("--quantum-ms", default=QUANTA, help="quantum(s) in ms, e.g. 1,10")
     parser.add_argument("--seed", type=int, default=0, help="random seed (results do not depend on --workers)")
     parser.add_argument("--workers", type=int, default=1, help="processes to use on this machine")
     parser.add_argument("--out", default=None, help="folder for summary.json and plots (and sweep.parquet)")
@@ -55,6 +58,18 @@ def add_arguments(parser) -> None:
                         help="re-align a schedule-using policy that enforces no windows (shift) every this many s")
     parser.add_argument("--threshold-pct", type=float, default=100 * HELPS_THRESHOLD,
                         help="a gain above this (percent) helps, below minus this hurts, else neutral (default 1)")
+    parser.add_argument("--profiles", default=None, metavar="MODELS",
+                        help="draw mixes of model profiles (comma-separated, or 'all': "
+                             f"{', '.join(profiles.profile_names())}) and set each policy's gain for their real "
+                             "patterns beside the same jobs as one rectangle each (default policies: "
+                             f"{','.join(profilesweep.DEFAULT_POLICIES)}; one quantum, default 1 ms)")
+    parser.add_argument("--profile-workers", default=",".join(map(str, profilesweep.DEFAULT_WORKERS)),
+                        help="worker counts drawn from (--profiles)")
+    parser.add_argument("--bucket-cap-mb", default=",".join(f"{c:g}" for c in profilesweep.DEFAULT_BUCKET_CAPS_MB),
+                        help="DDP bucket caps (MiB) drawn from (--profiles)")
+    parser.add_argument("--link-mbps", type=float, default=zoo.DEFAULT_MODEL_LINK_MBPS,
+                        help="the real cluster's link rate the profiles' phases are timed at (--profiles)")
+    parser.add_argument("--dtype", default="fp32", help=f"gradients' type, one of {', '.join(DTYPE_BYTES)} (--profiles)")
     policyfiles.add_argument(parser)
     cluster.add_argument(parser)
     parser.epilog = ("shift_helps := normalised throughput under `shift` > (1 + threshold) × under `none`, where "
@@ -197,6 +212,8 @@ def settings_from_args(args) -> dict:
 
 def run(args) -> int:
     policyfiles.load(args.policy_file)
+    if args.profiles is not None:
+        return run_profiles(args)
     settings = settings_from_args(args)
     if args.rows and not args.out:
         raise InputError("--rows: needs --out (the folder sweep.parquet goes in)")
@@ -253,3 +270,82 @@ def _print_table(summary: dict, settings: dict) -> None:
         for p in others:
             line += f"{c['policies'][p]['helps_fraction']:>12.1%}{c['policies'][p]['hurts_fraction']:>8.1%}"
         print(line)
+
+
+# ---------------------------------------------------------------- --profiles
+
+
+def profile_settings(args) -> profilesweep.ProfileSweep:
+    """``--profiles`` and its options, checked."""
+    known = profiles.profile_names()
+    models = known if args.profiles.strip() == "all" else [m.strip() for m in args.profiles.split(",") if m.strip()]
+    unknown = [m for m in models if m not in known]
+    if unknown or not models:
+        raise InputError(f"--profiles: unknown profile {unknown[0] if unknown else args.profiles!r} "
+                         f"(known: {', '.join(known)}, or 'all')")
+    workers = parse_list(args.profile_workers, "--profile-workers", int)
+    if any(w < 2 for w in workers) or ("pipeline" in models and any(w < 3 for w in workers)):
+        raise InputError(f"--profile-workers: need at least 2 workers (3 with the pipeline), got {args.profile_workers!r}")
+    caps = parse_list(args.bucket_cap_mb, "--bucket-cap-mb", float)
+    if args.dtype not in DTYPE_BYTES:
+        raise InputError(f"--dtype: must be one of {', '.join(DTYPE_BYTES)}, got {args.dtype!r}")
+    if not (math.isfinite(args.link_mbps) and args.link_mbps > 0):
+        raise InputError(f"--link-mbps: must be positive, got {args.link_mbps}")
+    quanta = parse_list(args.quantum_ms, "--quantum-ms", float) if args.quantum_ms != QUANTA else [1.0]
+    if len(quanta) != 1:
+        raise InputError(f"--quantum-ms: --profiles takes one quantum, got {args.quantum_ms!r}")
+    jobs = parse_list(args.jobs, "--jobs", int)
+    if any(n < 2 for n in jobs):
+        raise InputError(f"--jobs: need at least 2 jobs per combination, got {args.jobs!r}")
+    for name, value in (("--samples", args.samples), ("--workers", args.workers)):
+        if value < 1:
+            raise InputError(f"{name}: must be at least 1, got {value}")
+    for name in ("iterations", "horizon_s", "realign_s", "mix"):
+        if getattr(args, name) is not None:
+            raise InputError(f"--{name.replace('_', '-')}: not with --profiles (each policy runs "
+                             f"{profilesweep.MIN_HORIZON_ITERATIONS} periods of the longest job)")
+    if not (math.isfinite(args.threshold_pct) and 0 <= args.threshold_pct < 100):
+        raise InputError(f"--threshold-pct: need 0 <= value < 100, got {args.threshold_pct}")
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()] if args.policy != "shift" else None
+    try:
+        for p in policies or []:
+            get_policy(p)
+    except UnknownPolicy as exc:
+        raise InputError(f"--policy: {exc}") from None
+    return profilesweep.ProfileSweep(tuple(models), tuple(workers), tuple(caps), args.link_mbps, args.dtype,
+                                     tuple(jobs), args.samples, args.seed, quanta[0],
+                                     tuple(policies or profilesweep.DEFAULT_POLICIES),
+                                     threshold=args.threshold_pct / 100)
+
+
+def run_profiles(args) -> int:
+    """``sweep --profiles``: the mixes, both forms, summarised; ``--out`` gets summary.json."""
+    settings = profile_settings(args)
+    backend = cluster.connect(args, "sweep")
+    started = time.perf_counter()
+    with cluster.unavailable_is_environment():
+        rows = profilesweep.run(settings, args.workers, progress=True, scheduler_address=backend.address)
+    elapsed = time.perf_counter() - started
+    summary = {**profilesweep.summarise(rows, settings.threshold), "settings": asdict(settings),
+               "elapsed_s": round(elapsed, 2), "combinations_per_s": round(len(rows) / elapsed, 1),
+               "backend": asdict(backend)}
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2)
+        print(f"sweep: wrote {args.out}/summary.json", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(f"{summary['combinations']} combinations of {', '.join(settings.models)} on {settings.link_mbps:g} Mbit/s "
+          f"links, workers {'/'.join(map(str, settings.workers))}, bucket cap "
+          f"{'/'.join(f'{c:g}' for c in settings.bucket_caps_mb)} MiB, quantum {settings.quantum_ms:g} ms")
+    for form in profilesweep.FORMS:
+        part = summary[form]
+        ci = part["feasible_ci95"]
+        print(f"{form}: feasible {part['feasible_fraction']:.1%} [{ci[0]:.1%}, {ci[1]:.1%}]")
+        for name, fractions in part["policies"].items():
+            print("  " + _two_sided_line(name, fractions))
+    print(f"the forms disagree on feasibility in {summary['feasibility_differs_fraction']:.1%}, on whether shift "
+          f"helps in {summary['shift_verdict_differs_fraction']:.1%} of combinations")
+    return 0

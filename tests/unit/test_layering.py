@@ -106,6 +106,7 @@ MAX_MODULE_LINES, MAX_CLASS_LINES, MAX_FUNCTION_LINES = 500, 300, 80
 SIZE_EXCEPTIONS = {
     "controller.theory.fastfluid.simulate_means",
     "controller.theory.fastlanes.simulate_weighted_pairs",
+    "controller.theory.fastpatterns.simulate",
 }
 WHY_LONG = "Why one long loop:"
 

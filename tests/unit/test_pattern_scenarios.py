@@ -65,7 +65,19 @@ def test_never_apart_though_the_busy_total_fits_the_gcd(tmp_path, capsys):
     assert cli.main(["plan", str(path)]) == 0
     text = capsys.readouterr().out
     assert "not separable" in text and "the rectangle rule would say separable" in text
-    assert "per-policy iteration times are not modelled for pattern jobs" in text
+    assert "predicted iteration time" in text
+    # no shift keeps them apart, so the best one still stretches someone
+    plan = plan_json(capsys, path)
+    period = {j["name"]: j["period_ms"] for j in plan["jobs"]}
+    for policy in ("shift", "gate"):
+        assert max(job["predicted_iteration_ms"] / period[name]
+                   for name, job in plan["policies"][policy].items()) > 1.001
+
+
+def test_pattern_jobs_are_predicted_over_a_horizon_not_a_count(tmp_path, capsys):
+    path = write(tmp_path, NEVER_APART)
+    assert cli.main(["plan", str(path), "--iterations", "10"]) == 2
+    assert "--iterations" in capsys.readouterr().err
 
 
 def test_apart_at_three_shifts_though_the_busy_total_exceeds_the_gcd(tmp_path, capsys):
@@ -79,7 +91,12 @@ def test_apart_at_three_shifts_though_the_busy_total_exceeds_the_gcd(tmp_path, c
     assert plan["feasible"] is True and plan["overlap_ms"] == 0 and plan["compatibility"] == 1
     shift = {j["name"]: j["shift_ms"] for j in plan["jobs"]}
     assert (shift["b"] - shift["a"]) % 6 in (0, 1, 2)
-    assert plan["not_modelled"] and "policies" not in plan and "baselines" not in plan
+    # apart at the shifts found: every policy that keeps them there predicts each job's own iteration
+    iteration = {j["name"]: j["period_ms"] for j in plan["jobs"]}
+    for policy in ("shift", "gate"):
+        for name, job_plan in plan["policies"][policy].items():
+            assert job_plan["predicted_iteration_ms"] == pytest.approx(iteration[name])
+        assert plan["overlap"][policy] == 0
     assert cli.main(["plan", str(path)]) == 0
     assert "relative shift of b in {0, 1, 2} ms mod 6 ms" in capsys.readouterr().out
 

@@ -59,7 +59,8 @@ def test_the_check_sees_a_loop_that_is_not_on_disk(tmp_path):
     [SHIFTBED, "plan", "scenarios/two-jobs-coprime.yaml", "--json"],
     [SHIFTBED, "sweep", "--samples", "6", "--jobs", "2,3,4", "--workers", "1", "--json"],
     [SHIFTBED, "map", "--samples", "4", "--workers", "1", "--only", "n_jobs", "--json"],
-], ids=["schedules", "plan-three-jobs", "plan-coprime", "sweep", "map"])
+    [SHIFTBED, "sweep", "--profiles", "all", "--samples", "4", "--jobs", "2,3", "--workers", "1", "--json"],
+], ids=["schedules", "plan-three-jobs", "plan-coprime", "sweep", "map", "sweep-profiles"])
 def test_after_the_warm_up_nothing_compiles(warmed, command, tmp_path):
     env, _ = warmed
     if command[1] in ("sweep", "map"):
