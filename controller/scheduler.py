@@ -10,7 +10,11 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 - ``POST /jobs`` ``{"name", "period_ms", "comm_ms", "workers": [host, ...],
   "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"?}, ...], "links"?: [name, ...]}`` → 201;
   ``links``: the directed links the job's flows cross. When every job gives them, only jobs that
-  share a link are kept apart (``conflicts.ConflictGraph.meeting_weights``); else all meet on one
+  share a link are kept apart (``conflicts.ConflictGraph.meeting_weights``); else all meet on one.
+  ``busy_ms``?: ``[[start_ms, length_ms], ...]``, a pattern job's busy arcs from its iteration's origin
+  (its phases on the link, ``phases.as_pattern``); a set with one is scheduled on the jobs' busy quanta
+  (``theory/patternwindows.py``), under ``none``, ``shift`` or ``gate`` only, and the gate opens one
+  window per busy arc
 - ``DELETE /jobs/{name}`` → 200; ``GET /jobs``
 - ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window and
   ``padding_ms`` (how much the policy lengthens the job's period: ``align``),
@@ -51,6 +55,7 @@ from controller.limits import (
     search_nodes,
 )
 from controller.theory.conflicts import ConflictGraph
+from controller.theory.patternwindows import busy_pattern, pattern_set_schedule, window_arcs
 from controller.theory.policies import POLICIES, PolicyKnobs, get_policy, policy_schedule
 from controller.theory.schedule import (
     BeyondExactMethod,
@@ -70,6 +75,8 @@ MAX_EPOCH_SKEW_S = 3600.0
 MAX_START_IN_S = 600.0
 MAX_FLOOR_BURST_MS = 60_000.0  # a minute: a quarter second at a time scale far beyond any run's
 MAX_DPID = 2**64 - 1
+MAX_BUSY_ARCS = 256  # a pattern job's busy arcs (a DDP job has a few to some tens of buckets)
+PATTERN_POLICIES = ("none", "shift", "gate")  # what runs a set with pattern jobs
 
 
 class ApiError(Exception):
@@ -178,6 +185,7 @@ class JobRequest:
     workers: tuple[str, ...]
     flows: tuple[DataFlow, ...]
     links: tuple[str, ...] | None = None  # the directed links its flows cross (None: not given)
+    busy_ms: tuple[tuple[float, float], ...] | None = None  # a pattern job's busy arcs (None: one burst at 0)
 
     def as_dict(self) -> dict:
         doc = {"name": self.name, "period_ms": self.period_ms, "comm_ms": self.comm_ms,
@@ -186,12 +194,14 @@ class JobRequest:
                           "tcp_dst": f.tcp_dst, "proto": f.proto} for f in self.flows]}
         if self.links is not None:
             doc["links"] = list(self.links)
+        if self.busy_ms is not None:
+            doc["busy_ms"] = [list(arc) for arc in self.busy_ms]
         return doc
 
 
 def validate_job(doc: dict) -> JobRequest:
     """Body of ``POST /jobs`` → :class:`JobRequest`, or 400 naming the field."""
-    _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows", "links"}, "job")
+    _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows", "links", "busy_ms"}, "job")
     if "name" not in doc:
         raise ApiError(400, "job.name: missing")
     problem = job_name_problem(doc["name"])
@@ -228,7 +238,31 @@ def validate_job(doc: dict) -> JobRequest:
             tcp_dst = int(_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
         flows.append(DataFlow(dpid, _ipv4(f.get("src_ip"), f"{fw}.src_ip"),
                               _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst, proto))
-    return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows), _links(doc.get("links"), where))
+    return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows), _links(doc.get("links"), where),
+                      _busy(doc.get("busy_ms"), where, period_ms))
+
+
+def _busy(value, where: str, period_ms: float) -> tuple[tuple[float, float], ...] | None:
+    """A pattern job's ``busy_ms``: absent, or 1..MAX_BUSY_ARCS ``[start_ms, length_ms]`` arcs, each
+    starting in ``[0, period_ms)`` and longer than 0, together shorter than the period."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or len(value) > MAX_BUSY_ARCS:
+        raise ApiError(400, f"{where}.busy_ms: must be a list of 1..{MAX_BUSY_ARCS} [start_ms, length_ms] arcs")
+    arcs = []
+    for i, arc in enumerate(value):
+        aw = f"{where}.busy_ms[{i}]"
+        if not isinstance(arc, list) or len(arc) != 2:
+            raise ApiError(400, f"{aw}: must be a [start_ms, length_ms] pair, got {arc!r}"[:200])
+        pair = dict(zip(("start_ms", "length_ms"), arc, strict=True))
+        start_ms = float(_number(pair, "start_ms", aw, 0.0, period_ms, lo_open=False))
+        if start_ms >= period_ms:
+            raise ApiError(400, f"{aw}.start_ms: must be < period_ms ({period_ms}), got {start_ms}")
+        arcs.append((start_ms, float(_number(pair, "length_ms", aw, 0.0, period_ms))))
+    total_ms = sum(length for _, length in arcs)
+    if total_ms >= period_ms:
+        raise ApiError(400, f"{where}.busy_ms: the arcs add up to {total_ms:g} ms, not less than period_ms ({period_ms})")
+    return tuple(arcs)
 
 
 def _links(value, where: str) -> tuple[str, ...] | None:
@@ -384,6 +418,8 @@ class SchedulerCore:
         problem = schedule_size_problem(periods, quantum_ms)
         if problem:
             raise ApiError(400, f"schedule: {problem}")
+        if any(job.busy_ms is not None for job in jobs.values()):
+            return self._pattern_schedule(jobs, quantum_ms, policy)
         timings = [JobTiming(job.name, job.period_ms, job.comm_ms) for job in jobs.values()]
         name, knobs = (policy.policy, PolicyKnobs(guard_ms=policy.guard_ms)) if policy else ("none", PolicyKnobs())
         outcome = self._compute_with(_compute, get_policy(name), timings, quantum_ms, knobs, search_nodes(periods),
@@ -391,6 +427,23 @@ class SchedulerCore:
         if isinstance(outcome, Exception):
             raise ApiError(400, f"schedule: {str(outcome).splitlines()[0][:200]}")
         return outcome
+
+    def _pattern_schedule(self, jobs: dict[str, JobRequest], quantum_ms: float,
+                          policy: PolicyRequest | None) -> Schedule:
+        """A set with a pattern job: its busy quanta scheduled exactly (``patternwindows``), under
+        :data:`PATTERN_POLICIES` only and without a guard band."""
+        if policy is not None and policy.policy not in PATTERN_POLICIES:
+            raise ApiError(400, f"policy.policy: {policy.policy} does not run pattern jobs (jobs with busy_ms); "
+                                f"use one of {', '.join(PATTERN_POLICIES)}")
+        if policy is not None and policy.guard_ms:
+            raise ApiError(400, "policy.guard_ms: no guard band with pattern jobs (jobs with busy_ms): give 0")
+        try:
+            patterns = [busy_pattern(job.period_ms, job.busy_ms, job.comm_ms, quantum_ms) for job in jobs.values()]
+        except ValueError as exc:
+            raise ApiError(400, f"schedule: {exc}"[:300]) from None
+        periods = [p.period_q for p in patterns]
+        return self._compute_with(pattern_set_schedule, list(jobs), patterns, quantum_ms, meeting_weights(jobs),
+                                  search_nodes(periods))
 
     # -- policy --------------------------------------------------------------------------
     def set_policy(self, doc: dict, now_s: float | None = None) -> PolicyRequest:
@@ -432,6 +485,21 @@ class SchedulerCore:
                          max(j.comm_ms, _window_ms(self.jobs[j.name].comm_ms, guard)))
                 for j in self.schedule.jobs}
 
+    def window_arcs_ms(self) -> dict[str, list[tuple[float, float, float]]]:
+        """Per job, its windows as ``(period_ms, start_ms, window_ms)``, each ``[start + k·T, start + k·T +
+        window)``: one per job (:meth:`windows_ms`), or, for a set with pattern jobs, one per busy arc of
+        each job on the policy's grid (``patternwindows.window_arcs``) from the job's offset."""
+        if not any(job.busy_ms is not None for job in self.jobs.values()):
+            return {name: [w] for name, w in self.windows_ms().items()}
+        q = self.schedule.quantum_ms
+        out = {}
+        for j in self.schedule.jobs:
+            job = self.jobs[j.name]
+            start_ms = self.offsets_ms.get(j.name, self.schedule.shifts_ms[j.name])
+            pattern = busy_pattern(job.period_ms, job.busy_ms, job.comm_ms, q)
+            out[j.name] = [(j.period_ms, start_ms + a * q, n * q) for a, n in window_arcs(pattern)]
+        return out
+
     def schedule_doc(self) -> dict:
         """The ``GET /schedule`` answer."""
         s = self.schedule
@@ -444,6 +512,7 @@ class SchedulerCore:
                     "feasible": bool(s.feasible), "overlap_ms": s.overlap_ms, "method": s.method,
                     "gap": s.gap})
         windows = self.windows_ms()
+        arcs = self.window_arcs_ms()
         for j in s.jobs:
             period_ms, _start_ms, window_ms = windows[j.name]
             registered = self.jobs[j.name]
@@ -452,4 +521,8 @@ class SchedulerCore:
                                    "shift_ms": s.shifts_ms[j.name],
                                    "offset_ms": self.offsets_ms.get(j.name), "window_ms": window_ms,
                                    "workers": list(self.jobs[j.name].workers)}
+            if registered.busy_ms is not None:  # a pattern job: its windows from its offset, on the grid
+                offset_ms = self.offsets_ms.get(j.name, s.shifts_ms[j.name])
+                doc["jobs"][j.name]["windows_ms"] = [[round(start - offset_ms, 9), length]
+                                                     for _, start, length in arcs[j.name]]
         return doc
