@@ -35,11 +35,7 @@ computed (``controller/limits.py``).
 
 from __future__ import annotations
 
-import ipaddress
-import json
-import math
 import random
-import re
 import time
 from dataclasses import dataclass
 
@@ -54,6 +50,17 @@ from controller.limits import (
     schedule_size_problem,
     search_nodes,
 )
+from controller.requestbody import (  # noqa: F401  (ApiError, parse_body, json_depth: the scheduler's API)
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+    ApiError,
+    host_name,
+    ipv4_address,
+    json_depth,
+    parse_body,
+    read_number,
+    refuse_unknown,
+)
 from controller.theory.conflicts import ConflictGraph
 from controller.theory.patternwindows import busy_pattern, pattern_set_schedule, window_arcs
 from controller.theory.policies import POLICIES, PolicyKnobs, get_policy, policy_schedule
@@ -64,115 +71,14 @@ from controller.theory.schedule import (
     to_quanta,
 )
 
-HOST_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 DEFAULT_QUANTUM_MS = 1.0
 MAX_FLOWS = 256
-MAX_BODY_BYTES = 1 << 20
-# No request nests deeper than a few levels. Python's own parser stops only at a depth that differs by
-# version (Python 3.11 near 1000, 3.13 far deeper), so the limit is shiftbed's, the same on every one.
-MAX_JSON_DEPTH = 100
 MAX_EPOCH_SKEW_S = 3600.0
 MAX_START_IN_S = 600.0
 MAX_FLOOR_BURST_MS = 60_000.0  # a minute: a quarter second at a time scale far beyond any run's
 MAX_DPID = 2**64 - 1
 MAX_BUSY_ARCS = 256  # a pattern job's busy arcs (a DDP job has a few to some tens of buckets)
 PATTERN_POLICIES = ("none", "shift", "gate")  # what runs a set with pattern jobs
-
-
-class ApiError(Exception):
-    """A refused request: HTTP ``status`` (4xx) and a one-line ``message``."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-    def body(self) -> dict:
-        return {"error": self.message, "status": self.status}
-
-
-def parse_body(raw: bytes | str | None) -> dict:
-    """Request body → JSON object, or 400."""
-    if raw is None or len(raw) == 0:
-        raise ApiError(400, "body: expected a JSON object, got an empty body")
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"body: not valid JSON ({str(exc).splitlines()[0][:100]})") from None
-    except RecursionError:  # arrays or objects nested deeper than the parser's recursion limit
-        raise ApiError(400, "body: not valid JSON (nested too deep)") from None
-    if json_depth(doc) > MAX_JSON_DEPTH:
-        raise ApiError(400, "body: not valid JSON (nested too deep)")
-    if not isinstance(doc, dict):
-        raise ApiError(400, f"body: expected a JSON object, got {type(doc).__name__}")
-    return doc
-
-
-def json_depth(doc) -> int:
-    """How deep arrays and objects nest in a parsed document (a scalar: 0), without recursion."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
-    return deepest
-
-
-def _unknown(doc: dict, allowed: set, where: str) -> None:
-    extra = sorted(set(doc) - allowed)
-    if extra:
-        # repr: a field name may hold newlines or quotes, and the error stays one line
-        raise ApiError(400, f"{where}: unknown field(s) {', '.join(map(repr, extra))}; "
-                            f"allowed: {', '.join(sorted(allowed))}")
-
-
-def _number(doc: dict, key: str, where: str, lo: float, hi: float, *, lo_open=True,
-            default=None, integer=False) -> float:
-    """``doc[key]``: a finite number within ``(lo, hi]`` (``[lo, hi]`` if not ``lo_open``), or 400.
-
-    JSON integers have no size limit and Python compares them with floats
-    exactly, so an integer too large for a float is simply out of range.
-    """
-    if key not in doc:
-        if default is not None:
-            return default
-        raise ApiError(400, f"{where}.{key}: missing")
-    value = doc[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or \
-            (integer and not isinstance(value, int)):
-        kind = "a whole number" if integer else "a number"
-        raise ApiError(400, f"{where}.{key}: must be {kind}, got {value!r}"[:200])
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ApiError(400, f"{where}.{key}: must be finite, got {value!r}")
-    if (value <= lo if lo_open else value < lo) or value > hi:
-        lo_sign = ">" if lo_open else ">="
-        raise ApiError(400, f"{where}.{key}: must be {lo_sign} {lo} and <= {hi}, got {_shown(value)}")
-    return value
-
-
-def _shown(value) -> str:
-    """``value`` for a message: an integer of hundreds of digits is shortened."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
-
-
-def _host_name(value, where: str) -> str:
-    if not isinstance(value, str) or not HOST_NAME_RE.fullmatch(value):
-        raise ApiError(400, f"{where}: must be 1-64 characters of letters, digits, '_', '-', '.', "
-                            f"got {value!r}"[:200])
-    return value
-
-
-def _ipv4(value, where: str) -> str:
-    try:
-        if not isinstance(value, str):
-            raise ValueError
-        return str(ipaddress.IPv4Address(value))
-    except ValueError:
-        raise ApiError(400, f"{where}: must be an IPv4 address string, got {value!r}"[:200]) from None
 
 
 @dataclass(frozen=True)
@@ -201,7 +107,7 @@ class JobRequest:
 
 def validate_job(doc: dict) -> JobRequest:
     """Body of ``POST /jobs`` → :class:`JobRequest`, or 400 naming the field."""
-    _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows", "links", "busy_ms"}, "job")
+    refuse_unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows", "links", "busy_ms"}, "job")
     if "name" not in doc:
         raise ApiError(400, "job.name: missing")
     problem = job_name_problem(doc["name"])
@@ -209,14 +115,14 @@ def validate_job(doc: dict) -> JobRequest:
         raise ApiError(400, f"job.name: {problem}"[:300])
     name = doc["name"]
     where = f"job {name}"
-    period_ms = float(_number(doc, "period_ms", where, 0.0, MAX_PERIOD_MS))
-    comm_ms = float(_number(doc, "comm_ms", where, 0.0, MAX_PERIOD_MS))
+    period_ms = float(read_number(doc, "period_ms", where, 0.0, MAX_PERIOD_MS))
+    comm_ms = float(read_number(doc, "comm_ms", where, 0.0, MAX_PERIOD_MS))
     if comm_ms >= period_ms:
         raise ApiError(400, f"{where}.comm_ms: must be < period_ms ({period_ms}), got {comm_ms}")
     workers = doc.get("workers")
     if not isinstance(workers, list) or not workers:
         raise ApiError(400, f"{where}.workers: must be a non-empty list of host names")
-    workers = [_host_name(w, f"{where}.workers[{i}]") for i, w in enumerate(workers)]
+    workers = [host_name(w, f"{where}.workers[{i}]") for i, w in enumerate(workers)]
     if len(set(workers)) != len(workers):
         raise ApiError(400, f"{where}.workers: a worker is listed twice")
     flows_doc = doc.get("flows")
@@ -227,17 +133,17 @@ def validate_job(doc: dict) -> JobRequest:
         fw = f"{where}.flows[{i}]"
         if not isinstance(f, dict):
             raise ApiError(400, f"{fw}: must be an object")
-        _unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst", "proto"}, fw)
+        refuse_unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst", "proto"}, fw)
         proto = f.get("proto", "tcp")
         if proto not in ("tcp", "udp"):
             raise ApiError(400, f"{fw}.proto: must be 'tcp' or 'udp', got {proto!r}"[:200])
-        dpid = int(_number(f, "dpid", fw, 0, MAX_DPID, lo_open=False, integer=True))
-        tcp_src = int(_number(f, "tcp_src", fw, 1, 65535, lo_open=False, integer=True))
+        dpid = int(read_number(f, "dpid", fw, 0, MAX_DPID, lo_open=False, integer=True))
+        tcp_src = int(read_number(f, "tcp_src", fw, 1, 65535, lo_open=False, integer=True))
         tcp_dst = None
         if f.get("tcp_dst") is not None:
-            tcp_dst = int(_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
-        flows.append(DataFlow(dpid, _ipv4(f.get("src_ip"), f"{fw}.src_ip"),
-                              _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst, proto))
+            tcp_dst = int(read_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
+        flows.append(DataFlow(dpid, ipv4_address(f.get("src_ip"), f"{fw}.src_ip"),
+                              ipv4_address(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst, proto))
     return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows), _links(doc.get("links"), where),
                       _busy(doc.get("busy_ms"), where, period_ms))
 
@@ -255,10 +161,10 @@ def _busy(value, where: str, period_ms: float) -> tuple[tuple[float, float], ...
         if not isinstance(arc, list) or len(arc) != 2:
             raise ApiError(400, f"{aw}: must be a [start_ms, length_ms] pair, got {arc!r}"[:200])
         pair = dict(zip(("start_ms", "length_ms"), arc, strict=True))
-        start_ms = float(_number(pair, "start_ms", aw, 0.0, period_ms, lo_open=False))
+        start_ms = float(read_number(pair, "start_ms", aw, 0.0, period_ms, lo_open=False))
         if start_ms >= period_ms:
             raise ApiError(400, f"{aw}.start_ms: must be < period_ms ({period_ms}), got {start_ms}")
-        arcs.append((start_ms, float(_number(pair, "length_ms", aw, 0.0, period_ms))))
+        arcs.append((start_ms, float(read_number(pair, "length_ms", aw, 0.0, period_ms))))
     total_ms = sum(length for _, length in arcs)
     if total_ms >= period_ms:
         raise ApiError(400, f"{where}.busy_ms: the arcs add up to {total_ms:g} ms, not less than period_ms ({period_ms})")
@@ -296,7 +202,7 @@ class PolicyRequest:
 def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     """Body of ``POST /policy`` → :class:`PolicyRequest`; ``epoch_s`` defaults to now + ``start_in_s`` (2 s)."""
     now_s = time.time() if now_s is None else now_s
-    _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "floor_burst_ms", "guard_ms",
+    refuse_unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "floor_burst_ms", "guard_ms",
                    "quantum_ms", "toggle", "advance_ms"}, "policy")
     policy = doc.get("policy")
     if not isinstance(policy, str) or policy not in POLICIES:
@@ -306,23 +212,23 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     if "epoch_s" in doc and "start_in_s" in doc:
         raise ApiError(400, "policy: give epoch_s or start_in_s, not both")
     if "epoch_s" in doc:
-        epoch_s = _number(doc, "epoch_s", "policy", now_s - MAX_EPOCH_SKEW_S, now_s + MAX_EPOCH_SKEW_S)
+        epoch_s = read_number(doc, "epoch_s", "policy", now_s - MAX_EPOCH_SKEW_S, now_s + MAX_EPOCH_SKEW_S)
     else:
-        epoch_s = now_s + _number(doc, "start_in_s", "policy", 0.0, MAX_START_IN_S, lo_open=False,
+        epoch_s = now_s + read_number(doc, "start_in_s", "policy", 0.0, MAX_START_IN_S, lo_open=False,
                                   default=2.0)
-    seed = int(_number(doc, "seed", "policy", 0, 2**63 - 1, lo_open=False, integer=True, default=0))
+    seed = int(read_number(doc, "seed", "policy", 0, 2**63 - 1, lo_open=False, integer=True, default=0))
     mode = doc.get("mode", "block")
     if mode not in MODES:
         raise ApiError(400, f"policy.mode: must be one of {', '.join(MODES)}, got {mode!r}"[:200])
-    floor_kbps = int(_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
-    floor_burst_ms = float(_number(doc, "floor_burst_ms", "policy", 0.0, MAX_FLOOR_BURST_MS,
+    floor_kbps = int(read_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
+    floor_burst_ms = float(read_number(doc, "floor_burst_ms", "policy", 0.0, MAX_FLOOR_BURST_MS,
                                    default=FLOOR_BURST_MS))
-    guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, MAX_GUARD_MS, lo_open=False, default=0.0))
-    quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, MAX_QUANTUM_MS, default=1.0))
+    guard_ms = float(read_number(doc, "guard_ms", "policy", 0.0, MAX_GUARD_MS, lo_open=False, default=0.0))
+    quantum_ms = float(read_number(doc, "quantum_ms", "policy", 0.0, MAX_QUANTUM_MS, default=1.0))
     toggle = doc.get("toggle", "meter")
     if toggle not in TOGGLES:
         raise ApiError(400, f"policy.toggle: must be one of {', '.join(TOGGLES)}, got {toggle!r}"[:200])
-    advance_ms = float(_number(doc, "advance_ms", "policy", 0.0, 50.0, lo_open=False, default=0.0))
+    advance_ms = float(read_number(doc, "advance_ms", "policy", 0.0, 50.0, lo_open=False, default=0.0))
     return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, floor_burst_ms, guard_ms, quantum_ms,
                          toggle, advance_ms)
 
