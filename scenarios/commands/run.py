@@ -70,7 +70,7 @@ def checked_inputs(args):
 
     policyfiles.load(args.policy_file)
     scenario = parse_time_scale(getattr(args, "time_scale", None), spec.load(args.scenario))
-    scenario.require_runnable()
+    scenario.require_runnable(patterns=True)
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     parse_target_se_pct(getattr(args, "target_se_pct", None))

@@ -14,6 +14,7 @@ from scenarios.analysis.meetings import APART_MET_SHARE
 from scenarios.analysis.tables import BUSY_START_MS, STALL_MS
 from scenarios.analysis.verdict import BASELINE, folder_changes, headline, verdict_word
 from scenarios.report import plots
+from scenarios.report.phasesection import phase_lines
 from scenarios.results import PLOTS_DIR, Results, throughput_change_pct
 from scenarios.timescale import stated
 
@@ -457,7 +458,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
               "## The schedule: can the bursts be kept apart?", "", *schedule_lines, *_links_lines(results),
               "## Did a policy help?", "", *policy_lines,
               "## Theory vs measurement", "", *accuracy_lines, *_burst_section(results), *_meeting_section(results),
-              "## Fidelity and cross-checks", "", *fidelity_lines,
+              "## Fidelity and cross-checks", "", *fidelity_lines, *phase_lines(results.path),
               "## Plots", ""]
     for name in plot_names:
         caption = PLOT_CAPTIONS.get(name, name)
