@@ -36,6 +36,7 @@ PHASE_MS = 30  # each phase's time on the link at the model's rate: 1.5 quanta, 
 # jobs touch (one closes as the other opens) five times per 720 ms; an edge landing up to ~2 ms late
 # (docs/gate.md) lets the closing job's last segments meet the opening job's first for ~2 bins each.
 MAX_MEETING_SHARE = 0.05
+MIN_GATE_BYTES_IN_WINDOW = 0.95  # as tests/integration/test_run.py: a gated job's bytes inside its windows
 
 
 def run(scenario: pathlib.Path, out: pathlib.Path, *args) -> tuple[dict, pathlib.Path]:
@@ -50,6 +51,8 @@ def test_resnet50_runs_with_fidelity_and_every_phase_within_the_cross_check(tmp_
     doc, folder = run(REPO / "scenarios" / "pattern-resnet50.yaml", tmp_path, "--duration", "4")
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["fidelity_ok"] is True
+    in_window = summary["crosschecks"]["gate_bytes_in_window"]
+    assert min(in_window.values()) >= MIN_GATE_BYTES_IN_WINDOW, in_window  # every bucket inside its window
     phases = json.loads((folder / "phases.json").read_text())["policies"]
     plan = json.loads((folder / "pattern_plan.json").read_text())
     assert plan["not_modelled"] and {j["name"]: j["phases"] for j in plan["jobs"]} == {"resnet": 5, "beta": 1}
@@ -96,8 +99,10 @@ def test_gate_keeps_apart_a_pattern_pair_the_rectangle_rule_calls_inseparable(tm
     plan = json.loads((folder / "pattern_plan.json").read_text())
     (pair,) = plan["pairs"]
     assert pair["separable"] and not pair["rectangle_rule_separable"] and plan["feasible"]
-    windows = json.loads((folder / "summary.json").read_text())
-    assert windows["fidelity_ok"] is True
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["fidelity_ok"] is True
+    in_window = summary["crosschecks"]["gate_bytes_in_window"]
+    assert min(in_window.values()) >= MIN_GATE_BYTES_IN_WINDOW, in_window
     share, busy = meeting_share(folder / "raw" / "gate" / "shared.pcap")
     assert busy > 100 and share <= MAX_MEETING_SHARE, share
     phases = json.loads((folder / "phases.json").read_text())["policies"]["gate"]
