@@ -100,3 +100,27 @@ def test_arcs_go_on_the_grid_start_down_end_up_and_wrap():
     found = pattern_set_schedule(["a", "b"], [busy_pattern(12, [(0, 2), (6, 2)], 0, 1),
                                               busy_pattern(18, [(2, 2), (8, 2), (14, 2)], 0, 1)], 1.0)
     assert found.feasible and found.method == "exact" and (found.shifts_ms["b"] - found.shifts_ms["a"]) % 6 in (0, 1, 2)
+
+
+def test_the_run_and_the_controller_schedule_a_pattern_scenario_alike():
+    """What the run records and predicts with (``runner.run_schedule``) is what the controller computes
+    from the jobs the run registers (their grid timings, busy arcs and links), to the quantum."""
+    from pathlib import Path
+
+    from scenarios import spec
+    from scenarios.experiment.runner import run_schedule
+    from scenarios.routes import link_names
+    from scenarios.sharedlink import fabric_params
+    from topo.wiring import fabric_wiring
+
+    scenario = spec.load(Path(__file__).resolve().parents[2] / "scenarios" / "pattern-resnet50.yaml")
+    ours = run_schedule(scenario, "gate")
+    links = link_names(scenario, fabric_wiring(fabric_params(scenario)))
+    q = scenario.quantum_ms
+    core = SchedulerCore()
+    for t, job, busy in zip(scenario.timings(), scenario.jobs, scenario.busy_patterns(), strict=True):
+        core.add_job({**job(t.name, t.period_ms, [(a * q, n * q) for a, n in busy.arcs]),
+                      "comm_ms": t.comm_ms, "links": links[t.name]})
+    core.set_policy({"policy": "gate", "epoch_s": NOW_S, "quantum_ms": q}, NOW_S)
+    assert core.schedule.shifts_ms == ours.shifts_ms and core.schedule.overlap_ms == ours.overlap_ms
+    assert len(core.window_arcs_ms()["resnet"]) == len(window_arcs(scenario.busy_patterns()[0]))
