@@ -118,7 +118,7 @@ def test_the_run_and_the_controller_schedule_a_pattern_scenario_alike():
     links = link_names(scenario, fabric_wiring(fabric_params(scenario)))
     q = scenario.quantum_ms
     core = SchedulerCore()
-    for t, job, busy in zip(scenario.timings(), scenario.jobs, scenario.busy_patterns(), strict=True):
+    for t, busy in zip(scenario.timings(), scenario.busy_patterns(), strict=True):
         core.add_job({**job(t.name, t.period_ms, [(a * q, n * q) for a, n in busy.arcs]),
                       "comm_ms": t.comm_ms, "links": links[t.name]})
     core.set_policy({"policy": "gate", "epoch_s": NOW_S, "quantum_ms": q}, NOW_S)
