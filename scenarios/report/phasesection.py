@@ -1,5 +1,6 @@
-"""report.md's section on a pattern job's phases (``phases.json``): each phase's bytes, its start against
-the intended time and the capture's cross-check, per policy; nothing for a folder without pattern jobs."""
+"""report.md on a run of pattern jobs: its schedule section from the plan's exact schedule
+(``pattern_plan.json``), and each phase's bytes, start against the intended time and capture's
+cross-check per policy (``phases.json``); nothing for a folder without pattern jobs."""
 
 from __future__ import annotations
 
@@ -38,3 +39,25 @@ def phase_lines(folder: Path) -> list[str]:
                              f"{_cell(p['capture_bytes_err_pct'], '+.2f')} % | "
                              f"{'yes' if p['within_bounds'] else '**no**'} |")
     return [*lines, ""]
+
+
+def pattern_schedule_section(folder: Path) -> tuple[str, list[str]] | None:
+    """The schedule's verdict and section from ``pattern_plan.json`` (the busy quanta decided exactly,
+    each pair beside the rectangle rule's verdict), or None where the folder has none."""
+    path = Path(folder) / PATTERN_PLAN
+    if not path.exists():
+        return None
+    plan = json.loads(path.read_text())
+    lines = [f"Pattern jobs ({', '.join(plan['pattern_jobs'])}), decided exactly on their busy quanta: quantum "
+             f"{plan['quantum_ms']:g} ms, hyper-period {plan['hyperperiod_ms']:g} ms, method `{plan['method']}`.", "",
+             "| job | period (ms) | busy (ms) | phases | shift (ms) |", "|---|---:|---:|---:|---:|",
+             *[f"| {j['name']} | {j['period_ms']:g} | {j['grid_comm_ms']:g} | {j['phases']} | {j['shift_ms']:g} |"
+               for j in plan["jobs"]], "",
+             "| pair | gcd (ms) | busy (ms) | separable (exact) | the rectangle rule would say |",
+             "|---|---:|---:|---|---|",
+             *[f"| {p['jobs'][0]} – {p['jobs'][1]} | {p['gcd_ms']:g} | {' + '.join(f'{b:g}' for b in p['busy_ms'])} | "
+               f"{'yes' if p['separable'] else '**no**'} | {'separable' if p['rectangle_rule_separable'] else 'not'} |"
+               for p in plan["pairs"]], "",
+             f"Overlap at these shifts: {plan['overlap_ms']:g} ms per hyper-period (compatibility "
+             f"{plan['compatibility']:g}). {plan['not_modelled'][0].upper()}{plan['not_modelled'][1:]}.", ""]
+    return ("feasible" if plan["feasible"] else "infeasible"), lines
