@@ -1,8 +1,9 @@
-"""Pattern jobs in the scenario format: `phases:` and `profile:`, decided exactly by `plan`, refused by `run`.
+"""Pattern jobs in the scenario format: `phases:` and `profile:`, decided exactly by `plan`.
 
 A job given by its phases (the shape `shiftbed trace --out` writes) or by a model profile is planned on
-its busy quanta (`arcs`, `patternschedule`); every bad pattern is one line and exit status 2; `run` and
-the explorer refuse a pattern job before anything is built. No root.
+its busy quanta (`arcs`, `patternschedule`); every bad pattern is one line and exit status 2; `run`
+refuses one it cannot run (over iperf3, under a policy other than none, shift and gate, at a time scale),
+and the batch and the explorer refuse every pattern job, before anything is built. No root.
 """
 
 import json
