@@ -27,6 +27,13 @@ window opened still launches into it while it would end inside it
 policy files named in ``SHIFTBED_POLICY_FILES``, so a user's policy works here
 as the built-ins do.
 
+A pattern job (``JobSpec.phases``) sends each phase as its own burst over
+the job's standing connections, at its offset from the end of the compute
+phase (the iteration's origin; the gate's wait moves the origin), or once the
+phase before it has ended if that one is still in flight; one row per phase
+and iteration goes to ``<job>.phases.csv`` (``apps.jobmodel.PHASE_CSV_FIELDS``).
+A classic job is the one phase at 0.
+
 The job's spec, its flows and their sizes are data (``apps/jobmodel.py``).
 Every iteration of every worker is one CSV row, flushed at once.
 """
@@ -45,7 +52,15 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from apps.jobmodel import CSV_FIELDS, JobPlan, JobSpec, Transfer, TransferResult, collective
+from apps.jobmodel import (
+    CSV_FIELDS,
+    PHASE_CSV_FIELDS,
+    JobPlan,
+    JobSpec,
+    Transfer,
+    TransferResult,
+    iteration_phases,
+)
 from apps.transports import open_transport
 from controller.theory.windows import next_window_index, window_start_ms
 
@@ -83,13 +98,19 @@ class SystemClock:
             time.sleep(left if left > 0.002 else left / 2)
 
 
-class IterationLog:
-    """CSV of one row per worker per iteration, flushed after each row (pandas reads it)."""
+def phases_csv_path(csv_path: str) -> str:
+    """Where a pattern job's driver writes its phases, beside its iterations' ``<job>.csv``."""
+    return csv_path[:-len(".csv")] + ".phases.csv" if csv_path.endswith(".csv") else csv_path + ".phases"
 
-    def __init__(self, path: str):
+
+class IterationLog:
+    """CSV of one row per worker per iteration (or, with ``fields``, any rows), flushed after each row
+    (pandas reads it)."""
+
+    def __init__(self, path: str, fields: tuple[str, ...] = CSV_FIELDS):
         new = not os.path.exists(path) or os.path.getsize(path) == 0
         self._file = open(path, "a", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=CSV_FIELDS)
+        self._writer = csv.DictWriter(self._file, fieldnames=fields)
         if new:
             self._writer.writeheader()
             self._file.flush()
@@ -144,11 +165,12 @@ class JobDriver:
     # the launch overhead of a burst alone (:func:`launch_overhead_ms`, the solo median); None: not kept
     launch_overhead_ms: float | None = None
     stop: Callable[[], bool] = lambda: False
+    phase_log: Callable[[dict], None] | None = None  # a pattern job's rows per phase (PHASE_CSV_FIELDS)
     ready_slack_ms: float | None = field(default=None, init=False)  # < 0: ready after iteration 0 was due
 
     def __post_init__(self):
         self._rng = random.Random(self.spec.seed)
-        self._phases = collective(self.spec)
+        self._phases = iteration_phases(self.spec)
         self._overhead_excess_ms = 0.0  # the last burst's launch overhead beyond the usual
 
     @property
@@ -189,12 +211,21 @@ class JobDriver:
         if self.plan.waits_for_window(k):
             window_s = next_window_start(self.plan, compute_end_s, late_launch_ms(self.plan.window_ms, self.burst_ms))
             launch_s = max(compute_end_s, window_s - self.launch_lead_ms / 1000)
-        self.clock.sleep_until(launch_s)
         results, overhead_ms = [], 0.0
-        for phase in self._phases:
-            done = self.transport(phase)
-            results.extend(done)
-            overhead_ms += launch_overhead_ms(done)
+        for index, (offset_ms, steps) in enumerate(self._phases):
+            due_s = launch_s + offset_ms / 1000  # or later: the phase before it is still in flight
+            self.clock.sleep_until(due_s)
+            mine = []
+            for step in steps:
+                done = self.transport(step)
+                mine.extend(done)
+                overhead_ms += launch_overhead_ms(done)
+            results.extend(mine)
+            if self.phase_log is not None:
+                self.phase_log({"job": self.spec.name, "iteration": k, "phase": index, "policy": self.plan.policy,
+                                "due": due_s, "launch": min(r.start_s for r in mine),
+                                "end": max(r.end_s for r in mine), "bytes": sum(r.bytes_sent for r in mine),
+                                "error": "; ".join(r.error for r in mine if r.error)})
         end_s = max(r.end_s for r in results)
         known = self.launch_overhead_ms is not None and not math.isnan(overhead_ms)
         self._overhead_excess_ms = overhead_ms - self.launch_overhead_ms if known else 0.0
@@ -247,17 +278,22 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
     log = IterationLog(cfg["csv"])
-    transport = open_transport(spec, cfg["run_dir"])
+    phase_log = IterationLog(phases_csv_path(cfg["csv"]), PHASE_CSV_FIELDS) if spec.phases else None
+    transport = None
     try:
+        transport = open_transport(spec, cfg["run_dir"])
         driver = JobDriver(spec, plan, transport, log.write, launch_lead_ms=cfg.get("launch_lead_ms", 0.0),
                            burst_ms=cfg.get("burst_ms"), launch_overhead_ms=cfg.get("launch_overhead_ms"),
-                           stop=lambda: bool(stopping))
+                           stop=lambda: bool(stopping), phase_log=phase_log.write if phase_log else None)
         done = driver.run(iterations=cfg.get("iterations"), until_s=cfg.get("until_s"))
         print(json.dumps({"job": spec.name, "iterations": done, "realtime": realtime,
                           "ready_slack_ms": round(driver.ready_slack_ms, 1)}), file=sys.stderr)
     finally:
-        transport.close()
+        if transport is not None:
+            transport.close()
         log.close()
+        if phase_log is not None:
+            phase_log.close()
     return 0
 
 

@@ -9,12 +9,21 @@ Burst size: a flow moves ``fill × comm_ms × link rate`` bytes, so a solo burst
 disjoint host links, each at full rate); the parameter-server pattern
 (``workers[0]`` is the server) pushes then pulls, the ``N−1`` flows sharing
 the server's link, each phase taking half of ``comm_ms``.
+
+A *pattern job* (``JobSpec.phases``) sends its iteration as several collectives
+(DDP's gradient buckets, ``controller/theory/phases.py``), each a ring over the
+job's standing connections, started at its own offset from the iteration's
+origin (the end of its compute phase). Each phase keeps its time as the real
+cluster's: its bytes are what the fabric moves in ``fill`` of the phase's
+link time at the model's rate (:func:`pattern_phases`), as a ``model:`` job's
+burst is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.theory.phases import JobPattern, busy_ms
 from topo.tcp_ports import FIRST_SERVER_PORT, receiver_port
 
 PATTERNS = ("ring", "ps")
@@ -23,6 +32,10 @@ PATTERNS = ("ring", "ps")
 TRANSPORTS = ("iperf3", "persistent")
 CSV_FIELDS = ("job", "worker", "iteration", "start", "comm_start", "comm_end", "end", "bytes",
               "policy", "retransmits", "error", "launch_overhead_ms")
+# a pattern job's phases, one row per phase per iteration (``<job>.phases.csv``): when it was due (its
+# offset from the iteration's origin), when it went (later if the phase before it was still in flight),
+# when its last byte arrived, its bytes (every flow's)
+PHASE_CSV_FIELDS = ("job", "iteration", "phase", "policy", "due", "launch", "end", "bytes", "error")
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,10 @@ class JobSpec:
     jitter_ms: float = 0.0
     seed: int = 0
     transport: str = "iperf3"  # one of TRANSPORTS
+    # a pattern job: each phase's (start_ms from the iteration's origin, share of comm_ms its data takes at
+    # fill 1); comm_ms runs from the origin to the last phase's end alone (:func:`pattern_phases`). Empty:
+    # one burst per iteration
+    phases: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self):
         if not 0 < self.comm_ms < self.period_ms:
@@ -61,6 +78,20 @@ class JobSpec:
             raise ValueError(f"job {self.name}: fill must be in (0, 1]")
         if self.transport not in TRANSPORTS:
             raise ValueError(f"job {self.name}: transport must be one of {TRANSPORTS}")
+        if self.phases:
+            self._check_phases()
+
+    def _check_phases(self) -> None:
+        if self.transport != "persistent":
+            raise ValueError(f"job {self.name}: a pattern job's phases need standing connections "
+                             "(transport persistent), not a fresh iperf3 test per phase")
+        if self.pattern != "ring":
+            raise ValueError(f"job {self.name}: a pattern job's phases are rings (pattern ring), got {self.pattern}")
+        starts = [start for start, _ in self.phases]
+        if starts != sorted(starts) or starts[0] < 0 or starts[-1] >= self.comm_ms:
+            raise ValueError(f"job {self.name}: phase starts must ascend from 0 and lie within comm_ms")
+        if any(not 0 < share <= 1 for _, share in self.phases):
+            raise ValueError(f"job {self.name}: each phase's share of comm_ms must be in (0, 1]")
 
     @property
     def compute_ms(self) -> float:
@@ -70,6 +101,7 @@ class JobSpec:
     def from_dict(cls, doc: dict) -> JobSpec:
         doc = dict(doc)
         doc["workers"] = tuple(Worker(**w) for w in doc["workers"])
+        doc["phases"] = tuple(tuple(p) for p in doc.get("phases", ()))
         return cls(**doc)
 
 
@@ -92,6 +124,18 @@ class Transfer:
 def burst_bytes(comm_ms: float, link_mbps: float, fill: float) -> int:
     """Bytes one flow moves at ``link_mbps`` in ``fill × comm_ms``."""
     return max(1, int(link_mbps * 1e6 / 8 * comm_ms / 1000 * fill))
+
+
+def pattern_phases(pattern: JobPattern, model_link_mbps: float) -> tuple[float, tuple[tuple[float, float], ...]]:
+    """A pattern's iteration as a :class:`JobSpec` takes it: ``(comm_ms, phases)``. ``comm_ms`` runs from
+    the iteration's origin to its last phase's end alone at ``model_link_mbps``, the phases sent one after
+    another from their starts (a phase waits for the one before it, as a collective library's ordered
+    collectives do); each phase is ``(start_ms, share)``, its link time at that rate over ``comm_ms``."""
+    end_ms, busy = 0.0, []
+    for phase in pattern.phases:
+        busy.append(busy_ms(phase, pattern.workers, model_link_mbps))
+        end_ms = max(end_ms, phase.start_ms) + busy[-1]
+    return end_ms, tuple((phase.start_ms, b / end_ms) for phase, b in zip(pattern.phases, busy, strict=True))
 
 
 def gradient_bytes(spec: JobSpec) -> int:
@@ -117,10 +161,13 @@ def phase_pairs(workers: tuple, pattern: str) -> list[list[tuple]]:
 
 
 def collective(spec: JobSpec) -> list[list[Transfer]]:
-    """The phases of one collective; flows in a phase run together, phases one after another."""
+    """The phases of one collective; flows in a phase run together, phases one after another. A pattern
+    job's: its ring with one iteration's bytes (every phase's; :func:`iteration_phases` splits them)."""
     n = len(spec.workers)
     grad = gradient_bytes(spec)
     nbytes = int(2 * (n - 1) / n * grad) if spec.pattern == "ring" else grad
+    if spec.phases:  # one iteration's bytes per flow, every phase's together
+        nbytes = sum(phase_bytes(spec))
     out, port = [], spec.base_port
     for phase in phase_pairs(spec.workers, spec.pattern):
         row = []
@@ -128,6 +175,34 @@ def collective(spec: JobSpec) -> list[list[Transfer]]:
             row.append(Transfer(src, dst, port, receiver_port(port), nbytes))
             port += 1
         out.append(row)
+    return out
+
+
+def phase_bytes(spec: JobSpec) -> list[int]:
+    """A pattern job's bytes per flow for each phase: ``fill`` of the phase's share of ``comm_ms`` at the
+    link's rate (so :func:`calibration.with_phase`, which keeps ``fill × comm_ms``, keeps them)."""
+    return [burst_bytes(spec.comm_ms * share, spec.link_mbps, spec.fill) for _, share in spec.phases]
+
+
+def iteration_phases(spec: JobSpec) -> list[tuple[float, list[list[Transfer]]]]:
+    """What one iteration sends, as ``(start_ms after the origin, steps)``, each step's flows together and
+    the steps one after another: a classic job, its collective at 0; a pattern job, one ring per phase over
+    the same flows (its standing connections), with that phase's bytes."""
+    if not spec.phases:
+        return [(0.0, collective(spec))]
+    (ring,) = collective(spec)
+    return [(start_ms, [[Transfer(t.src, t.dst, t.port, t.cport, nbytes) for t in ring]])
+            for (start_ms, _), nbytes in zip(spec.phases, phase_bytes(spec), strict=True)]
+
+
+def flow_burst_bytes(spec: JobSpec) -> dict[int, list[int]]:
+    """Each flow's (by server port) bursts in the order an iteration sends them: one for a classic job,
+    one per phase for a pattern job."""
+    out: dict[int, list[int]] = {}
+    for _, steps in iteration_phases(spec):
+        for step in steps:
+            for t in step:
+                out.setdefault(t.port, []).append(t.nbytes)
     return out
 
 

@@ -35,22 +35,29 @@ from topo.tcp_ports import FIRST_SERVER_PORT
 def job_on_fabric(fabric, name: str, period_ms: float, comm_ms: float, hosts: list[str], *,
                   pattern: str = "ring", link_mbps: float | None = None, fill: float = 0.8,
                   base_port: int = FIRST_SERVER_PORT, jitter_ms: float = 0.0, seed: int = 0,
-                  transport: str = "iperf3") -> jobmodel.JobSpec:
-    """A :class:`~apps.jobmodel.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs)."""
+                  transport: str = "iperf3", comm_pattern=None, model_link_mbps: float | None = None,
+                  ) -> jobmodel.JobSpec:
+    """A :class:`~apps.jobmodel.JobSpec` whose workers are fabric hosts (IPs and namespace PIDs). With
+    ``comm_pattern`` (a ``phases.JobPattern`` timed at ``model_link_mbps``), a pattern job: its phases at
+    their starts, each ``fill`` of its link time at the fabric's rate (``jobmodel.pattern_phases``)."""
     workers = tuple(jobmodel.Worker(h, fabric.ip(h), fabric.host(h).pid) for h in hosts)
     rate = link_mbps or min(fabric.params.host_link_mbps, fabric.params.fabric_link_mbps)
+    phases = ()
+    if comm_pattern is not None:
+        comm_ms, phases = jobmodel.pattern_phases(comm_pattern, model_link_mbps)
     return jobmodel.JobSpec(name, float(period_ms), float(comm_ms), workers, pattern, rate, fill,
-                            base_port, jitter_ms, seed, transport)
+                            base_port, jitter_ms, seed, transport, phases)
 
 
 def job_request(wiring, spec: jobmodel.JobSpec, grid: tuple[float, float] | None = None,
-                links: list[str] | None = None) -> dict:
+                links: list[str] | None = None, busy_ms: list[tuple[float, float]] | None = None) -> dict:
     """The ``POST /shiftbed/jobs`` body: each data flow gated at its sender's leaf.
 
     ``grid``: the ``(period_ms, comm_ms)`` the scheduler is told, on its quantum
     grid (default: the job's own). The job itself keeps its true timing: the
     scheduler only knows it to the quantum. ``links``: the directed links the
-    job's flows cross, so that the scheduler keeps apart only jobs that meet."""
+    job's flows cross, so that the scheduler keeps apart only jobs that meet. ``busy_ms``: a pattern
+    job's busy arcs from its iteration's origin (the scheduler gives it one window per arc)."""
     from topo.wiring import leaf_dpid
 
     flows = [{"dpid": leaf_dpid(wiring.host(f["src_host"]).leaf), "src_ip": f["src_ip"],
@@ -61,19 +68,22 @@ def job_request(wiring, spec: jobmodel.JobSpec, grid: tuple[float, float] | None
            "workers": [w.name for w in spec.workers], "flows": flows}
     if links is not None:
         doc["links"] = list(links)
+    if busy_ms is not None:
+        doc["busy_ms"] = [list(arc) for arc in busy_ms]
     return doc
 
 
 def register_jobs(rest_url: str, wiring, specs, grid: dict[str, tuple[float, float]] | None = None,
-                  links: dict[str, list[str]] | None = None) -> dict:
+                  links: dict[str, list[str]] | None = None,
+                  busy: dict[str, list[tuple[float, float]]] | None = None) -> dict:
     """Register every job (replacing one of the same name); returns the schedule.
 
     ``grid[name]``: that job's ``(period_ms, comm_ms)`` on the scheduler's grid; ``links[name]``: the
-    directed links its flows cross (:func:`job_request`)."""
+    directed links its flows cross; ``busy[name]``: a pattern job's busy arcs (:func:`job_request`)."""
     client, doc = SchedulerClient(rest_url), {}
     for spec in specs:
         doc = client.replace_job(job_request(wiring, spec, (grid or {}).get(spec.name),
-                                             (links or {}).get(spec.name)))
+                                             (links or {}).get(spec.name), (busy or {}).get(spec.name)))
     return doc.get("schedule", {})
 
 

@@ -16,6 +16,10 @@ new connection and a new process. This module is the other way to run a job's fl
   for every line on its standard input and prints ``<burst> <retransmits so
   far>`` once they are handed to the kernel.
 
+``--burst-bytes N1,N2,...`` (a pattern job's phases, one burst each): burst
+``k`` is ``N[k mod len]`` bytes on both sides, so the connection carries every
+phase of an iteration in turn.
+
 The data flows ``P -> CPORT`` as iperf3's reverse-mode bursts do, so the
 fabric's port plan, gate and captures see the same flows. Both sides end by
 themselves at the end of their standard input, which the job's driver holds
@@ -63,8 +67,9 @@ def ready_unless_stdin_closed(sock: socket.socket) -> bool:
             return True
 
 
-def receive(port: int, burst_bytes: int) -> int:
-    """Accept one connection on ``port`` and report each ``burst_bytes`` received."""
+def receive(port: int, burst_bytes: list[int]) -> int:
+    """Accept one connection on ``port`` and report each burst received (burst ``k``:
+    ``burst_bytes[k mod len]`` bytes)."""
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("", port))
@@ -84,14 +89,17 @@ def receive(port: int, burst_bytes: int) -> int:
         if first_s is None:
             first_s = time.time()
         got += len(data)
-        while got >= burst_bytes:  # a burst ends exactly at its byte count; the rest is the next one's
+        size = burst_bytes[burst % len(burst_bytes)]
+        while got >= size:  # a burst ends exactly at its byte count; the rest is the next one's
             say(f"{burst} {first_s:.6f} {time.time():.6f}")
-            burst, got = burst + 1, got - burst_bytes
+            burst, got = burst + 1, got - size
+            size = burst_bytes[burst % len(burst_bytes)]
             first_s = time.time() if got else None
 
 
-def send(port: int, to_ip: str, to_port: int, burst_bytes: int) -> int:
-    """Connect from ``port`` to ``to_ip:to_port`` and send ``burst_bytes`` for each line read."""
+def send(port: int, to_ip: str, to_port: int, burst_bytes: list[int]) -> int:
+    """Connect from ``port`` to ``to_ip:to_port`` and send a burst for each line read (burst ``k``:
+    ``burst_bytes[k mod len]`` bytes)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -101,10 +109,10 @@ def send(port: int, to_ip: str, to_port: int, burst_bytes: int) -> int:
     sock.connect((to_ip, to_port))
     sock.settimeout(None)
     say("connected")
-    payload = memoryview(bytes(burst_bytes))
+    payload = memoryview(bytes(max(burst_bytes)))
     burst = 0
     for _ in sys.stdin:
-        sock.sendall(payload)
+        sock.sendall(payload[:burst_bytes[burst % len(burst_bytes)]])
         say(f"{burst} {total_retransmits(sock)}")
         burst += 1
     sock.shutdown(socket.SHUT_WR)
@@ -112,20 +120,29 @@ def send(port: int, to_ip: str, to_port: int, burst_bytes: int) -> int:
     return 0
 
 
+def byte_counts(text: str) -> list[int]:
+    """``N`` or ``N1,N2,...``: each a positive whole number of bytes."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or N1,N2,... bytes, got {text!r}") from None
+    if not counts or min(counts) <= 0:
+        raise argparse.ArgumentTypeError("--burst-bytes must be positive")
+    return counts
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="apps/stream.py", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="side", required=True)
     recv = sub.add_parser("recv", help="the receiving end of one flow")
     recv.add_argument("--port", type=int, required=True)
-    recv.add_argument("--burst-bytes", type=int, required=True)
+    recv.add_argument("--burst-bytes", type=byte_counts, required=True)
     snd = sub.add_parser("send", help="the sending end of one flow")
     snd.add_argument("--port", type=int, required=True)
     snd.add_argument("--to", required=True)
     snd.add_argument("--to-port", type=int, required=True)
-    snd.add_argument("--burst-bytes", type=int, required=True)
+    snd.add_argument("--burst-bytes", type=byte_counts, required=True)
     args = parser.parse_args(argv)
-    if args.burst_bytes <= 0:
-        parser.error("--burst-bytes must be positive")
     if args.side == "recv":
         return receive(args.port, args.burst_bytes)
     return send(args.port, args.to, args.to_port, args.burst_bytes)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from apps import iperf
-from apps.jobmodel import JobSpec, Transfer, TransferResult, collective
+from apps.jobmodel import JobSpec, Transfer, TransferResult, collective, flow_burst_bytes
 
 
 def open_transport(spec: JobSpec, run_dir: str):
@@ -111,10 +111,11 @@ class StreamTransport:
         for worker in spec.workers:
             if worker.host_pid is not None:
                 iperf.tune_host_tcp(worker.host_pid)
+        sizes = flow_burst_bytes(spec)  # a pattern job's flow carries one burst per phase, in turn
         try:
             for phase in collective(spec):
                 for t in phase:
-                    self._flows[t.port] = self._open(t, python)
+                    self._flows[t.port] = self._open(t, python, sizes[t.port])
         except BaseException:
             self.close()
             raise
@@ -125,10 +126,11 @@ class StreamTransport:
         self.procs.append(proc)
         return proc
 
-    def _open(self, t: Transfer, python: str) -> StreamFlow:
-        """Start ``t``'s receiver, then its sender, and wait until it has connected."""
+    def _open(self, t: Transfer, python: str, sizes: list[int]) -> StreamFlow:
+        """Start ``t``'s receiver, then its sender, and wait until it has connected; ``sizes``: its
+        bursts' bytes, in the order they are sent (``apps/stream.py``)."""
         what = f"flow {t.src.name}->{t.dst.name}"
-        nbytes = ["--burst-bytes", str(t.nbytes)]
+        nbytes = ["--burst-bytes", ",".join(map(str, sizes))]
         receiver = self._start(t.dst.host_pid, python, ["recv", "--port", str(t.cport), *nbytes])
         received = LineReader(receiver, f"{what} (receiver on {t.dst.name})")
         received.line(START_TIMEOUT_S)  # listening

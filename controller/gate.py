@@ -7,7 +7,9 @@ them at each edge's time from a ``hub`` timer and follows each edge with a
 barrier. A job's windows are computed in ``controller/theory/windows.py``.
 
 Job ``j`` may send during ``[epoch + shift_j + k·T_j, … + window_j)``,
-``window_j = comm_j`` (+ ``guard_ms``). Outside, its *data* flows (matched
+``window_j = comm_j`` (+ ``guard_ms``); a pattern job has one such window per busy
+arc of its period (``controller/theory/patternwindows.py``), each opened and closed
+by its own edges. Outside, its *data* flows (matched
 exactly: IPv4 TCP, ``ipv4_src``, ``ipv4_dst``, ``tcp_src`` and ``tcp_dst`` —
 iperf3's server port and the client's ``--cport``, which only the data
 connection has) at the ingress leaf, where the job enters the shared links, are
@@ -44,6 +46,7 @@ by cookie and id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from controller.forwarding import (
@@ -142,7 +145,7 @@ class Edge:
 class WindowGate:
     """Window edges and their messages for a set of jobs, an epoch (unix s) and a mode."""
 
-    def __init__(self, windows: dict[str, GateWindow], flows: dict[str, list[DataFlow]],
+    def __init__(self, windows: dict[str, GateWindow | Sequence[GateWindow]], flows: dict[str, list[DataFlow]],
                  epoch_s: float, mode: str = "block", floor_kbps: int = 1000, toggle: str = "meter",
                  floor_burst_ms: float = FLOOR_BURST_MS):
         if mode not in MODES:
@@ -155,7 +158,7 @@ class WindowGate:
         missing = sorted(set(windows) - set(flows))
         if missing:
             raise ValueError(f"no data flows for job(s) {', '.join(missing)}")
-        self.windows = dict(windows)
+        self.windows = {job: (w,) if isinstance(w, GateWindow) else tuple(w) for job, w in windows.items()}
         self.flows = {job: list(flows[job]) for job in windows}
         self.epoch_s = float(epoch_s)
         self.mode = mode
@@ -173,11 +176,13 @@ class WindowGate:
 
     # -- state -----------------------------------------------------------------------------
     def is_open(self, job: str, t_s: float) -> bool:
-        """Is ``job``'s window open at unix time ``t_s``? (Before the epoch: closed.)"""
-        w = self.windows[job]
+        """Is one of ``job``'s windows open at unix time ``t_s``? (Before the epoch: closed.)"""
         since_ms = (t_s - self.epoch_s) * 1000
-        k = last_window_index(w.shift_ms, w.period_ms, since_ms)
-        return k >= 0 and since_ms < window_start_ms(w.shift_ms, w.period_ms, k) + w.window_ms
+        for w in self.windows[job]:
+            k = last_window_index(w.shift_ms, w.period_ms, since_ms)
+            if k >= 0 and since_ms < window_start_ms(w.shift_ms, w.period_ms, k) + w.window_ms:
+                return True
+        return False
 
     def _uses_meters(self) -> bool:
         return self.mode == "floor" or self.toggle == "meter"
@@ -235,9 +240,10 @@ class WindowGate:
         out = []
         t0_ms = (t0_s - self.epoch_s) * 1000
         t1_ms = (t1_s - self.epoch_s) * 1000
-        for job, w in self.windows.items():
+        for job, mine in self.windows.items():
             # edge times in ms after the epoch, so equal instants compare equal
-            for open_ms, close_ms in windows_between(w.shift_ms, w.period_ms, w.window_ms, t0_ms, t1_ms):
+            for open_ms, close_ms in (edge for w in mine for edge in
+                                      windows_between(w.shift_ms, w.period_ms, w.window_ms, t0_ms, t1_ms)):
                 if t0_ms <= open_ms:
                     out.append((round(open_ms, 9), True, job))
                 if close_ms < t1_ms:

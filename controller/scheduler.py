@@ -10,7 +10,11 @@ Endpoints (JSON in, JSON out; prefix ``/shiftbed``):
 - ``POST /jobs`` ``{"name", "period_ms", "comm_ms", "workers": [host, ...],
   "flows": [{"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst"?}, ...], "links"?: [name, ...]}`` → 201;
   ``links``: the directed links the job's flows cross. When every job gives them, only jobs that
-  share a link are kept apart (``conflicts.ConflictGraph.meeting_weights``); else all meet on one
+  share a link are kept apart (``conflicts.ConflictGraph.meeting_weights``); else all meet on one.
+  ``busy_ms``?: ``[[start_ms, length_ms], ...]``, a pattern job's busy arcs from its iteration's origin
+  (its phases on the link, ``phases.as_pattern``); a set with one is scheduled on the jobs' busy quanta
+  (``theory/patternwindows.py``), under ``none``, ``shift`` or ``gate`` only, and the gate opens one
+  window per busy arc
 - ``DELETE /jobs/{name}`` → 200; ``GET /jobs``
 - ``GET /schedule``: policy, epoch (unix s), per-job shift/offset/window and
   ``padding_ms`` (how much the policy lengthens the job's period: ``align``),
@@ -31,11 +35,7 @@ computed (``controller/limits.py``).
 
 from __future__ import annotations
 
-import ipaddress
-import json
-import math
 import random
-import re
 import time
 from dataclasses import dataclass
 
@@ -50,7 +50,19 @@ from controller.limits import (
     schedule_size_problem,
     search_nodes,
 )
+from controller.requestbody import (  # noqa: F401  (ApiError, parse_body, json_depth: the scheduler's API)
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+    ApiError,
+    host_name,
+    ipv4_address,
+    json_depth,
+    parse_body,
+    read_number,
+    refuse_unknown,
+)
 from controller.theory.conflicts import ConflictGraph
+from controller.theory.patternwindows import busy_pattern, pattern_set_schedule, window_arcs
 from controller.theory.policies import POLICIES, PolicyKnobs, get_policy, policy_schedule
 from controller.theory.schedule import (
     BeyondExactMethod,
@@ -59,113 +71,14 @@ from controller.theory.schedule import (
     to_quanta,
 )
 
-HOST_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 DEFAULT_QUANTUM_MS = 1.0
 MAX_FLOWS = 256
-MAX_BODY_BYTES = 1 << 20
-# No request nests deeper than a few levels. Python's own parser stops only at a depth that differs by
-# version (Python 3.11 near 1000, 3.13 far deeper), so the limit is shiftbed's, the same on every one.
-MAX_JSON_DEPTH = 100
 MAX_EPOCH_SKEW_S = 3600.0
 MAX_START_IN_S = 600.0
 MAX_FLOOR_BURST_MS = 60_000.0  # a minute: a quarter second at a time scale far beyond any run's
 MAX_DPID = 2**64 - 1
-
-
-class ApiError(Exception):
-    """A refused request: HTTP ``status`` (4xx) and a one-line ``message``."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-    def body(self) -> dict:
-        return {"error": self.message, "status": self.status}
-
-
-def parse_body(raw: bytes | str | None) -> dict:
-    """Request body → JSON object, or 400."""
-    if raw is None or len(raw) == 0:
-        raise ApiError(400, "body: expected a JSON object, got an empty body")
-    if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"body: not valid JSON ({str(exc).splitlines()[0][:100]})") from None
-    except RecursionError:  # arrays or objects nested deeper than the parser's recursion limit
-        raise ApiError(400, "body: not valid JSON (nested too deep)") from None
-    if json_depth(doc) > MAX_JSON_DEPTH:
-        raise ApiError(400, "body: not valid JSON (nested too deep)")
-    if not isinstance(doc, dict):
-        raise ApiError(400, f"body: expected a JSON object, got {type(doc).__name__}")
-    return doc
-
-
-def json_depth(doc) -> int:
-    """How deep arrays and objects nest in a parsed document (a scalar: 0), without recursion."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
-    return deepest
-
-
-def _unknown(doc: dict, allowed: set, where: str) -> None:
-    extra = sorted(set(doc) - allowed)
-    if extra:
-        # repr: a field name may hold newlines or quotes, and the error stays one line
-        raise ApiError(400, f"{where}: unknown field(s) {', '.join(map(repr, extra))}; "
-                            f"allowed: {', '.join(sorted(allowed))}")
-
-
-def _number(doc: dict, key: str, where: str, lo: float, hi: float, *, lo_open=True,
-            default=None, integer=False) -> float:
-    """``doc[key]``: a finite number within ``(lo, hi]`` (``[lo, hi]`` if not ``lo_open``), or 400.
-
-    JSON integers have no size limit and Python compares them with floats
-    exactly, so an integer too large for a float is simply out of range.
-    """
-    if key not in doc:
-        if default is not None:
-            return default
-        raise ApiError(400, f"{where}.{key}: missing")
-    value = doc[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or \
-            (integer and not isinstance(value, int)):
-        kind = "a whole number" if integer else "a number"
-        raise ApiError(400, f"{where}.{key}: must be {kind}, got {value!r}"[:200])
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ApiError(400, f"{where}.{key}: must be finite, got {value!r}")
-    if (value <= lo if lo_open else value < lo) or value > hi:
-        lo_sign = ">" if lo_open else ">="
-        raise ApiError(400, f"{where}.{key}: must be {lo_sign} {lo} and <= {hi}, got {_shown(value)}")
-    return value
-
-
-def _shown(value) -> str:
-    """``value`` for a message: an integer of hundreds of digits is shortened."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
-
-
-def _host_name(value, where: str) -> str:
-    if not isinstance(value, str) or not HOST_NAME_RE.fullmatch(value):
-        raise ApiError(400, f"{where}: must be 1-64 characters of letters, digits, '_', '-', '.', "
-                            f"got {value!r}"[:200])
-    return value
-
-
-def _ipv4(value, where: str) -> str:
-    try:
-        if not isinstance(value, str):
-            raise ValueError
-        return str(ipaddress.IPv4Address(value))
-    except ValueError:
-        raise ApiError(400, f"{where}: must be an IPv4 address string, got {value!r}"[:200]) from None
+MAX_BUSY_ARCS = 256  # a pattern job's busy arcs (a DDP job has a few to some tens of buckets)
+PATTERN_POLICIES = ("none", "shift", "gate")  # what runs a set with pattern jobs
 
 
 @dataclass(frozen=True)
@@ -178,6 +91,7 @@ class JobRequest:
     workers: tuple[str, ...]
     flows: tuple[DataFlow, ...]
     links: tuple[str, ...] | None = None  # the directed links its flows cross (None: not given)
+    busy_ms: tuple[tuple[float, float], ...] | None = None  # a pattern job's busy arcs (None: one burst at 0)
 
     def as_dict(self) -> dict:
         doc = {"name": self.name, "period_ms": self.period_ms, "comm_ms": self.comm_ms,
@@ -186,12 +100,14 @@ class JobRequest:
                           "tcp_dst": f.tcp_dst, "proto": f.proto} for f in self.flows]}
         if self.links is not None:
             doc["links"] = list(self.links)
+        if self.busy_ms is not None:
+            doc["busy_ms"] = [list(arc) for arc in self.busy_ms]
         return doc
 
 
 def validate_job(doc: dict) -> JobRequest:
     """Body of ``POST /jobs`` → :class:`JobRequest`, or 400 naming the field."""
-    _unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows", "links"}, "job")
+    refuse_unknown(doc, {"name", "period_ms", "comm_ms", "workers", "flows", "links", "busy_ms"}, "job")
     if "name" not in doc:
         raise ApiError(400, "job.name: missing")
     problem = job_name_problem(doc["name"])
@@ -199,14 +115,14 @@ def validate_job(doc: dict) -> JobRequest:
         raise ApiError(400, f"job.name: {problem}"[:300])
     name = doc["name"]
     where = f"job {name}"
-    period_ms = float(_number(doc, "period_ms", where, 0.0, MAX_PERIOD_MS))
-    comm_ms = float(_number(doc, "comm_ms", where, 0.0, MAX_PERIOD_MS))
+    period_ms = float(read_number(doc, "period_ms", where, 0.0, MAX_PERIOD_MS))
+    comm_ms = float(read_number(doc, "comm_ms", where, 0.0, MAX_PERIOD_MS))
     if comm_ms >= period_ms:
         raise ApiError(400, f"{where}.comm_ms: must be < period_ms ({period_ms}), got {comm_ms}")
     workers = doc.get("workers")
     if not isinstance(workers, list) or not workers:
         raise ApiError(400, f"{where}.workers: must be a non-empty list of host names")
-    workers = [_host_name(w, f"{where}.workers[{i}]") for i, w in enumerate(workers)]
+    workers = [host_name(w, f"{where}.workers[{i}]") for i, w in enumerate(workers)]
     if len(set(workers)) != len(workers):
         raise ApiError(400, f"{where}.workers: a worker is listed twice")
     flows_doc = doc.get("flows")
@@ -217,18 +133,42 @@ def validate_job(doc: dict) -> JobRequest:
         fw = f"{where}.flows[{i}]"
         if not isinstance(f, dict):
             raise ApiError(400, f"{fw}: must be an object")
-        _unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst", "proto"}, fw)
+        refuse_unknown(f, {"dpid", "src_ip", "dst_ip", "tcp_src", "tcp_dst", "proto"}, fw)
         proto = f.get("proto", "tcp")
         if proto not in ("tcp", "udp"):
             raise ApiError(400, f"{fw}.proto: must be 'tcp' or 'udp', got {proto!r}"[:200])
-        dpid = int(_number(f, "dpid", fw, 0, MAX_DPID, lo_open=False, integer=True))
-        tcp_src = int(_number(f, "tcp_src", fw, 1, 65535, lo_open=False, integer=True))
+        dpid = int(read_number(f, "dpid", fw, 0, MAX_DPID, lo_open=False, integer=True))
+        tcp_src = int(read_number(f, "tcp_src", fw, 1, 65535, lo_open=False, integer=True))
         tcp_dst = None
         if f.get("tcp_dst") is not None:
-            tcp_dst = int(_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
-        flows.append(DataFlow(dpid, _ipv4(f.get("src_ip"), f"{fw}.src_ip"),
-                              _ipv4(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst, proto))
-    return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows), _links(doc.get("links"), where))
+            tcp_dst = int(read_number(f, "tcp_dst", fw, 1, 65535, lo_open=False, integer=True))
+        flows.append(DataFlow(dpid, ipv4_address(f.get("src_ip"), f"{fw}.src_ip"),
+                              ipv4_address(f.get("dst_ip"), f"{fw}.dst_ip"), tcp_src, tcp_dst, proto))
+    return JobRequest(name, period_ms, comm_ms, tuple(workers), tuple(flows), _links(doc.get("links"), where),
+                      _busy(doc.get("busy_ms"), where, period_ms))
+
+
+def _busy(value, where: str, period_ms: float) -> tuple[tuple[float, float], ...] | None:
+    """A pattern job's ``busy_ms``: absent, or 1..MAX_BUSY_ARCS ``[start_ms, length_ms]`` arcs, each
+    starting in ``[0, period_ms)`` and longer than 0, together shorter than the period."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or len(value) > MAX_BUSY_ARCS:
+        raise ApiError(400, f"{where}.busy_ms: must be a list of 1..{MAX_BUSY_ARCS} [start_ms, length_ms] arcs")
+    arcs = []
+    for i, arc in enumerate(value):
+        aw = f"{where}.busy_ms[{i}]"
+        if not isinstance(arc, list) or len(arc) != 2:
+            raise ApiError(400, f"{aw}: must be a [start_ms, length_ms] pair, got {arc!r}"[:200])
+        pair = dict(zip(("start_ms", "length_ms"), arc, strict=True))
+        start_ms = float(read_number(pair, "start_ms", aw, 0.0, period_ms, lo_open=False))
+        if start_ms >= period_ms:
+            raise ApiError(400, f"{aw}.start_ms: must be < period_ms ({period_ms}), got {start_ms}")
+        arcs.append((start_ms, float(read_number(pair, "length_ms", aw, 0.0, period_ms))))
+    total_ms = sum(length for _, length in arcs)
+    if total_ms >= period_ms:
+        raise ApiError(400, f"{where}.busy_ms: the arcs add up to {total_ms:g} ms, not less than period_ms ({period_ms})")
+    return tuple(arcs)
 
 
 def _links(value, where: str) -> tuple[str, ...] | None:
@@ -262,7 +202,7 @@ class PolicyRequest:
 def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     """Body of ``POST /policy`` → :class:`PolicyRequest`; ``epoch_s`` defaults to now + ``start_in_s`` (2 s)."""
     now_s = time.time() if now_s is None else now_s
-    _unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "floor_burst_ms", "guard_ms",
+    refuse_unknown(doc, {"policy", "epoch_s", "start_in_s", "seed", "mode", "floor_kbps", "floor_burst_ms", "guard_ms",
                    "quantum_ms", "toggle", "advance_ms"}, "policy")
     policy = doc.get("policy")
     if not isinstance(policy, str) or policy not in POLICIES:
@@ -272,23 +212,23 @@ def validate_policy(doc: dict, now_s: float | None = None) -> PolicyRequest:
     if "epoch_s" in doc and "start_in_s" in doc:
         raise ApiError(400, "policy: give epoch_s or start_in_s, not both")
     if "epoch_s" in doc:
-        epoch_s = _number(doc, "epoch_s", "policy", now_s - MAX_EPOCH_SKEW_S, now_s + MAX_EPOCH_SKEW_S)
+        epoch_s = read_number(doc, "epoch_s", "policy", now_s - MAX_EPOCH_SKEW_S, now_s + MAX_EPOCH_SKEW_S)
     else:
-        epoch_s = now_s + _number(doc, "start_in_s", "policy", 0.0, MAX_START_IN_S, lo_open=False,
+        epoch_s = now_s + read_number(doc, "start_in_s", "policy", 0.0, MAX_START_IN_S, lo_open=False,
                                   default=2.0)
-    seed = int(_number(doc, "seed", "policy", 0, 2**63 - 1, lo_open=False, integer=True, default=0))
+    seed = int(read_number(doc, "seed", "policy", 0, 2**63 - 1, lo_open=False, integer=True, default=0))
     mode = doc.get("mode", "block")
     if mode not in MODES:
         raise ApiError(400, f"policy.mode: must be one of {', '.join(MODES)}, got {mode!r}"[:200])
-    floor_kbps = int(_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
-    floor_burst_ms = float(_number(doc, "floor_burst_ms", "policy", 0.0, MAX_FLOOR_BURST_MS,
+    floor_kbps = int(read_number(doc, "floor_kbps", "policy", 0, 10_000_000, integer=True, default=1000))
+    floor_burst_ms = float(read_number(doc, "floor_burst_ms", "policy", 0.0, MAX_FLOOR_BURST_MS,
                                    default=FLOOR_BURST_MS))
-    guard_ms = float(_number(doc, "guard_ms", "policy", 0.0, MAX_GUARD_MS, lo_open=False, default=0.0))
-    quantum_ms = float(_number(doc, "quantum_ms", "policy", 0.0, MAX_QUANTUM_MS, default=1.0))
+    guard_ms = float(read_number(doc, "guard_ms", "policy", 0.0, MAX_GUARD_MS, lo_open=False, default=0.0))
+    quantum_ms = float(read_number(doc, "quantum_ms", "policy", 0.0, MAX_QUANTUM_MS, default=1.0))
     toggle = doc.get("toggle", "meter")
     if toggle not in TOGGLES:
         raise ApiError(400, f"policy.toggle: must be one of {', '.join(TOGGLES)}, got {toggle!r}"[:200])
-    advance_ms = float(_number(doc, "advance_ms", "policy", 0.0, 50.0, lo_open=False, default=0.0))
+    advance_ms = float(read_number(doc, "advance_ms", "policy", 0.0, 50.0, lo_open=False, default=0.0))
     return PolicyRequest(policy, float(epoch_s), seed, mode, floor_kbps, floor_burst_ms, guard_ms, quantum_ms,
                          toggle, advance_ms)
 
@@ -384,6 +324,8 @@ class SchedulerCore:
         problem = schedule_size_problem(periods, quantum_ms)
         if problem:
             raise ApiError(400, f"schedule: {problem}")
+        if any(job.busy_ms is not None for job in jobs.values()):
+            return self._pattern_schedule(jobs, quantum_ms, policy)
         timings = [JobTiming(job.name, job.period_ms, job.comm_ms) for job in jobs.values()]
         name, knobs = (policy.policy, PolicyKnobs(guard_ms=policy.guard_ms)) if policy else ("none", PolicyKnobs())
         outcome = self._compute_with(_compute, get_policy(name), timings, quantum_ms, knobs, search_nodes(periods),
@@ -391,6 +333,23 @@ class SchedulerCore:
         if isinstance(outcome, Exception):
             raise ApiError(400, f"schedule: {str(outcome).splitlines()[0][:200]}")
         return outcome
+
+    def _pattern_schedule(self, jobs: dict[str, JobRequest], quantum_ms: float,
+                          policy: PolicyRequest | None) -> Schedule:
+        """A set with a pattern job: its busy quanta scheduled exactly (``patternwindows``), under
+        :data:`PATTERN_POLICIES` only and without a guard band."""
+        if policy is not None and policy.policy not in PATTERN_POLICIES:
+            raise ApiError(400, f"policy.policy: {policy.policy} does not run pattern jobs (jobs with busy_ms); "
+                                f"use one of {', '.join(PATTERN_POLICIES)}")
+        if policy is not None and policy.guard_ms:
+            raise ApiError(400, "policy.guard_ms: no guard band with pattern jobs (jobs with busy_ms): give 0")
+        try:
+            patterns = [busy_pattern(job.period_ms, job.busy_ms, job.comm_ms, quantum_ms) for job in jobs.values()]
+        except ValueError as exc:
+            raise ApiError(400, f"schedule: {exc}"[:300]) from None
+        periods = [p.period_q for p in patterns]
+        return self._compute_with(pattern_set_schedule, list(jobs), patterns, quantum_ms, meeting_weights(jobs),
+                                  search_nodes(periods))
 
     # -- policy --------------------------------------------------------------------------
     def set_policy(self, doc: dict, now_s: float | None = None) -> PolicyRequest:
@@ -432,6 +391,21 @@ class SchedulerCore:
                          max(j.comm_ms, _window_ms(self.jobs[j.name].comm_ms, guard)))
                 for j in self.schedule.jobs}
 
+    def window_arcs_ms(self) -> dict[str, list[tuple[float, float, float]]]:
+        """Per job, its windows as ``(period_ms, start_ms, window_ms)``, each ``[start + k·T, start + k·T +
+        window)``: one per job (:meth:`windows_ms`), or, for a set with pattern jobs, one per busy arc of
+        each job on the policy's grid (``patternwindows.window_arcs``) from the job's offset."""
+        if not any(job.busy_ms is not None for job in self.jobs.values()):
+            return {name: [w] for name, w in self.windows_ms().items()}
+        q = self.schedule.quantum_ms
+        out = {}
+        for j in self.schedule.jobs:
+            job = self.jobs[j.name]
+            start_ms = self.offsets_ms.get(j.name, self.schedule.shifts_ms[j.name])
+            pattern = busy_pattern(job.period_ms, job.busy_ms, job.comm_ms, q)
+            out[j.name] = [(j.period_ms, start_ms + a * q, n * q) for a, n in window_arcs(pattern)]
+        return out
+
     def schedule_doc(self) -> dict:
         """The ``GET /schedule`` answer."""
         s = self.schedule
@@ -444,6 +418,7 @@ class SchedulerCore:
                     "feasible": bool(s.feasible), "overlap_ms": s.overlap_ms, "method": s.method,
                     "gap": s.gap})
         windows = self.windows_ms()
+        arcs = self.window_arcs_ms()
         for j in s.jobs:
             period_ms, _start_ms, window_ms = windows[j.name]
             registered = self.jobs[j.name]
@@ -452,4 +427,8 @@ class SchedulerCore:
                                    "shift_ms": s.shifts_ms[j.name],
                                    "offset_ms": self.offsets_ms.get(j.name), "window_ms": window_ms,
                                    "workers": list(self.jobs[j.name].workers)}
+            if registered.busy_ms is not None:  # a pattern job: its windows from its offset, on the grid
+                offset_ms = self.offsets_ms.get(j.name, s.shifts_ms[j.name])
+                doc["jobs"][j.name]["windows_ms"] = [[round(start - offset_ms, 9), length]
+                                                     for _, start, length in arcs[j.name]]
         return doc

@@ -154,7 +154,7 @@ class SchedulerApp(BaseApp):
     # -- the gate ----------------------------------------------------------------------
     def start_gate(self) -> None:
         core = self.core
-        windows = {name: GateWindow(*w) for name, w in core.windows_ms().items()}
+        windows = {name: [GateWindow(*w) for w in arcs] for name, arcs in core.window_arcs_ms().items()}
         flows = {name: list(job.flows) for name, job in core.jobs.items()}
         self.gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
                                floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle,

@@ -72,6 +72,11 @@ REPORT_FILE = "report.md"
 REPORT_HTML_FILE = "report.html"  # the same report as one page for a browser, the timeline zoomable
 PLOTS_DIR = "plots"
 PREDICTION_LOG = "prediction.log"  # only where the model could not predict a policy: its traceback
+# only for a scenario with pattern jobs: the plan's exact schedule (planning.pattern_plan), each phase of
+# each iteration (analysis/phases.py) and each phase's figures per policy and job
+PATTERN_PLAN = "pattern_plan.json"
+PHASES_TABLE = "phases.csv"
+PHASES_SUMMARY = "phases.json"
 # Held in the partial folder while a run measures, given back before the summary and the report are
 # written: they need ~3 MB (four PNGs, summary.json, report.md, report.html), so a full disk cannot cost them.
 RESERVE_FILE = ".reserve"

@@ -53,6 +53,13 @@ def require_emulated(scenario, path: str, policies: tuple[str, ...]) -> None:
     if scenario.knobs.realign_s is not None:
         raise InputError(f"{path}: realign_s: re-alignment is predicted by plan and sweep; the run does not "
                          "re-shift its jobs (remove realign_s to run)")
+    if scenario.pattern_jobs:
+        from controller.scheduler import PATTERN_POLICIES
+
+        others = [p for p in policies if p not in PATTERN_POLICIES]
+        if others:
+            raise InputError(f"--policy: {', '.join(others)}: not run with pattern jobs ({scenario.path}); "
+                             f"use {', '.join(PATTERN_POLICIES)}")
     policy_schedules(scenario, policies)
 
 

@@ -16,7 +16,7 @@ Keys (``*`` = required)::
     jobs*: - name* (letters, digits, - _ ., at most 32)  period_ms* comm_ms*  (or model: <zoo name>)  workers [h1, h3]
              pattern (ring|ps)  pin_spine  gradient_mb  jitter_ms
              model_workers  model_link_mbps (default 10000)  time_scale (default 1)
-           or, for a job whose iteration sends several collectives (a pattern job, plan-only):
+           or, for a job whose iteration sends several collectives (a pattern job; run over standing connections):
              period_ms* phases*: - start_ms* message_bytes* collective (allreduce|alltoall|p2p)
              or profile: <name>  bucket_cap_mb  dtype (fp32|fp16|bf16)  profile_workers
 
@@ -28,8 +28,9 @@ writes) or as a model profile (``controller/theory/profiles.py``): each phase is
 collective of ``message_bytes`` starting ``start_ms`` into the iteration, timed on
 the link at ``model_link_mbps`` among ``len(workers)`` (or ``profile_workers``)
 workers (``controller/theory/phases.py``); its ``comm_ms`` is that link time added
-up. ``plan`` decides it exactly (``scenarios/planning.py``); ``run`` refuses it
-(:meth:`Scenario.require_runnable`): the job driver sends one burst per iteration.
+up. ``plan`` decides it exactly (``scenarios/planning.py``); ``run`` sends each phase as
+its own burst over standing connections (``transport: persistent``), under ``none``,
+``shift`` or ``gate``; ``batch`` and ``explore`` refuse it (:meth:`Scenario.require_runnable`).
 Each flow of a job has its own server port, from the job's block of
 ``topo.tcp_ports.PORTS_PER_JOB`` (10): a ring of up to 10 workers, a
 parameter server with up to 5 others (2(n − 1) flows).
@@ -123,7 +124,7 @@ class ScenarioJob:
     gradient_mb: float | None = None  # None: sized so a solo burst takes comm_ms on the fabric
     jitter_ms: float = 0.0
     model: str | None = None
-    # a pattern job (``phases`` or ``profile``): its iteration as collectives, plan-only; None: one burst
+    # a pattern job (``phases`` or ``profile``): its iteration as collectives; None: one burst
     comm_pattern: JobPattern | None = None
     link_mbps: float = zoo.DEFAULT_MODEL_LINK_MBPS  # the rate its phases are timed at (model_link_mbps)
     profile: str | None = None
@@ -181,12 +182,21 @@ class Scenario:
             found.append(busy)
         return found
 
-    def require_runnable(self) -> None:
-        """Check what ``run`` needs beyond ``plan``: no pattern job, a fabric and workers for every job."""
+    def require_runnable(self, patterns: bool = False) -> None:
+        """Check what ``run`` needs beyond ``plan``: a fabric and workers for every job; a pattern job only
+        where ``patterns`` (``run``: each phase its own burst over standing connections), else refused."""
         for i in self.pattern_jobs:
-            raise InputError(f"{self.path}: jobs[{i}].{self.jobs[i].pattern_key}: a pattern job is plan-only in "
-                             "this build: the job driver sends one burst per iteration (shiftbed plan decides it; "
-                             "give period_ms and comm_ms to run the job)")
+            key = f"{self.path}: jobs[{i}].{self.jobs[i].pattern_key}"
+            if not patterns:
+                raise InputError(f"{key}: a pattern job runs with shiftbed run only (give period_ms and comm_ms)")
+            if self.transport != "persistent":
+                raise InputError(f"{self.path}: transport: a pattern job ({self.jobs[i].name}) sends each phase over "
+                                 "standing connections: give transport: persistent (iperf3 runs one burst per test)")
+            if self.jobs[i].pattern != "ring":
+                raise InputError(f"{self.path}: jobs[{i}].pattern: a pattern job's phases are rings, got "
+                                 f"{self.jobs[i].pattern}")
+            if self.time_scale != 1:
+                raise InputError(f"{key}: a pattern job runs at time scale 1 only (its phases keep their times)")
         if self.fabric is None:
             raise InputError(f"{self.path}: fabric: required to run a scenario")
         for i, job in enumerate(self.jobs):

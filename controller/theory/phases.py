@@ -96,15 +96,21 @@ def as_pattern(pattern: JobPattern, link_mbps: float, quantum_ms: float):
     """The job as the scheduler can know it, on a grid of ``quantum_ms``: its period rounded to the nearest
     quantum (``schedule.period_quanta``) and each phase's time on the link, alone, covered by whole quanta
     (its start rounded down, its end up), wrapped past the period as two arcs (``arcs.Pattern``). The
+    link sends the phases one after another, as ``profiles.py`` times them and a collective library's
+    ordered collectives go: a phase that starts while the one before it is still on the link begins
+    when that one ends. The
     job itself keeps its true timing; only what the scheduler reasons about is on the grid."""
     from controller.theory.arcs import Pattern
     from controller.theory.schedule import period_quanta
 
     period_q = period_quanta(pattern.iteration_ms, quantum_ms)
     arcs = []
+    free_ms = 0.0  # when the link is done with the phases before: a phase waits for them (in order)
     for phase in pattern.phases:
-        start_q = math.floor(phase.start_ms / quantum_ms + 1e-9)
-        end_q = math.ceil((phase.start_ms + busy_ms(phase, pattern.workers, link_mbps)) / quantum_ms - 1e-9)
+        start_ms = max(phase.start_ms, free_ms)
+        free_ms = start_ms + busy_ms(phase, pattern.workers, link_mbps)
+        start_q = math.floor(start_ms / quantum_ms + 1e-9)
+        end_q = math.ceil(free_ms / quantum_ms - 1e-9)
         length_q = max(1, end_q - start_q)
         if length_q >= period_q:
             return Pattern(period_q, ((0, period_q),))  # busy the whole period

@@ -22,6 +22,14 @@ import pandas as pd
 from controller.theory.windows import windows_between
 
 
+def job_windows(j: dict, start_ms: float) -> list[tuple[float, float]]:
+    """A job's windows in its period, ``(start_ms, window_ms)``, from its schedule entry ``j``: one at
+    ``start_ms``, or a pattern job's one per busy arc (``windows_ms``, from its offset)."""
+    if j.get("windows_ms"):
+        return [(start_ms + float(a), float(n)) for a, n in j["windows_ms"]]
+    return [(start_ms, float(j["window_ms"]))]
+
+
 def windows_of(schedule_doc: dict, job: str, t0_s: float, t1_s: float) -> np.ndarray:
     """``(open_s, close_s)`` (unix s) of ``job``'s windows overlapping ``[t0_s, t1_s]``, one period more on
     each side (so that a slack of less than a period cannot miss one).
@@ -31,7 +39,8 @@ def windows_of(schedule_doc: dict, job: str, t0_s: float, t1_s: float) -> np.nda
     j = schedule_doc["jobs"][job]
     epoch_s, period_ms = schedule_doc["epoch_s"], float(j["period_ms"])
     t0_ms, t1_ms = (t0_s - epoch_s) * 1000 - period_ms, (t1_s - epoch_s) * 1000 + period_ms
-    windows = windows_between(float(j["shift_ms"]), period_ms, float(j["window_ms"]), t0_ms, t1_ms)
+    windows = sorted(w for start_ms, length_ms in job_windows(j, float(j["shift_ms"]))
+                     for w in windows_between(start_ms, period_ms, length_ms, t0_ms, t1_ms))
     return epoch_s + np.array(windows, dtype=float).reshape(-1, 2) / 1000
 
 
@@ -41,8 +50,9 @@ def window_rows(policy: str, schedule_doc: dict, duration_s: float) -> list[dict
     ``gate`` its shift)."""
     rows = []
     for name, j in schedule_doc["jobs"].items():
-        for open_ms, close_ms in windows_between(float(j["offset_ms"]), float(j["period_ms"]),
-                                                 float(j["window_ms"]), 0.0, duration_s * 1000):
+        found = [w for start_ms, length_ms in job_windows(j, float(j["offset_ms"]))
+                 for w in windows_between(start_ms, float(j["period_ms"]), length_ms, 0.0, duration_s * 1000)]
+        for open_ms, close_ms in sorted(found):
             rows.append({"policy": policy, "job": name, "open_s": open_ms / 1000, "close_s": close_ms / 1000})
     return rows
 

@@ -59,7 +59,7 @@ def checked_inputs(args):
 
     policyfiles.load(args.policy_file)
     scenario = parse_time_scale(args.time_scale, spec.load(args.scenario))
-    scenario.require_runnable()
+    scenario.require_runnable(patterns=True)
     policies = parse_policies(args.policy, scenario.policies)
     duration_s = parse_duration(args.duration, scenario.duration_s or DEFAULT_DURATION_S)
     options = SessionOptions(policies=policies, duration_s=duration_s, out_root=Path(args.out), seed=args.seed,

@@ -9,6 +9,11 @@ so that a solo iteration takes ``1 − PERIOD_MARGIN`` of the period, checked on
 the solo run the model draws from (:func:`period_correction`), and what is
 left of the error trimmed off (:func:`trimmed_to_target`). The figures of
 that last solo run are the job's solo figures (:attr:`Calibration.solo`).
+
+A pattern job's phases keep the size the run gives them (``fill`` of each phase's
+link time at the model's rate, ``apps.jobmodel.pattern_phases``): one solo run,
+no re-sizing; its compute phase is set as a classic job's, its communication
+counted from the iteration's origin.
 """
 
 from __future__ import annotations
@@ -73,7 +78,10 @@ def with_phase(spec, phase_ms: float):
     its compute phase is ``period − phase_ms``; None when no such job exists (fill > 1, or no compute)."""
     if not 0 < phase_ms < spec.period_ms or spec.fill * spec.comm_ms > phase_ms:
         return None
-    return replace(spec, comm_ms=phase_ms, fill=spec.fill * spec.comm_ms / phase_ms)
+    try:
+        return replace(spec, comm_ms=phase_ms, fill=spec.fill * spec.comm_ms / phase_ms)
+    except ValueError:  # a pattern job's last phase would start past its communication
+        return None
 
 
 def period_correction(spec, solo_iteration_ms: float):
@@ -171,7 +179,7 @@ class Calibration:
         ``SIZING_ROUNDS`` solo runs; returns the spec, the last run's figures and the first run's
         rate and stolen CPU (the scenario's own burst size: the fidelity figure)."""
         nominal_mbps = nominal_steal = nominal_peak = None
-        for _ in range(SIZING_ROUNDS):
+        for _ in range(1 if spec.phases else SIZING_ROUNDS):  # a pattern job's phases keep their size
             solo = self._solo(measurer, spec)
             if nominal_mbps is None:  # the scenario's own burst size, before any re-sizing
                 nominal_mbps, nominal_steal = solo["sustained_mbps"], solo["host_steal_pct"]
@@ -194,7 +202,8 @@ class Calibration:
         slower than its window period misses every other window). The margin
         is a share of the period, so commensurate periods stay commensurate.
         """
-        rephased = with_phase(spec, solo["comm_ms"] + PERIOD_MARGIN * spec.period_ms)
+        origin_ms = spec.phases[0][0] if spec.phases else 0.0  # a pattern job's first phase is this far in
+        rephased = with_phase(spec, origin_ms + solo["comm_ms"] + PERIOD_MARGIN * spec.period_ms)
         if rephased is None:
             return spec, solo
         spec = rephased
@@ -232,22 +241,28 @@ class Calibration:
     def _figures(self, spec, measured, senders: set[str], home: str) -> dict:
         """The solo figures of one kept solo run (:func:`solo_figures`) with the CPU the host took
         meanwhile; its bursts become the job's solo bursts."""
-        figures, spans = solo_figures(spec, measured.rows, measured.captures, senders, home)
+        figures, spans = solo_figures(spec, measured.rows, measured.captures, senders, home, measured.phase_rows)
         self.solo_spans[spec.name] = spans  # the last solo run of a job is the one kept
         steal = measured.steal
         return {**figures, "host_steal_pct": round(steal.mean_pct, 2), "host_steal_peak_pct": round(steal.peak_pct, 2)}
 
 
-def solo_figures(spec, rows: pd.DataFrame, captures: dict, senders: set[str], home: str) -> tuple[dict, pd.DataFrame]:
+def solo_figures(spec, rows: pd.DataFrame, captures: dict, senders: set[str], home: str,
+                 phase_rows: pd.DataFrame | None = None) -> tuple[dict, pd.DataFrame]:
     """One solo run's figures and bursts (``analysis.burst_spans``), from its drivers' ``rows`` and its
     ``captures`` (port name -> packets, jobs: ``drive.Measurement.captures``). Its rate is the rate of
-    its packets leaving its ``home`` port's leaf through that port (``senders``)."""
+    its packets leaving its ``home`` port's leaf through that port (``senders``): a burst's, or for a
+    pattern job each phase's (``phase_rows``; the idle time between its phases is not the link's)."""
     packets, labels = job_view(captures)
     it = iteration_table(rows)
     steady = it[it["iteration"] >= 1]
     on_home, home_labels = captures[home]
-    rates = analysis.burst_rates_mbps(on_home, home_labels, steady, senders)
-    sustained = analysis.burst_rates_mbps(on_home, home_labels, steady, senders, skip_fraction=SLOW_START_SHARE)
+    sent = steady
+    if spec.phases and phase_rows is not None and not phase_rows.empty:
+        mine = phase_rows[(phase_rows["job"] == spec.name) & (phase_rows["iteration"] >= 1)]
+        sent = mine.rename(columns={"launch": "comm_start", "end": "comm_end"})
+    rates = analysis.burst_rates_mbps(on_home, home_labels, sent, senders)
+    sustained = analysis.burst_rates_mbps(on_home, home_labels, sent, senders, skip_fraction=SLOW_START_SHARE)
     spans = analysis.burst_spans(packets, labels, steady, it)
     first_ms, data_ms = analysis.burst_spans_ms(spans, steady)
     # Medians: a slow process start now and then is not the burst. The compute

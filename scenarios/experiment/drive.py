@@ -68,6 +68,7 @@ class Measurement:
     window: tuple[float, float]  # (start, end) of the drivers' run, unix s
     steal: hoststeal.Steal  # the CPU the host took meanwhile
     captures: dict[str, tuple[pd.DataFrame, pd.Series]] = field(default_factory=dict)  # port -> packets, jobs
+    phase_rows: pd.DataFrame | None = None  # pattern jobs' phases (apps.jobmodel.PHASE_CSV_FIELDS); None: none
 
 
 def job_view(captures: dict[str, tuple[pd.DataFrame, pd.Series]]) -> tuple[pd.DataFrame, pd.Series]:
@@ -175,6 +176,9 @@ class Measurer:
             steal = meter.stop()
         t1 = time.time()
         rows = pd.concat([pd.read_csv(os.path.join(run_dir, f"{s.name}.csv")) for s in specs], ignore_index=True)
+        phase_files = [dltjob.phases_csv_path(os.path.join(run_dir, f"{s.name}.csv")) for s in specs if s.phases]
+        phase_rows = pd.concat([pd.read_csv(f) for f in phase_files if os.path.exists(f)] or [pd.DataFrame()],
+                               ignore_index=True) if phase_files else None
         flows = {s.name: [(f["src_ip"], f["dst_ip"], f["tcp_src"], f["tcp_dst"]) for f in data_flows(s)]
                  for s in specs}
         captures = {}
@@ -185,7 +189,7 @@ class Measurer:
         if steal.disturbed:
             log.warning(DISTURBED_LINE, label, steal.mean_pct, hoststeal.MAX_STEAL_PCT)
         packets, labels = job_view(captures)
-        return Measurement(rows, packets, labels, (t0, t1), steal, captures)
+        return Measurement(rows, packets, labels, (t0, t1), steal, captures, phase_rows)
 
     def _watch(self, drivers, run_dir, label, budget_s, stop_when=None) -> None:
         """Wait for the job drivers, checking every ``WATCH_INTERVAL_S`` the controller and the workers

@@ -49,6 +49,7 @@ from scenarios.experiment.drive import (
     WorkerFault,
 )
 from scenarios.experiment.environment import environment_record
+from scenarios.experiment.phaserecord import PhaseRecord
 from scenarios.experiment.prediction import MeasuredRun, late_launch_bursts_ms
 from scenarios.experiment.progress import fabric_line, plan_line, policy_line, stages
 from scenarios.experiment.record import PolicyRecord, write_port_stats
@@ -60,7 +61,7 @@ from scenarios.experiment.reuse import (
 )
 from scenarios.experiment.stopping import PolicyStop, TargetSE, read_rows
 from scenarios.experiment.summary import build_summary, summary_in_scenario_units
-from scenarios.results import PREDICTION_LOG, ResultsWriter
+from scenarios.results import PATTERN_PLAN, PHASES_SUMMARY, PREDICTION_LOG, ResultsWriter
 from scenarios.routes import link_names
 from scenarios.runlinks import RunLinks, run_links
 from scenarios.schedule_record import schedule_record
@@ -107,6 +108,15 @@ def run_schedule(scenario, policy: str = "none"):
     timings = scenario.timings()
     periods = [to_quanta(t.period_ms, scenario.quantum_ms) for t in timings]  # as SchedulerCore counts them
     weights = meeting_weights(scenario, fabric_wiring(fabric_params(scenario)))
+    if scenario.pattern_jobs:  # on the jobs' busy quanta, as the controller's (patternwindows), none/shift/gate
+        from controller.scheduler import PATTERN_POLICIES
+        from controller.theory.patternwindows import pattern_set_schedule
+
+        if policy not in PATTERN_POLICIES:
+            raise ValueError(f"{policy} does not run pattern jobs; use {', '.join(PATTERN_POLICIES)}")
+        patterns = scenario.busy_patterns()
+        return pattern_set_schedule([t.name for t in timings], patterns, scenario.quantum_ms, weights,
+                                    search_nodes([p.period_q for p in patterns]))
     return policy_schedule(get_policy(policy), timings, scenario.quantum_ms, scenario.knobs,
                            max_nodes=search_nodes(periods), pair_weights=weights)
 
@@ -164,6 +174,7 @@ class Experiment:
         self.specs: list = []  # the jobs on the fabric (apps.jobmodel.JobSpec), sized by calibration
         self.calibration = Calibration()
         self.record = PolicyRecord(options.duration_s)
+        self.phases = PhaseRecord()  # a pattern job's phases, per policy
         self.notes = MeasureLog()
         self.gaps: list[Gap] = []  # policies whose measurement a worker fault cut short
 
@@ -245,13 +256,14 @@ class Experiment:
                                  list(job.workers), pattern=job.pattern, link_mbps=self.link_mbps,
                                  fill=self.options.fill, base_port=tcp_ports.job_first_port(i),
                                  jitter_ms=job.jitter_ms, seed=self.options.seed + i,
-                                 transport=sc.transport)
+                                 transport=sc.transport, comm_pattern=job.comm_pattern,
+                                 model_link_mbps=job.link_mbps)
             for i, job in enumerate(sc.jobs)]
         self._classify_host_egress(fabric)
         rest = fabric.controller.rest_url
         grid = {t.name: (t.period_ms, t.comm_ms) for t in sc.timings()}
         controller_schedule = jobrun.register_jobs(rest, fabric.wiring, self.specs, grid,
-                                                   links=link_names(sc, fabric.wiring))
+                                                   links=link_names(sc, fabric.wiring), busy=self._busy_ms())
         log.info("scheduler: feasible=%s hyperperiod=%s ms", controller_schedule.get("feasible"),
                  controller_schedule.get("hyperperiod_ms"))
         measurer = Measurer(fabric, self.links, self.writer.partial_dir / "raw", self.notes, self.display)
@@ -261,8 +273,21 @@ class Experiment:
         write_calibration_record(self.writer.partial_dir, keys, self.specs, self.calibration)
         self.writer.write_json("schedule.json", in_scenario_units(schedule_record(self.schedule, {
             name: (s["iteration_ms"], s["comm_ms"]) for name, s in self.calibration.solo.items()}), sc.time_scale))
+        if sc.pattern_jobs:  # the plan's exact schedule of the busy quanta, each pair's verdict beside the rule's
+            from scenarios.planning import pattern_plan
+
+            self.writer.write_json(PATTERN_PLAN, pattern_plan(sc))
         for policy in self.options.policies:
             self._run_policy(measurer, policy)
+
+    def _busy_ms(self) -> dict[str, list[tuple[float, float]]] | None:
+        """With pattern jobs, every job's busy arcs on the scenario's grid in ms (``spec.busy_patterns``),
+        as the controller is told them; None for a scenario of classic jobs."""
+        if not self.scenario.pattern_jobs:
+            return None
+        q = self.scenario.quantum_ms
+        return {job.name: [(a * q, n * q) for a, n in busy.arcs]
+                for job, busy in zip(self.scenario.jobs, self.scenario.busy_patterns(), strict=True)}
 
     def _shape_keys(self, fabric) -> dict[str, str]:
         """Each job's shape (``reuse.shape_key``): everything its solo runs depend on."""
@@ -321,6 +346,7 @@ class Experiment:
         leaf_ips = {leaf: {h.ip for h in wiring.hosts_on_leaf(leaf)} for leaf in range(1, wiring.params.leaves + 1)}
         self.record.record(self.writer, self.links, policy, doc, epoch_s, measured, self.specs, leaf_ips,
                            stop.outcome() if stop is not None else None)
+        self.phases.record(self.writer, policy, run_dir, self.specs, measured.captures, self.links, leaf_ips)
         stages.info("%s", policy_line(policy, self.record.measured[policy]))
 
     def _ranks(self, pol) -> dict[int, int] | None:
@@ -383,6 +409,12 @@ class Experiment:
             tracebacks: dict[str, str] = {}
             summary = self.summary(complete, reason, tracebacks)
             self.writer.write_json("summary.json", summary.to_dict())
+            self.phases.write(self.writer)
+            if self.scenario.pattern_jobs:
+                from scenarios.planning import NOT_MODELLED
+
+                stages.info("%s (%s: the plan's exact schedule; %s: each phase)", NOT_MODELLED, PATTERN_PLAN,
+                            PHASES_SUMMARY)
             self._keep_model_failures(tracebacks)
             if not (self.writer.partial_dir / "windows.csv").exists():  # no shift/gate policy ran
                 self.writer.write_table("windows.csv", pd.DataFrame(columns=["policy", "job", "open_s", "close_s"]))

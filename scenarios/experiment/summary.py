@@ -94,7 +94,8 @@ def _predicted_jobs(run: MeasuredRun, record: PolicyRecord, policy: str, link_mb
 
 def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
                      queue_ms: float, links: RunLinks | None = None,
-                     tracebacks: dict[str, str] | None = None) -> dict[str, PolicySummary]:
+                     tracebacks: dict[str, str] | None = None,
+                     not_modelled: str | None = None) -> dict[str, PolicySummary]:
     """Every measured policy: each job measured and predicted, and the throughput change against ``none``.
 
     A free-running policy's jobs (``prediction.has_two_states``) are predicted together and apart,
@@ -103,12 +104,15 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
 
     The measurement never depends on the model: a policy whose prediction fails keeps every measured
     figure, with the reason in one line (``prediction_unavailable``) and no predicted ones; its
-    traceback goes to ``tracebacks[policy]`` where given, else to the log at debug level."""
+    traceback goes to ``tracebacks[policy]`` where given, else to the log at debug level.
+    ``not_modelled``: why no policy is predicted (a pattern job's, ``planning.NOT_MODELLED``): no
+    prediction is made, and none is missing (the run says so once, and reports the plan's schedule)."""
     jobs_of, predictions, missing = {}, {}, {}
     for policy, jobs in record.measured.items():
         model: dict[str, dict] = {}
         try:
-            predictions[policy], model = _predicted_jobs(run, record, policy, link_mbps, queue_ms, links)
+            if not_modelled is None:
+                predictions[policy], model = _predicted_jobs(run, record, policy, link_mbps, queue_ms, links)
         except Exception as exc:  # the model's failure is said, never the measurement's
             missing[policy] = exception_line(exc)
             trace = traceback.format_exc()
@@ -147,7 +151,10 @@ def build_summary(*, scenario, complete: bool, reason: str | None, run: Measured
     """The summary record of a run of ``scenario``; ``links`` (where the jobs meet and are captured)
     and ``queue_ms`` (the fabric's) are None when no fabric came up, and then no policy was measured
     either. ``tracebacks``: as :func:`policy_summaries`."""
-    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links, tracebacks)
+    from scenarios.planning import NOT_MODELLED
+
+    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links, tracebacks,
+                                 NOT_MODELLED if scenario.pattern_jobs else None)
                 if record.measured else {})
     period_ms = {j.name: j.period_ms for j in scenario.jobs}
     meets = links.meeting_pairs() if links is not None else None

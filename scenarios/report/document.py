@@ -14,6 +14,7 @@ from scenarios.analysis.meetings import APART_MET_SHARE
 from scenarios.analysis.tables import BUSY_START_MS, STALL_MS
 from scenarios.analysis.verdict import BASELINE, folder_changes, headline, verdict_word
 from scenarios.report import plots
+from scenarios.report.phasesection import pattern_schedule_section, phase_lines
 from scenarios.results import PLOTS_DIR, Results
 from scenarios.throughput import throughput_change_pct
 from scenarios.timescale import stated
@@ -106,6 +107,9 @@ def _banners(results: Results) -> list[str]:
 def _schedule_section(results: Results) -> tuple[str, list[str]]:
     """The verdict (one phrase) and the section explaining it with gcd vs comm sum."""
     schedule = results.schedule
+    pattern = pattern_schedule_section(results.path)
+    if pattern is not None:
+        return pattern
     if schedule is None:
         return "unknown (no schedule.json)", ["No schedule.json in this folder.", ""]
     lines = [
@@ -458,7 +462,7 @@ def render_report(results: Results, plot_names: list[str]) -> str:
               "## The schedule: can the bursts be kept apart?", "", *schedule_lines, *_links_lines(results),
               "## Did a policy help?", "", *policy_lines,
               "## Theory vs measurement", "", *accuracy_lines, *_burst_section(results), *_meeting_section(results),
-              "## Fidelity and cross-checks", "", *fidelity_lines,
+              "## Fidelity and cross-checks", "", *fidelity_lines, *phase_lines(results.path),
               "## Plots", ""]
     for name in plot_names:
         caption = PLOT_CAPTIONS.get(name, name)

@@ -82,6 +82,8 @@ def plan_predictions(results: Results) -> tuple[dict[str, dict[str, float]], str
         plan = build_plan(scenario, policies=policies or None, random_draws=0)
     except Exception as exc:
         return {}, f"no figure, the theory could not plan this scenario ({str(exc).splitlines()[0]})"
+    if "policies" not in plan:  # a pattern job's plan: its exact schedule, no iteration times
+        return {}, f"no figure, {plan.get('not_modelled', 'the plan predicts no iteration times here')}"
     out = {p: {j: job["predicted_iteration_ms"] for j, job in entry.items() if isinstance(job, dict)}
            for p, entry in plan["policies"].items() if "error" not in entry}
     others = sorted(set(results.summary.policies) - set(out))

@@ -17,8 +17,10 @@ from apps.dltjob import (
     late_launch_ms,
     launch_overhead_ms,
     next_window_start,
+    phases_csv_path,
 )
 from apps.jobmodel import (
+    PHASE_CSV_FIELDS,
     JobPlan,
     JobSpec,
     TransferResult,
@@ -26,8 +28,13 @@ from apps.jobmodel import (
     burst_bytes,
     collective,
     data_flows,
+    flow_burst_bytes,
     gradient_bytes,
+    iteration_phases,
+    pattern_phases,
+    phase_bytes,
 )
+from controller.theory.phases import JobPattern, Phase, busy_ms
 
 
 class FakeClock:
@@ -294,3 +301,96 @@ def test_a_job_keeping_its_clock_takes_a_bursts_launch_overhead_beyond_the_usual
     JobDriver(spec(), plan, transport, rows.append, clock=clock, launch_overhead_ms=20.0).run(3)
     assert diffs([r["comm_start"] for r in rows if r["worker"] == "h1"]) == pytest.approx([0.23, 0.24])
     assert math.isnan(launch_overhead_ms([]))  # nothing to judge by
+
+
+# -- pattern jobs: each phase its own burst at its offset ----------------------------------------------
+
+def pattern_spec(**kw):
+    """Period 200 ms; phases at 0, 30 and 40 ms of the comm part, each 20 ms of comm_ms 60 at fill 1."""
+    args = dict(name="p", period_ms=200.0, comm_ms=60.0, workers=WORKERS[:3], link_mbps=80.0, fill=0.5,
+                transport="persistent", phases=((0.0, 1 / 3), (30.0, 1 / 3), (40.0, 1 / 3)))
+    args.update(kw)
+    return JobSpec(**args)
+
+
+def test_a_pattern_keeps_its_timing_and_its_bytes_scale_with_the_link():
+    link_mbps = 10_000.0
+    pattern = JobPattern(229.0, (Phase(79.0, 8_000_000), Phase(121.0, 30_000_000), Phase(130.0, 9_000_000)), 2)
+    comm_ms, phases = pattern_phases(pattern, link_mbps)
+    busy = [busy_ms(p, 2, link_mbps) for p in pattern.phases]
+    # the third phase waits for the second (121 + 24 > 130): the phases go one after another
+    assert comm_ms == pytest.approx(121.0 + busy[1] + busy[2])
+    assert [start for start, _ in phases] == [79.0, 121.0, 130.0]
+    assert [share * comm_ms for _, share in phases] == pytest.approx(busy)
+    job = JobSpec("r", 229.0, comm_ms, WORKERS[:2], link_mbps=50.0, fill=0.8, transport="persistent", phases=phases)
+    # each phase: fill of its own link time, at the fabric's rate (the zoo's rule: times kept, bytes scaled)
+    assert phase_bytes(job) == pytest.approx([burst_bytes(b, 50.0, 0.8) for b in busy], abs=1)
+
+
+def test_a_pattern_job_sends_one_ring_per_phase_over_the_same_flows():
+    job = pattern_spec()
+    steps = iteration_phases(job)
+    assert [start for start, _ in steps] == [0.0, 30.0, 40.0]
+    ports = [[t.port for (step,) in [s] for t in step] for _, s in steps]
+    assert ports[0] == ports[1] == ports[2] and len(set(ports[0])) == 3
+    assert [step[0][0].nbytes for _, step in steps] == phase_bytes(job) == [burst_bytes(20.0, 80.0, 0.5)] * 3
+    assert flow_burst_bytes(job) == {p: phase_bytes(job) for p in ports[0]}
+    # one iteration's bytes per flow, every phase's together; the flows registered once each
+    (ring,) = collective(job)
+    assert [t.nbytes for t in ring] == [sum(phase_bytes(job))] * 3
+    assert len(data_flows(job)) == 3
+    assert flow_burst_bytes(spec()) == {t.port: [t.nbytes] for t in collective(spec())[0]}
+
+
+def test_a_pattern_job_needs_standing_connections_and_a_ring():
+    with pytest.raises(ValueError, match="standing connections"):
+        pattern_spec(transport="iperf3")
+    with pytest.raises(ValueError, match="ring"):
+        pattern_spec(pattern="ps")
+    with pytest.raises(ValueError, match="ascend"):
+        pattern_spec(phases=((30.0, 0.3), (0.0, 0.3)))
+    with pytest.raises(ValueError, match="share"):
+        pattern_spec(phases=((0.0, 0.0),))
+
+
+def run_pattern(job, plan, durations_s, iterations=3, lead_ms=0.0):
+    clock = FakeClock()
+    rows, phase_rows = [], []
+    durations = iter(durations_s * iterations)
+    transport = FakeTransport(clock, lambda: next(durations))
+    JobDriver(job, plan, transport, rows.append, clock=clock, launch_lead_ms=lead_ms,
+              phase_log=phase_rows.append).run(iterations)
+    return rows, phase_rows, transport
+
+
+def test_each_phase_goes_at_its_offset_or_when_the_one_before_it_ends():
+    plan = JobPlan("none", epoch_s=1001.0, offset_ms=0.0, period_ms=200.0, window_ms=60.0)
+    # phase 0 takes 35 ms, past phase 1's offset (30): phase 1 waits for it; phase 2 (at 40) waits for phase 1
+    rows, phase_rows, transport = run_pattern(pattern_spec(), plan, [0.035, 0.010, 0.005])
+    first = [r for r in phase_rows if r["iteration"] == 0]
+    assert [r["due"] for r in first] == pytest.approx([1001.0, 1001.03, 1001.04])
+    assert [r["launch"] for r in first] == pytest.approx([1001.0, 1001.035, 1001.045])
+    assert [r["end"] for r in first] == pytest.approx([1001.035, 1001.045, 1001.05])
+    assert [r["bytes"] for r in first] == [3 * n for n in phase_bytes(pattern_spec())]
+    assert all(set(r) == set(PHASE_CSV_FIELDS) and r["error"] == "" for r in phase_rows)
+    # the iteration: compute (period - comm_ms = 140 ms) after the last phase's end, the origin at its end
+    second = [r for r in phase_rows if r["iteration"] == 1]
+    assert second[0]["due"] == pytest.approx(1001.05 + 0.14)
+    h1 = [r for r in rows if r["worker"] == "h1"]
+    assert h1[0]["comm_start"] == pytest.approx(1001.0) and h1[0]["comm_end"] == pytest.approx(1001.05)
+    assert h1[0]["start"] == pytest.approx(1001.0 - 0.14) and h1[1]["start"] == pytest.approx(1001.05)
+    # a worker sends in every phase: its bytes are the iteration's
+    assert h1[0]["bytes"] == sum(phase_bytes(pattern_spec()))
+
+
+def test_a_gated_pattern_job_waits_for_its_period_then_keeps_its_offsets():
+    plan = JobPlan("gate", epoch_s=1001.0, offset_ms=50.0, period_ms=200.0, window_ms=60.0)
+    rows, phase_rows, _ = run_pattern(pattern_spec(), plan, [0.010, 0.010, 0.010], iterations=3)
+    for k in range(3):
+        mine = [r for r in phase_rows if r["iteration"] == k]
+        origin = 1001.05 + 0.2 * k  # ready at 1001.05 + 0.05 + 0.14: waits for the next period
+        assert [r["launch"] for r in mine] == pytest.approx([origin, origin + 0.03, origin + 0.04])
+
+
+def test_the_phases_file_sits_beside_the_iterations():
+    assert phases_csv_path("/x/run/alpha.csv") == "/x/run/alpha.phases.csv"

@@ -1,8 +1,9 @@
-"""Pattern jobs in the scenario format: `phases:` and `profile:`, decided exactly by `plan`, refused by `run`.
+"""Pattern jobs in the scenario format: `phases:` and `profile:`, decided exactly by `plan`.
 
 A job given by its phases (the shape `shiftbed trace --out` writes) or by a model profile is planned on
-its busy quanta (`arcs`, `patternschedule`); every bad pattern is one line and exit status 2; `run` and
-the explorer refuse a pattern job before anything is built. No root.
+its busy quanta (`arcs`, `patternschedule`); every bad pattern is one line and exit status 2; `run`
+refuses one it cannot run (over iperf3, under a policy other than none, shift and gate, at a time scale),
+and the batch and the explorer refuse every pattern job, before anything is built. No root.
 """
 
 import json
@@ -200,18 +201,32 @@ def test_the_command_line_module_refuses_a_bad_pattern_with_exit_2(tmp_path):
                                    "alltoall, p2p, got 'gather'")
 
 
-def test_run_refuses_a_pattern_job_before_anything_is_built(tmp_path, capsys):
+def run_refusal(tmp_path, capsys, *args, **top) -> str:
+    """``shiftbed run`` of a pattern job and a classic one, refused: its one line (nothing built)."""
     fabric = {"spines": 1, "leaves": 2, "hosts_per_leaf": 2, "host_link_mbps": 50, "fabric_link_mbps": 50}
     path = write(tmp_path, [dict(NEVER_APART[0], workers=["h1", "h3"]), {"name": "b", "period_ms": 300,
                                                                          "comm_ms": 100, "workers": ["h2", "h4"]}],
-                 fabric=fabric)
+                 fabric=fabric, **top)
     results = tmp_path / "results"
-    assert cli.main(["run", str(path), "--out", str(results), "--duration", "1"]) == 2
+    assert cli.main(["run", str(path), "--out", str(results), "--duration", "1", *args]) == 2
     out = capsys.readouterr()
     (line,) = out.err.strip().splitlines()
-    assert line.startswith(f"shiftbed run: {path}: jobs[0].phases: a pattern job is plan-only in this build: "
-                           "the job driver sends one burst per iteration"), line
     assert out.out == "" and not results.exists()
+    return line.replace(str(path), "S")
+
+
+def test_run_refuses_a_pattern_job_over_iperf3_or_under_a_policy_it_does_not_run(tmp_path, capsys):
+    assert run_refusal(tmp_path, capsys).startswith("shiftbed run: S: transport: a pattern job (a) sends each "
+                                                    "phase over standing connections: give transport: persistent")
+    assert run_refusal(tmp_path, capsys, "--policy", "none,random", transport="persistent") == (
+        "shiftbed run: --policy: random: not run with pattern jobs (S); use none, shift, gate")
+    assert run_refusal(tmp_path, capsys, "--time-scale", "2", transport="persistent").startswith(
+        "shiftbed run: S: jobs[0].phases: a pattern job runs at time scale 1 only")
+
+
+def test_the_batch_keeps_refusing_a_pattern_job(tmp_path):
+    with pytest.raises(InputError, match=r"jobs\[0\]\.phases: a pattern job runs with shiftbed run only"):
+        spec.load(write(tmp_path, NEVER_APART)).require_runnable()
 
 
 def test_the_explorer_refuses_a_pattern_job(tmp_path):

@@ -47,3 +47,10 @@ def test_a_bad_phase_or_pattern_is_refused_in_one_line(make, says):
     with pytest.raises(ValueError, match=says) as refused:
         make()
     assert "\n" not in str(refused.value)
+
+
+def test_a_phase_that_starts_while_the_one_before_is_on_the_link_waits_for_it():
+    # p2p of 1 250 000 bytes keeps a 10-Gbit/s link busy 1 ms: A at 0 for 3 ms, B at 1 for 2 ms goes at 3
+    ms = 1_250_000
+    job = JobPattern(20.0, (Phase(0.0, 3 * ms, "p2p"), Phase(1.0, 2 * ms, "p2p"), Phase(10.0, ms, "p2p")))
+    assert as_pattern(job, 10_000, 1.0) == Pattern(20, ((0, 5), (10, 1)))

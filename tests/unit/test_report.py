@@ -308,3 +308,25 @@ def test_a_policy_without_a_prediction_is_measured_in_the_table_and_the_gap_said
     assert ("No prediction for `gate`: the model could not simulate it (RuntimeError: fluid model made no "
             "progress). Its measurement is kept above") in report
     assert f"| shift | a | {int(3000 / MEASURED_MS['shift']['a']) * 2} |" in report  # the others as ever
+
+
+def test_a_run_of_pattern_jobs_reports_the_exact_schedule_and_each_phase(tmp_path):
+    from scenarios import spec
+    from scenarios.planning import pattern_plan
+
+    folder = write_example(tmp_path)
+    plan = pattern_plan(spec.load(Path(__file__).resolve().parents[2] / "scenarios" / "pattern-resnet50.yaml"))
+    (folder / "pattern_plan.json").write_text(json.dumps(plan))
+    phase = {"phase": 0, "start_ms": 79.1, "iterations": 9, "bytes": 65568.0, "waited_ms_median": 0.0,
+             "launch_late_p95_ms": 0.1, "wire_start_late_p95_ms": 2.6, "capture_bytes_err_pct": 0.0,
+             "within_bounds": False}
+    (folder / "phases.json").write_text(json.dumps({"bounds": {"capture_bytes_err_pct": 2.0,
+                                                               "wire_start_late_p95_ms": 2.0},
+                                                    "policies": {"gate": {"resnet": [phase]}}}))
+    draw_report(folder)
+    text = (folder / REPORT_FILE).read_text()
+    (pair,) = plan["pairs"]
+    verdict = "yes" if pair["separable"] else "**no**"
+    assert f"| resnet – beta | {pair['gcd_ms']:g} |" in text and f"| {verdict} |" in text
+    assert "Pattern jobs (resnet), decided exactly" in text and "not modelled for pattern jobs" in text
+    assert "## Each phase on the wire" in text and "| gate | resnet | 0 | 79.1 | 65568 | 0.0 | 2.60 | +0.00 % | **no** |" in text

@@ -229,7 +229,8 @@ def test_a_gate_whose_window_is_not_shorter_than_a_period_is_refused_naming_the_
     assert "job b's window" in info.value.message and "= 400 ms" in info.value.message
     core.set_policy({"policy": "random", "guard_ms": 300}, NOW_S)  # no gate: the guard is only stored
     core.set_policy({"policy": "gate", "guard_ms": 299.5}, NOW_S)
-    assert started_gate(core).windows["b"].window_ms == 399.5
+    (window,) = started_gate(core).windows["b"]
+    assert window.window_ms == 399.5
 
 
 def test_a_schedule_too_big_to_compute_is_refused_before_computing():
@@ -325,7 +326,7 @@ def check_job_post(raw: bytes, registered: dict, gating: bool = False) -> int | 
 
 def started_gate(core: SchedulerCore) -> WindowGate:
     """The gate as ``controller/scheduler_app.py`` starts it after an enforcing policy is accepted."""
-    windows = {name: GateWindow(*w) for name, w in core.windows_ms().items()}
+    windows = {name: [GateWindow(*w) for w in arcs] for name, arcs in core.window_arcs_ms().items()}
     flows = {name: list(job.flows) for name, job in core.jobs.items()}
     gate = WindowGate(windows, flows, core.policy.epoch_s, mode=core.policy.mode,
                       floor_kbps=core.policy.floor_kbps, toggle=core.policy.toggle,

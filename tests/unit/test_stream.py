@@ -8,7 +8,7 @@ import time
 import pytest
 
 from apps import iperf, stream
-from apps.jobmodel import TRANSPORTS, JobSpec, Worker, collective
+from apps.jobmodel import TRANSPORTS, JobSpec, Worker, collective, iteration_phases
 from apps.transports import StreamTransport
 from topo.tcp_ports import receiver_port
 
@@ -147,3 +147,64 @@ def test_the_stream_script_needs_nothing_but_the_standard_library():
         imports = [line for line in f if line.startswith(("import ", "from "))]
     assert all(line.split()[1].split(".")[0] in {"__future__", "argparse", "select", "socket", "struct", "sys", "time"}
                for line in imports), imports
+
+
+# -- a pattern job: one burst per phase, in turn, over the same connections ---------------------------
+
+
+def loopback_pattern_spec() -> JobSpec:
+    """Three workers; phases at 0, 15 and 20 ms of a 60-ms comm part, of 10, 40 and 20 % of its bytes."""
+    base = free_base_port(3)
+    hosts = tuple(Worker(f"h{i}", "127.0.0.1") for i in range(3))
+    return JobSpec("p", 150.0, 60.0, hosts, link_mbps=100.0, fill=0.8, base_port=base, transport="persistent",
+                   phases=((0.0, 0.1), (15.0, 0.4), (20.0, 0.2)))
+
+
+def test_each_phase_of_a_pattern_job_arrives_whole_in_turn_over_the_same_connections():
+    spec = loopback_pattern_spec()
+    transport = StreamTransport(spec)
+    try:
+        pids = [p.pid for p in transport.procs]
+        for _ in range(2):
+            for _start_ms, steps in iteration_phases(spec):
+                (step,) = steps
+                results = transport(step)
+                assert [r.error for r in results] == [""] * 3
+                assert [r.bytes_sent for r in results] == [t.nbytes for t in step] == [step[0].nbytes] * 3
+        assert [p.pid for p in transport.procs] == pids and all(alive(p) for p in transport.procs)
+    finally:
+        transport.close()
+
+
+def test_a_pattern_job_on_the_loopback_sends_each_phase_at_its_offset(tmp_path):
+    """The driver, its standing connections and its clock for real: each phase goes within a few ms of
+    its offset (or of the end of the one before it), with its bytes, and is recorded."""
+    import pandas as pd
+
+    from apps.dltjob import IterationLog, JobDriver, phases_csv_path
+    from apps.jobmodel import PHASE_CSV_FIELDS, JobPlan, phase_bytes
+
+    spec = loopback_pattern_spec()
+    csv_path = str(tmp_path / "p.csv")
+    log, phase_log = IterationLog(csv_path), IterationLog(phases_csv_path(csv_path), PHASE_CSV_FIELDS)
+    transport = StreamTransport(spec)
+    try:
+        plan = JobPlan("none", time.time() + 0.3, 0.0, spec.period_ms, spec.comm_ms)
+        assert JobDriver(spec, plan, transport, log.write, phase_log=phase_log.write).run(iterations=4) == 4
+    finally:
+        transport.close()
+        log.close()
+        phase_log.close()
+    phases = pd.read_csv(phases_csv_path(csv_path))
+    assert len(phases) == 12 and (phases["error"].isna()).all()
+    assert list(phases.groupby("phase")["bytes"].first()) == [3 * n for n in phase_bytes(spec)]
+    origin = phases[phases["phase"] == 0].set_index("iteration")["due"]
+    offsets_ms = (phases["due"] - phases["iteration"].map(origin)) * 1000
+    assert offsets_ms.groupby(phases["phase"]).mean().tolist() == pytest.approx([0.0, 15.0, 20.0], abs=1e-3)
+    previous_end = phases["end"].shift(1).where(phases["phase"] > 0)
+    intended = phases["due"].where(~(previous_end > phases["due"]), previous_end)
+    late_ms = (phases["launch"] - intended) * 1000
+    assert late_ms.min() >= -0.5 and late_ms.quantile(0.95) < 5.0, late_ms.tolist()
+    it = pd.read_csv(csv_path)
+    assert len(it) == 12 and list(it.columns) == list(pd.read_csv(csv_path, nrows=0).columns)
+    assert (it["bytes"] == sum(phase_bytes(spec))).all()

@@ -1,0 +1,64 @@
+"""report.md on a run of pattern jobs: its schedule section from the plan's exact schedule
+(``pattern_plan.json``), and each phase's bytes, start against the intended time and capture's
+cross-check per policy (``phases.json``); nothing for a folder without pattern jobs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scenarios.planning import NOT_MODELLED
+from scenarios.results import PATTERN_PLAN, PHASES_SUMMARY
+
+
+def _cell(value, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def phase_lines(folder: Path) -> list[str]:
+    """The section's lines (with its heading), or none where the folder has no ``phases.json``."""
+    path = Path(folder) / PHASES_SUMMARY
+    if not path.exists():
+        return []
+    doc = json.loads(path.read_text())
+    bounds = doc["bounds"]
+    lines = ["## Each phase on the wire", "",
+             "A pattern job sends each phase as its own burst over its standing connections, at its offset "
+             "from the iteration's origin or once the phase before it has ended. *Waited*: the median time a "
+             "phase waited for the one before it; *start p95*: the capture's first byte against that intended "
+             "time; *capture*: the bytes captured against the driver's. Bounds: bytes within "
+             f"{bounds['capture_bytes_err_pct']:g} %, start p95 within {bounds['wire_start_late_p95_ms']:g} ms. "
+             f"The run's own prediction is not modelled for pattern jobs; `{PATTERN_PLAN}` holds the plan's "
+             "exact schedule and its iteration times predicted from the file.", "",
+             "| policy | job | phase | offset (ms) | bytes | waited (ms) | start p95 (ms) | capture vs driver | within |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for policy, jobs in doc["policies"].items():
+        for job, phases in jobs.items():
+            for p in phases:
+                lines.append(f"| {policy} | {job} | {p['phase']} | {p['start_ms']:.1f} | {p['bytes']:.0f} | "
+                             f"{p['waited_ms_median']:.1f} | {_cell(p['wire_start_late_p95_ms'], '.2f')} | "
+                             f"{_cell(p['capture_bytes_err_pct'], '+.2f')} % | "
+                             f"{'yes' if p['within_bounds'] else '**no**'} |")
+    return [*lines, ""]
+
+
+def pattern_schedule_section(folder: Path) -> tuple[str, list[str]] | None:
+    """The schedule's verdict and section from ``pattern_plan.json`` (the busy quanta decided exactly,
+    each pair beside the rectangle rule's verdict), or None where the folder has none."""
+    path = Path(folder) / PATTERN_PLAN
+    if not path.exists():
+        return None
+    plan = json.loads(path.read_text())
+    lines = [f"Pattern jobs ({', '.join(plan['pattern_jobs'])}), decided exactly on their busy quanta: quantum "
+             f"{plan['quantum_ms']:g} ms, hyper-period {plan['hyperperiod_ms']:g} ms, method `{plan['method']}`.", "",
+             "| job | period (ms) | busy (ms) | phases | shift (ms) |", "|---|---:|---:|---:|---:|",
+             *[f"| {j['name']} | {j['period_ms']:g} | {j['grid_comm_ms']:g} | {j['phases']} | {j['shift_ms']:g} |"
+               for j in plan["jobs"]], "",
+             "| pair | gcd (ms) | busy (ms) | separable (exact) | the rectangle rule would say |",
+             "|---|---:|---:|---|---|",
+             *[f"| {p['jobs'][0]} – {p['jobs'][1]} | {p['gcd_ms']:g} | {' + '.join(f'{b:g}' for b in p['busy_ms'])} | "
+               f"{'yes' if p['separable'] else '**no**'} | {'separable' if p['rectangle_rule_separable'] else 'not'} |"
+               for p in plan["pairs"]], "",
+             f"Overlap at these shifts: {plan['overlap_ms']:g} ms per hyper-period (compatibility "
+             f"{plan['compatibility']:g}). {NOT_MODELLED[0].upper()}{NOT_MODELLED[1:]}.", ""]
+    return ("feasible" if plan["feasible"] else "infeasible"), lines
