@@ -74,7 +74,7 @@ def run(args) -> int:
             options = run_options(scenario, duration, args.out)
             session.check_scenario(scenario, options)
             result = session.run_session(scenario, path.read_text(), options, display)
-            say_run_end(result.results_dir, result.problem, args.json)
+            say_run_end(result.results_dir, result.problem, as_json=False)  # the run's table; the JSON is the demo's
         codes.append(result.status)
         if not keeps_going(result.status):  # a fault or an interrupt: the next scenario would not fare better
             return result.status
