@@ -1,7 +1,7 @@
 """One emulation run: scenario → fabric → calibration → each policy → results folder.
 
-The steps, in order (``shiftbed run`` is a thin adapter around :class:`Experiment`,
-which only sequences them; each step's module is named):
+The steps, in order (``session.run_session``, which ``run``, ``demo`` and ``batch`` call, runs an
+:class:`Experiment`, which only sequences them; each step's module is named):
 
 1. the theory plans the scenario (schedule, pair facts);
 2. a fabric comes up with the fabric app and the window scheduler; every
@@ -84,7 +84,7 @@ def job_dscp(index: int) -> int:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What ``shiftbed run`` was asked for."""
+    """What the run was asked for (``session.SessionOptions`` as the experiment takes them)."""
 
     policies: tuple[str, ...]
     duration_s: float
