@@ -21,8 +21,8 @@ MAX_PROFILE_WORKERS = 100_000  # as model_workers
 
 
 class PatternFields:
-    """The checks of a pattern job, for the scenario checker: it brings ``fail``, ``number``, ``integer``
-    and ``mapping`` (``spec._Checker``)."""
+    """The checks of a pattern job, for the scenario checker: it brings ``fail``, ``number``, ``integer``,
+    ``mapping`` and ``collective_workers`` (``spec._Checker``)."""
 
     def pattern(self, doc: dict, field: str, workers: tuple[str, ...]) -> tuple[JobPattern, float]:
         """A pattern job's iteration (``phases`` with ``period_ms``, or ``profile``) and the link rate its
@@ -77,13 +77,9 @@ class PatternFields:
         for key in ("period_ms", "comm_ms", "phases", "model"):
             if key in doc:
                 self.fail(f"{field}.{key}", "give either 'profile' or period_ms/comm_ms/phases/model, not both")
-        if "profile_workers" in doc:
-            n = self.integer(doc["profile_workers"], f"{field}.profile_workers", minimum=2, maximum=MAX_PROFILE_WORKERS)
-        elif len(workers) >= 2:
-            n = len(workers)
-        else:
-            self.fail(f"{field}.workers", "a profile job needs at least two workers (or profile_workers) to size "
-                      "its collectives")
+        n = self.collective_workers(doc, field, workers, "profile_workers", MAX_PROFILE_WORKERS,
+                                    "a profile job needs at least two workers (or profile_workers) to size its "
+                                    "collectives")
         options = {}
         if "bucket_cap_mb" in doc:
             cap_mb = self.number(doc["bucket_cap_mb"], f"{field}.bucket_cap_mb")

@@ -310,6 +310,16 @@ class _Checker(PatternFields):
             self.fail(field, f"must be <= {maximum}, got {_short(value)}")
         return value
 
+    def collective_workers(self, doc: dict, field: str, workers: tuple[str, ...], key: str, maximum: int,
+                           needs: str) -> int:
+        """How many workers size a model's or profile's collective: ``doc[key]`` where given, else the job's
+        workers; ``needs`` ends the one line of a job with fewer than two and no ``key``."""
+        if key in doc:
+            return self.integer(doc[key], f"{field}.{key}", minimum=2, maximum=maximum)
+        if len(workers) < 2:
+            self.fail(f"{field}.workers", needs)
+        return len(workers)
+
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
             self.fail(field, f"must be a non-empty string, got {_short(value)}")
@@ -485,12 +495,8 @@ class _Checker(PatternFields):
         for key in ("period_ms", "comm_ms"):
             if key in doc:
                 self.fail(f"{field}.{key}", "give either 'model' or period_ms/comm_ms, not both")
-        if "model_workers" in doc:
-            n = self.integer(doc["model_workers"], f"{field}.model_workers", minimum=2, maximum=MAX_MODEL_WORKERS)
-        elif len(workers) >= 2:
-            n = len(workers)
-        else:
-            self.fail(f"{field}.workers", "a model job needs at least two workers (or model_workers) to size its all-reduce")
+        n = self.collective_workers(doc, field, workers, "model_workers", MAX_MODEL_WORKERS,
+                                    "a model job needs at least two workers (or model_workers) to size its all-reduce")
         link = self.number(doc.get("model_link_mbps", zoo.DEFAULT_MODEL_LINK_MBPS), f"{field}.model_link_mbps")
         scale = self.number(doc.get("time_scale", 1.0), f"{field}.time_scale")
         timing = zoo.job_timing(model, n, link, scale)
