@@ -21,8 +21,8 @@ MAX_PROFILE_WORKERS = 100_000  # as model_workers
 
 
 class PatternFields:
-    """The checks of a pattern job, for the scenario checker: it brings ``fail``, ``number``, ``integer``,
-    ``mapping`` and ``collective_workers`` (``spec._Checker``)."""
+    """The checks of a pattern job, for the scenario checker: it brings ``fail``, ``number``, ``integer``
+    and ``mapping`` (``spec._Checker``)."""
 
     def pattern(self, doc: dict, field: str, workers: tuple[str, ...]) -> tuple[JobPattern, float]:
         """A pattern job's iteration (``phases`` with ``period_ms``, or ``profile``) and the link rate its
@@ -38,6 +38,16 @@ class PatternFields:
             self.fail(f"{field}.{key}", f"at model_link_mbps {link_mbps:g} the phases keep each worker's link busy "
                       f"{need_ms:.3f} ms per iteration, not less than the iteration ({found.iteration_ms:g} ms)")
         return found, link_mbps
+
+    def collective_workers(self, doc: dict, field: str, workers: tuple[str, ...], key: str, maximum: int,
+                           needs: str) -> int:
+        """How many workers size a model's or profile's collective: ``doc[key]`` where given, else the job's
+        workers; ``needs`` ends the one line of a job with fewer than two and no ``key``."""
+        if key in doc:
+            return self.integer(doc[key], f"{field}.{key}", minimum=2, maximum=maximum)
+        if len(workers) < 2:
+            self.fail(f"{field}.workers", needs)
+        return len(workers)
 
     def phases(self, doc: dict, field: str, workers: tuple[str, ...]) -> JobPattern:
         """``period_ms`` and ``phases: [{start_ms, message_bytes, collective}, ...]`` (``shiftbed trace --out``)."""

@@ -310,16 +310,6 @@ class _Checker(PatternFields):
             self.fail(field, f"must be <= {maximum}, got {_short(value)}")
         return value
 
-    def collective_workers(self, doc: dict, field: str, workers: tuple[str, ...], key: str, maximum: int,
-                           needs: str) -> int:
-        """How many workers size a model's or profile's collective: ``doc[key]`` where given, else the job's
-        workers; ``needs`` ends the one line of a job with fewer than two and no ``key``."""
-        if key in doc:
-            return self.integer(doc[key], f"{field}.{key}", minimum=2, maximum=maximum)
-        if len(workers) < 2:
-            self.fail(f"{field}.workers", needs)
-        return len(workers)
-
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
             self.fail(field, f"must be a non-empty string, got {_short(value)}")
