@@ -135,10 +135,11 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     if os.geteuid() == 0:
         return
-    skip = pytest.mark.skip(reason=f"{NOT_ROOT_PREFIX}: builds real Mininet/OVS/Ryu networks (run `sudo make test`)")
     for item in items:
-        if "root" in item.keywords:
-            item.add_marker(skip)
+        marker = item.get_closest_marker("root")
+        if marker is not None:
+            why = marker.kwargs.get("why", "builds real Mininet/OVS/Ryu networks")
+            item.add_marker(pytest.mark.skip(reason=f"{NOT_ROOT_PREFIX}: {why} (run `sudo make test`)"))
 
 
 @pytest.fixture
