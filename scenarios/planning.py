@@ -47,10 +47,6 @@ DEFAULT_RANDOM_DRAWS = 20
 MAX_LISTED_SHIFTS = 24  # a pair's separating shifts are listed up to this many, else counted
 PATTERN_ITERATIONS = ("a pattern job's predictions are over a horizon (--horizon-s), not a fixed count of "
                       "iterations")
-# a run of pattern jobs measures each phase; its own prediction (the model fed the run's calibration, as
-# for one-burst jobs) is not made, so the run keeps the plan's, made from the file, beside what it measured
-NOT_MODELLED = ("the run's own prediction (the model fed the run's calibration) is not modelled for pattern jobs; "
-                "the plan's, from the file, is in pattern_plan.json")
 
 
 def build_plan(scenario: spec.Scenario, quantum_ms: float | None = None, heuristic: bool = False,

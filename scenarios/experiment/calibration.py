@@ -34,6 +34,7 @@ from scenarios.experiment.counts import (
     SIZING_ROUNDS,
 )
 from scenarios.experiment.drive import MEASURE_ATTEMPTS, START_IN_S, Measurer, job_view
+from scenarios.experiment.patternprediction import solo_phases_ms
 from scenarios.experiment.prediction import typical_lead_ms
 from scenarios.experiment.progress import calibrated_line, figures_line, stages
 
@@ -280,4 +281,5 @@ def solo_figures(spec, rows: pd.DataFrame, captures: dict, senders: set[str], ho
             "after_samples_ms": analysis.after_time_samples_ms(spans),
             "late_samples_ms": analysis.late_time_samples_ms(spans),
             "bursts": len(steady), "stalled_bursts": analysis.stalled_bursts(steady["comm_ms"]),
+            **({"phases_ms": solo_phases_ms(spec, steady, phase_rows)} if spec.phases else {}),
             **analysis.burst_medians_ms(spans).get(spec.name, {})}, spans

@@ -1,8 +1,8 @@
 """A pattern job's phases, recorded per policy: ``phases.csv`` (each phase of each iteration against the
 capture) and ``phases.json`` (each phase's figures per policy and job, ``analysis/phases.py``).
 
-The report shows them phase by phase; the prediction of a pattern job's iteration times is not modelled
-(``planning.NOT_MODELLED``), so these are what a run of one measures beside the plan's schedule.
+The report shows them phase by phase, beside each job's iteration times measured and predicted
+(``patternprediction``) and the plan's schedule.
 """
 
 from __future__ import annotations

@@ -187,9 +187,8 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
     time_scale = summary.time_scale  # the raw runs are on the wire, the summary in the scenario's units
     scenario = on_wire(scenario_spec.with_time_scale(scenario_spec.load(path / "scenario.yaml"), time_scale))
     if scenario.pattern_jobs:
-        from scenarios.planning import NOT_MODELLED
-
-        raise InputError(f"{path}: {NOT_MODELLED} (phases.json holds each phase's figures)")
+        raise InputError(f"{path}: a run of pattern jobs is not predicted again: its summary.json holds the run's "
+                         "own prediction, and phases.json each phase's figures")
     wiring = fabric_wiring(fabric_params(scenario))
     links = run_links(scenario, wiring)
     queue_ms = results.environment.get("queue_ms")

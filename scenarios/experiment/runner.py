@@ -411,9 +411,7 @@ class Experiment:
             self.writer.write_json("summary.json", summary.to_dict())
             self.phases.write(self.writer)
             if self.scenario.pattern_jobs:
-                from scenarios.planning import NOT_MODELLED
-
-                stages.info("%s (%s: the plan's exact schedule; %s: each phase)", NOT_MODELLED, PATTERN_PLAN,
+                stages.info("pattern jobs: %s holds the plan's exact schedule, %s each phase", PATTERN_PLAN,
                             PHASES_SUMMARY)
             self._keep_model_failures(tracebacks)
             if not (self.writer.partial_dir / "windows.csv").exists():  # no shift/gate policy ran

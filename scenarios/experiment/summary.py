@@ -15,6 +15,7 @@ from controller.theory.fluid import exception_line
 from scenarios.analysis import tables as analysis
 from scenarios.experiment.drive import MeasureLog
 from scenarios.experiment.fidelity import judge_fidelity
+from scenarios.experiment.patternprediction import predict_pattern_run
 from scenarios.experiment.prediction import (
     STATES,
     MeasuredRun,
@@ -53,10 +54,16 @@ def predict(run: MeasuredRun, record: PolicyRecord, policy: str, figures: dict[s
     offsets = record.offsets[policy] if state is None else state_start(state, schedule, record.offsets[policy])
     model = RunModel(schedule, figures, run.launch_lead_ms, link_mbps, queue_ms,
                      run.padding_ms(policy), links.model_links(figures) if links is not None else None, sharing)
+    return model.predict_with_range(policy, offsets, measured_iterations(run, record, policy), busy_start_ms,
+                                    busy_start_samples_ms)
+
+
+def measured_iterations(run: MeasuredRun, record: PolicyRecord, policy: str) -> dict[str, int]:
+    """Per job, how many iterations the wire's mean under ``policy`` is over (a job not measured: the
+    most any job was), so that model and wire cover the same span."""
     measured = record.measured[policy]
     most = max(m["iterations"] for m in measured.values())
-    iterations = {j.name: max(1, measured.get(j.name, {}).get("iterations", most)) for j in run.schedule.jobs}
-    return model.predict_with_range(policy, offsets, iterations, busy_start_ms, busy_start_samples_ms)
+    return {j.name: max(1, measured.get(j.name, {}).get("iterations", most)) for j in run.schedule.jobs}
 
 
 def _together_and_apart(args: tuple, jobs: dict[str, dict]):
@@ -92,10 +99,23 @@ def _predicted_jobs(run: MeasuredRun, record: PolicyRecord, policy: str, link_mb
                        for name in jobs}
 
 
+def _predicted_pattern_jobs(run: MeasuredRun, record: PolicyRecord, policy: str, link_mbps: float,
+                            links: RunLinks | None, patterns: dict) -> tuple[dict[str, float], dict[str, dict]]:
+    """A run of pattern jobs: ``policy``'s prediction (``patternprediction``) and per job its figures."""
+    predicted, ranges = predict_pattern_run(run.schedule_of(policy), run.solo, patterns, policy, record.offsets[policy],
+                                            measured_iterations(run, record, policy), link_mbps,
+                                            sharing=run.tcp_sharing,
+                                            links=links.model_links(run.solo) if links is not None else None)
+    return predicted, {name: dict(predicted_iteration_ms=predicted[name], predicted_range_ms=tuple(ranges[name]),
+                                  knife_edge=knife_edge(predicted[name], ranges[name]),
+                                  model_solo_iteration_ms=run.solo[name]["iteration_ms"])
+                       for name in record.measured[policy]}
+
+
 def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
                      queue_ms: float, links: RunLinks | None = None,
                      tracebacks: dict[str, str] | None = None,
-                     not_modelled: str | None = None) -> dict[str, PolicySummary]:
+                     patterns: dict | None = None) -> dict[str, PolicySummary]:
     """Every measured policy: each job measured and predicted, and the throughput change against ``none``.
 
     A free-running policy's jobs (``prediction.has_two_states``) are predicted together and apart,
@@ -105,13 +125,15 @@ def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
     The measurement never depends on the model: a policy whose prediction fails keeps every measured
     figure, with the reason in one line (``prediction_unavailable``) and no predicted ones; its
     traceback goes to ``tracebacks[policy]`` where given, else to the log at debug level.
-    ``not_modelled``: why no policy is predicted (a pattern job's, ``planning.NOT_MODELLED``): no
-    prediction is made, and none is missing (the run says so once, and reports the plan's schedule)."""
+    ``patterns``: a run of pattern jobs, each job's on-grid busy pattern (``spec.busy_patterns``), which
+    the pattern model predicts (:func:`_predicted_pattern_jobs`)."""
     jobs_of, predictions, missing = {}, {}, {}
     for policy, jobs in record.measured.items():
         model: dict[str, dict] = {}
         try:
-            if not_modelled is None:
+            if patterns is not None:
+                predictions[policy], model = _predicted_pattern_jobs(run, record, policy, link_mbps, links, patterns)
+            else:
                 predictions[policy], model = _predicted_jobs(run, record, policy, link_mbps, queue_ms, links)
         except Exception as exc:  # the model's failure is said, never the measurement's
             missing[policy] = exception_line(exc)
@@ -151,10 +173,9 @@ def build_summary(*, scenario, complete: bool, reason: str | None, run: Measured
     """The summary record of a run of ``scenario``; ``links`` (where the jobs meet and are captured)
     and ``queue_ms`` (the fabric's) are None when no fabric came up, and then no policy was measured
     either. ``tracebacks``: as :func:`policy_summaries`."""
-    from scenarios.planning import NOT_MODELLED
-
-    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links, tracebacks,
-                                 NOT_MODELLED if scenario.pattern_jobs else None)
+    patterns = (dict(zip((j.name for j in scenario.jobs), scenario.busy_patterns(), strict=True))
+                if scenario.pattern_jobs else None)
+    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links, tracebacks, patterns)
                 if record.measured else {})
     period_ms = {j.name: j.period_ms for j in scenario.jobs}
     meets = links.meeting_pairs() if links is not None else None

@@ -72,7 +72,7 @@ def load(path: str | Path) -> Start:
     scenario = spec.load(path)
     for i in scenario.pattern_jobs:
         raise InputError(f"{path}: jobs[{i}].{scenario.jobs[i].pattern_key}: the explorer edits jobs of one burst "
-                         "per iteration (period_ms, comm_ms); a pattern job is plan-only in this build (shiftbed plan)")
+                         "per iteration (period_ms, comm_ms); shiftbed plan and run take a pattern job")
     document = yaml.safe_load(Path(path).read_text())
     if len(scenario.jobs) > MAX_JOBS:
         raise InputError(f"{path}: jobs: the explorer shows {MIN_JOBS} to {MAX_JOBS} jobs, the file has "

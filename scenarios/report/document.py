@@ -14,7 +14,11 @@ from scenarios.analysis.meetings import APART_MET_SHARE
 from scenarios.analysis.tables import BUSY_START_MS, STALL_MS
 from scenarios.analysis.verdict import BASELINE, folder_changes, headline, verdict_word
 from scenarios.report import plots
-from scenarios.report.phasesection import pattern_schedule_section, phase_lines
+from scenarios.report.phasesection import (
+    pattern_prediction_text,
+    pattern_schedule_section,
+    phase_lines,
+)
 from scenarios.results import PLOTS_DIR, Results
 from scenarios.throughput import throughput_change_pct
 from scenarios.timescale import stated
@@ -224,7 +228,8 @@ def _policy_section(results: Results) -> tuple[str, list[str]]:
 def _accuracy_section(results: Results) -> tuple[str, list[str]]:
     rows = [(p, j, r) for p in plots.policy_order(results.summary.policies)
             for j, r in results.summary.policies[p].jobs.items()]
-    lines = ["Prediction: the fluid model fed with the measured solo figures, each job's solo bursts pooled "
+    intro = pattern_prediction_text(results.path) or (
+             "Prediction: the fluid model fed with the measured solo figures, each job's solo bursts pooled "
              "with its bursts in this run's other policies that met no other job's burst (the machine's speed "
              "drifts between calibration and the policies). "
              "Error = (measured − predicted) / predicted. A burst launched while another job's data is on "
@@ -240,8 +245,8 @@ def _accuracy_section(results: Results) -> tuple[str, list[str]]:
              "model predicts both states, with max-min fair sharing, and weighs them by the job's iterations "
              "before and after the jobs parted (from there on their bursts spent at most "
              f"{APART_MET_SHARE:.0%} of their data beside each other): the share apart is given beside "
-             "the prediction.",
-             "",
+             "the prediction.")
+    lines = [intro, "",
              "| policy | job | iterations | measured mean (ms) | predicted (ms) | model range (ms) | solo (ms) "
              "| error |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]

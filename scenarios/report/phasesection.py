@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scenarios.planning import NOT_MODELLED
 from scenarios.results import PATTERN_PLAN, PHASES_SUMMARY
 
 
@@ -28,8 +27,9 @@ def phase_lines(folder: Path) -> list[str]:
              "phase waited for the one before it; *start p95*: the capture's first byte against that intended "
              "time; *capture*: the bytes captured against the driver's. Bounds: bytes within "
              f"{bounds['capture_bytes_err_pct']:g} %, start p95 within {bounds['wire_start_late_p95_ms']:g} ms. "
-             f"The run's own prediction is not modelled for pattern jobs; `{PATTERN_PLAN}` holds the plan's "
-             "exact schedule and its iteration times predicted from the file.", "",
+             "Each job's iteration times, measured and predicted from its phases' solo lengths, are in the "
+             f"policies' table; `{PATTERN_PLAN}` holds the plan's exact schedule and its iteration times "
+             "predicted from the file.", "",
              "| policy | job | phase | offset (ms) | bytes | waited (ms) | start p95 (ms) | capture vs driver | within |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for policy, jobs in doc["policies"].items():
@@ -40,6 +40,20 @@ def phase_lines(folder: Path) -> list[str]:
                              f"{_cell(p['capture_bytes_err_pct'], '+.2f')} % | "
                              f"{'yes' if p['within_bounds'] else '**no**'} |")
     return [*lines, ""]
+
+
+def pattern_prediction_text(folder: Path) -> str | None:
+    """How a run of pattern jobs is predicted (``experiment/patternprediction.py``), for the report's
+    theory-against-measurement section; None for a folder without pattern jobs."""
+    if not (Path(folder) / PATTERN_PLAN).exists():
+        return None
+    return ("Prediction: the fluid model of pattern jobs fed with what calibration measured: each job's solo "
+            "iteration and each phase at its offset, as long as it took alone (launch to last byte, the median "
+            "over the solo run's iterations), started at the offsets the policy ran with, `gate` inside the "
+            "scheduler's windows; phases that meet share the link max-min fairly, as standing connections "
+            "share it. Error = (measured − predicted) / predicted; model range: every phase at its solo 25th "
+            "and 75th percentile. ± is the measured mean's standard error (batch means over consecutive parts "
+            "of the run): an error within about twice it is within the run's own noise.")
 
 
 def pattern_schedule_section(folder: Path) -> tuple[str, list[str]] | None:
@@ -60,5 +74,5 @@ def pattern_schedule_section(folder: Path) -> tuple[str, list[str]] | None:
                f"{'yes' if p['separable'] else '**no**'} | {'separable' if p['rectangle_rule_separable'] else 'not'} |"
                for p in plan["pairs"]], "",
              f"Overlap at these shifts: {plan['overlap_ms']:g} ms per hyper-period (compatibility "
-             f"{plan['compatibility']:g}). {NOT_MODELLED[0].upper()}{NOT_MODELLED[1:]}.", ""]
+             f"{plan['compatibility']:g}).", ""]
     return ("feasible" if plan["feasible"] else "infeasible"), lines

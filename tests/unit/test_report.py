@@ -328,5 +328,5 @@ def test_a_run_of_pattern_jobs_reports_the_exact_schedule_and_each_phase(tmp_pat
     (pair,) = plan["pairs"]
     verdict = "yes" if pair["separable"] else "**no**"
     assert f"| resnet – beta | {pair['gcd_ms']:g} |" in text and f"| {verdict} |" in text
-    assert "Pattern jobs (resnet), decided exactly" in text and "not modelled for pattern jobs" in text
+    assert "Pattern jobs (resnet), decided exactly" in text and "predicted from its phases' solo lengths" in text
     assert "## Each phase on the wire" in text and "| gate | resnet | 0 | 79.1 | 65568 | 0.0 | 2.60 | +0.00 % | **no** |" in text
