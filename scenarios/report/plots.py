@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,7 +28,7 @@ from matplotlib.patches import Circle, Patch, Wedge
 
 from controller.theory.windows import window_start_ms
 from scenarios.files import atomic_write_bytes
-from scenarios.results import BANDWIDTH_BIN_S, Results
+from scenarios.results import BANDWIDTH_BIN_S, PATTERN_PLAN, Results
 from scenarios.schedule_record import ScheduleRecord
 
 POLICY_ORDER = ("none", "shift", "gate", "random")
@@ -305,16 +306,34 @@ def draw_prediction(results: Results, path: Path) -> Path:
 # --------------------------------------------------------------------------- 4: circles
 
 
-def busy_intervals(schedule: ScheduleRecord) -> dict[str, list[tuple[float, float]]]:
-    """Each job's bursts within one hyper-period, as [start, end) in ms, wrapped at its end."""
+Arcs = dict[str, list[tuple[float, float]]]  # per job, its busy arcs in its period: (start, length) ms
+
+
+def busy_arcs_ms(results: Results) -> Arcs:
+    """Each job's busy arcs in its period: a pattern job's from the plan's exact schedule
+    (``pattern_plan.json``: its busy quanta, phases that touch merged), any other job's one burst at 0."""
+    arcs = {job.name: [(0.0, job.comm_ms)] for job in results.schedule.jobs}
+    path = Path(results.path) / PATTERN_PLAN
+    if path.exists():
+        for job in json.loads(path.read_text())["jobs"]:
+            if job.get("busy_ms") and job["name"] in arcs:
+                arcs[job["name"]] = [(float(a), float(n)) for a, n in job["busy_ms"]]
+    return arcs
+
+
+def busy_intervals(schedule: ScheduleRecord, arcs_ms: Arcs | None = None) -> dict[str, list[tuple[float, float]]]:
+    """Each job's busy arcs within one hyper-period, as [start, end) in ms, wrapped at its end; ``arcs_ms``:
+    each job's arcs in its period (:func:`busy_arcs_ms`; default: one burst of ``comm_ms`` at its start)."""
     hyper_ms = schedule.hyperperiod_ms
     busy = {}
     for job in schedule.jobs:
         spans = []
         for k in range(round(hyper_ms / job.period_ms)):
-            start = window_start_ms(job.shift_ms, job.period_ms, k) % hyper_ms
-            end = start + job.comm_ms
-            spans += [(start, hyper_ms), (0.0, end - hyper_ms)] if end > hyper_ms else [(start, end)]
+            origin_ms = window_start_ms(job.shift_ms, job.period_ms, k)
+            for offset_ms, length_ms in (arcs_ms or {}).get(job.name, [(0.0, job.comm_ms)]):
+                start = (origin_ms + offset_ms) % hyper_ms
+                end = start + length_ms
+                spans += [(start, hyper_ms), (0.0, end - hyper_ms)] if end > hyper_ms else [(start, end)]
         busy[job.name] = spans
     return busy
 
@@ -333,7 +352,7 @@ def overlap_intervals(busy: dict[str, list[tuple[float, float]]]) -> list[tuple[
     return overlaps
 
 
-def _draw_job_circles(ax, schedule: ScheduleRecord, colors: dict) -> None:
+def _draw_job_circles(ax, schedule: ScheduleRecord, colors: dict, arcs_ms: Arcs) -> None:
     radii = [job.period_ms / (2 * math.pi) for job in schedule.jobs]
     r_max = max(radii)
     ring = 0.14 * r_max
@@ -341,9 +360,10 @@ def _draw_job_circles(ax, schedule: ScheduleRecord, colors: dict) -> None:
     for job, r in zip(schedule.jobs, radii, strict=True):
         x += r + 0.45 * r_max
         ax.add_patch(Circle((x, 0), r, fill=False, edgecolor="0.6", linewidth=1.2))
-        start = job.shift_ms / job.period_ms
-        ax.add_patch(_clock_wedge((x, 0), start, start + job.comm_ms / job.period_ms,
-                                  r + ring / 2, ring, color=colors[job.name]))
+        for offset_ms, length_ms in arcs_ms[job.name]:
+            start = (job.shift_ms + offset_ms) / job.period_ms
+            ax.add_patch(_clock_wedge((x, 0), start, start + length_ms / job.period_ms,
+                                      r + ring / 2, ring, color=colors[job.name]))
         ax.plot([x, x], [r - ring, r + ring], color="black", linewidth=1)
         ax.text(x, r + ring * 1.2, "0", ha="center", va="bottom", fontsize=8)
         ax.text(x, -r_max - 2.2 * ring,
@@ -354,12 +374,12 @@ def _draw_job_circles(ax, schedule: ScheduleRecord, colors: dict) -> None:
     ax.set_ylim(-r_max - 9 * ring, r_max + 2.5 * ring)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title("Each job's period as a circle (perimeter = period), its burst as an arc\n"
-                 f"at its shift, clockwise from 0 at the top (quantum {schedule.quantum_ms:g} ms)",
+    ax.set_title("Each job's period as a circle (perimeter = period), its bursts as arcs\n"
+                 f"from its shift, clockwise from 0 at the top (quantum {schedule.quantum_ms:g} ms)",
                  fontsize=10)
 
 
-def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
+def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict, arcs_ms: Arcs) -> None:
     hyper_ms = schedule.hyperperiod_ms
     verdict = ("feasible: no two bursts ever overlap" if schedule.feasible else
                f"infeasible: {schedule.overlap_ms:g} ms pairwise overlap per hyper-period (red)")
@@ -369,12 +389,12 @@ def _draw_unified_circle(ax, schedule: ScheduleRecord, colors: dict) -> None:
     ax.axis("off")
     ax.set_xlim(-1.45, 1.45)
     ax.set_ylim(-1.35, 1.35)
-    n_arcs = sum(round(hyper_ms / job.period_ms) for job in schedule.jobs)
+    n_arcs = sum(round(hyper_ms / job.period_ms) * len(arcs_ms[job.name]) for job in schedule.jobs)
     if n_arcs > MAX_UNIFIED_ARCS:
         ax.text(0, 0, f"{n_arcs} bursts per hyper-period:\ntoo many to draw legibly",
                 ha="center", va="center", fontsize=11, color="0.3")
         return
-    busy = busy_intervals(schedule)
+    busy = busy_intervals(schedule, arcs_ms)
     step = min(0.14, 0.65 / len(schedule.jobs))
     for k, job in enumerate(schedule.jobs):
         r_outer = 1.0 - k * step
@@ -410,8 +430,9 @@ def draw_schedule_circles(results: Results, path: Path) -> Path:
     colors = job_colors(job_order(results))
     fig = Figure(figsize=(WIDTH_IN, 5.8), layout="constrained")
     ax_jobs, ax_unified = fig.subplots(1, 2, width_ratios=[1.35, 1])
-    _draw_job_circles(ax_jobs, schedule, colors)
-    _draw_unified_circle(ax_unified, schedule, colors)
+    arcs_ms = busy_arcs_ms(results)
+    _draw_job_circles(ax_jobs, schedule, colors, arcs_ms)
+    _draw_unified_circle(ax_unified, schedule, colors, arcs_ms)
     return _save(fig, path)
 
 

@@ -21,7 +21,7 @@ from results_example import (
 from scenarios.errors import InputError
 from scenarios.report import plots
 from scenarios.report.draw import draw_report
-from scenarios.results import PLOTS_DIR, REPORT_FILE, REPORT_HTML_FILE, ResultsWriter
+from scenarios.results import PLOTS_DIR, REPORT_FILE, REPORT_HTML_FILE, ResultsWriter, load_results
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SHIFTBED = Path(sys.executable).parent / "shiftbed"  # the venv's editable entry point
@@ -330,3 +330,28 @@ def test_a_run_of_pattern_jobs_reports_the_exact_schedule_and_each_phase(tmp_pat
     assert f"| resnet – beta | {pair['gcd_ms']:g} |" in text and f"| {verdict} |" in text
     assert "Pattern jobs (resnet), decided exactly" in text and "predicted from its phases' solo lengths" in text
     assert "## Each phase on the wire" in text and "| gate | resnet | 0 | 79.1 | 65568 | 0.0 | 2.60 | +0.00 % | **no** |" in text
+
+
+def test_a_pattern_jobs_busy_arcs_lie_at_their_offsets_from_its_shift_and_meet_where_they_overlap():
+    """Two jobs on a 400-ms hyper-period: p (200 ms, shift 10, arcs 0-20 and 100-130) twice, q (400 ms,
+    shift 0) one 120-ms burst; p's arcs meet q's burst at 10-30 and 110-120 only."""
+    from scenarios.schedule_record import JobSchedule, ScheduleRecord
+
+    schedule = ScheduleRecord(1.0, 400.0, False, 30.0, "patterns",
+                              (JobSchedule("p", 200.0, 50.0, 10.0), JobSchedule("q", 400.0, 120.0, 0.0)), ())
+    busy = plots.busy_intervals(schedule, {"p": [(0.0, 20.0), (100.0, 30.0)], "q": [(0.0, 120.0)]})
+    assert busy == {"p": [(10.0, 30.0), (110.0, 140.0), (210.0, 230.0), (310.0, 340.0)], "q": [(0.0, 120.0)]}
+    assert plots.overlap_intervals(busy) == [(10.0, 30.0), (110.0, 120.0)]
+    assert plots.busy_intervals(schedule)["p"] == [(10.0, 60.0), (210.0, 260.0)]  # one burst of comm_ms each
+
+
+def test_the_circles_take_a_pattern_jobs_arcs_from_the_plan_and_any_other_jobs_one_burst(tmp_path):
+    folder = write_example(tmp_path)
+    results = load_results(folder)
+    names = [j.name for j in results.schedule.jobs]
+    assert plots.busy_arcs_ms(results) == {j.name: [(0.0, j.comm_ms)] for j in results.schedule.jobs}
+    (folder / "pattern_plan.json").write_text(json.dumps({"jobs": [{"name": names[0], "busy_ms": [[79, 7], [121, 26]]},
+                                                                    {"name": names[1], "busy_ms": None}]}))
+    arcs = plots.busy_arcs_ms(load_results(folder))
+    assert arcs[names[0]] == [(79.0, 7.0), (121.0, 26.0)]
+    assert arcs[names[1]] == [(0.0, results.schedule.jobs[1].comm_ms)]
