@@ -3,12 +3,15 @@
     shiftbed plan S --json | .venv/bin/python docs/labs/labtool.py keys feasible pairs.0.gcd_ms
     .venv/bin/python docs/labs/labtool.py contention results/lab2     # lab 2
     .venv/bin/python docs/labs/labtool.py compare results/lab3        # labs 3, 4 and 5
+    shiftbed plan S --json | .venv/bin/python docs/labs/labtool.py circle   # lab 7: busy arcs on the circle
+    .venv/bin/python docs/labs/labtool.py phases results/lab7         # lab 7: pattern jobs on the wire
 
 ``contention`` and ``compare`` read the newest results folder under the given
 root (``shiftbed run --out ROOT`` writes ``ROOT/<scenario>/<time>/``): its
 ``summary.json`` (iteration times, solo figures, predictions) and
 ``link_bandwidth.csv`` (Mbit/s per job on the shared link in 10 ms bins,
-from the capture). Everything it computes is a few lines of pandas below: read
+from the capture); ``phases`` reads a run of pattern jobs' ``phases.json`` (each
+phase's bytes and start against the capture, docs/results.md). Everything it computes is a few lines of pandas below: read
 them.
 """
 
@@ -81,6 +84,62 @@ def cmd_keys(args) -> None:
         print(f"{prefix}{path} = {json.dumps(value) if isinstance(value, bool | type(None)) else value}")
 
 
+def on_circle(busy_ms: list, period_ms: int, circle_ms: int) -> list[bool]:
+    """Each whole ms of the circle of ``circle_ms`` (a pair's gcd): is the job busy there? Its busy arcs
+    ``[start, length]`` repeat every ``period_ms``; on the circle only their remainders count."""
+    busy = [False] * circle_ms
+    for start, length in busy_ms:
+        for t in range(int(start), int(start + length)):
+            busy[t % period_ms % circle_ms] = True
+    return busy
+
+
+def longest_run(busy: list[bool], value: bool) -> int:
+    """The longest run of ``value`` on the circle (wrapping past its end)."""
+    if all(b == value for b in busy):
+        return len(busy)
+    best = run = 0
+    for b in busy + busy:  # twice round: a run across the end is counted whole
+        run = run + 1 if b == value else 0
+        best = max(best, run)
+    return best
+
+
+def busy_runs(busy: list[bool]) -> list[tuple[int, int]]:
+    """The busy runs ``(start, length)`` inside ``[0, len(busy))``, in order (a run across the end is two)."""
+    runs, start = [], None
+    for t, b in enumerate([*busy, False]):
+        if b and start is None:
+            start = t
+        elif not b and start is not None:
+            runs.append((start, t - start))
+            start = None
+    return runs
+
+
+def cmd_circle(args) -> None:
+    """Each pair of ``shiftbed plan --json`` (stdin): both jobs' busy ms on the circle of the pair's gcd,
+    drawn as a strip and measured (the longest busy arc, the longest idle gap). Whole-ms grids only."""
+    doc = json.load(sys.stdin)
+    jobs = {j["name"]: j for j in doc["jobs"]}
+    prefix = f"{args.prefix}." if args.prefix else ""
+    for pair in doc["pairs"]:
+        g = int(pair["gcd_ms"])
+        cell_ms = max(1, -(-g // args.cells))
+        print(f"circle of {g} ms ({pair['jobs'][0]}/{pair['jobs'][1]}), one cell {cell_ms} ms, # busy:")
+        for name in pair["jobs"]:
+            job = jobs[name]
+            busy_ms = job.get("busy_ms") or [[0, job["grid_comm_ms"]]]  # a job of one burst: one arc at 0
+            busy = on_circle(busy_ms, int(job["grid_period_ms"]), g)
+            strip = "".join("#" if any(busy[i:i + cell_ms]) else "." for i in range(0, g, cell_ms))
+            print(f"  {name:<10}|{strip}|")
+            arcs = [f"{t}+{n}" for t, n in busy_runs(busy)]
+            print(f"  {name} arcs on the circle (start+length ms): {' '.join(arcs)}")
+            print(f"{prefix}{name}.busy_on_circle_ms = {sum(busy)}")
+            print(f"{prefix}{name}.longest_arc_ms = {longest_run(busy, True)}")
+            print(f"{prefix}{name}.longest_gap_ms = {longest_run(busy, False)}")
+
+
 def cmd_contention(args) -> None:
     folder = newest_results(args.root)
     summary = json.loads((folder / "summary.json").read_text())
@@ -129,6 +188,30 @@ def cmd_compare(args) -> None:
     print(f"results: {folder}")
 
 
+def cmd_phases(args) -> None:
+    folder = newest_results(args.root)
+    summary = json.loads((folder / "summary.json").read_text())
+    path = folder / "phases.json"
+    if not path.exists():
+        sys.exit(f"labtool: {folder} has no phases.json (a run of pattern jobs writes one)")
+    phases = json.loads(path.read_text())["policies"]
+    for policy, entry in summary["policies"].items():
+        for name, j in entry["jobs"].items():
+            print(f"{policy}.{name}_ms = {j['mean_iteration_ms']:.1f}")
+            print(f"{policy}.{name}_solo_ms = {j['solo_iteration_ms']:.1f}")
+        if entry.get("throughput_change_vs_none_pct") is not None:
+            print(f"{policy}.change_vs_none_pct = {entry['throughput_change_vs_none_pct']:.1f}")
+        for name, rows in phases.get(policy, {}).items():
+            print(f"{policy}.{name}.phases = {len(rows)}")
+            print(f"{policy}.{name}.phases_within = {sum(bool(r['within_bounds']) for r in rows)}")
+            print(f"{policy}.{name}.max_bytes_err_pct = "
+                  f"{max(abs(r['capture_bytes_err_pct'] or 0.0) for r in rows):.2f}")
+            late = [r["wire_start_late_p95_ms"] for r in rows if r["wire_start_late_p95_ms"] is not None]
+            if late:
+                print(f"{policy}.{name}.max_start_p95_ms = {max(late):.2f}")
+    print(f"results: {folder}")
+
+
 def prediction_error_pct(measured_ms: float, predicted_ms: float) -> float:
     """(measured - predicted) / predicted, in %."""
     return (measured_ms - predicted_ms) / predicted_ms * 100
@@ -163,8 +246,14 @@ def main(argv=None) -> int:
     contention.add_argument("--plot", help="where to draw the bandwidth plot (default: lab-plots/...)")
     compare = sub.add_parser("compare", help="labs 3, 4 and 5: every policy of the newest run")
     compare.add_argument("root")
+    circle = sub.add_parser("circle", help="lab 7: each pair's busy ms on the circle of its gcd (plan --json, stdin)")
+    circle.add_argument("--prefix", default="", help="put this in front of every key")
+    circle.add_argument("--cells", type=int, default=60, help="cells in a strip (default 60)")
+    phases = sub.add_parser("phases", help="lab 7: each pattern job's phases and iterations in the newest run")
+    phases.add_argument("root")
     args = parser.parse_args(argv)
-    {"keys": cmd_keys, "contention": cmd_contention, "compare": cmd_compare}[args.command](args)
+    {"keys": cmd_keys, "contention": cmd_contention, "compare": cmd_compare, "phases": cmd_phases,
+     "circle": cmd_circle}[args.command](args)
     return 0
 
 

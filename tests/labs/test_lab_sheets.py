@@ -13,9 +13,9 @@ import pytest
 SHEETS = labsheet.sheets()
 
 
-def test_there_are_six_labs_each_with_an_answer_key():
+def test_there_are_seven_labs_each_with_an_answer_key():
     assert [p.name for p in SHEETS] == ["lab1-fabric.md", "lab2-contention.md", "lab3-theory.md",
-                                        "lab4-policy.md", "lab5-map.md", "lab6-explorer.md"]
+                                        "lab4-policy.md", "lab5-map.md", "lab6-explorer.md", "lab7-patterns.md"]
     for path in SHEETS:
         key = labsheet.LABS / "answers" / f"{path.name.split('-')[0]}-answers.md"
         assert key.is_file(), f"{path.name}: no answer key {key}"

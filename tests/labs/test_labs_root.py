@@ -129,3 +129,9 @@ def test_lab4_policy(new_results):
 @pytest.mark.slow
 def test_lab5_map(new_results):
     run_lab("lab5-map.md")
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_lab7_patterns(new_results):
+    run_lab("lab7-patterns.md")

@@ -47,3 +47,16 @@ def test_the_link_the_labs_read_is_the_runs_shared_link(tmp_path):
     pd.DataFrame(rows).to_csv(tmp_path / "link_bandwidth.csv", index=False)
     (tmp_path / "summary.json").write_text('{"shared_link": "leaf1->spine1"}')
     assert labtool.on_link(tmp_path).loc[("none", 0.0), "a"] == 40.0  # not the mean of both directions
+
+
+def test_a_pattern_on_the_circle_of_a_gcd_keeps_only_its_remainders():
+    """Busy [2, 5) and [9, 11) every 12 ms, on the circle of 6: {2, 3, 4} and {3, 4}, one arc 2+3."""
+    busy = labtool.on_circle([[2, 3], [9, 2]], period_ms=12, circle_ms=6)
+    assert busy == [False, False, True, True, True, False]
+    assert labtool.busy_runs(busy) == [(2, 3)]
+    assert labtool.longest_run(busy, True) == 3
+    assert labtool.longest_run(busy, False) == 3  # 5, 0, 1: the gap across the circle's end
+
+
+def test_the_longest_run_on_a_full_or_empty_circle_is_the_circle():
+    assert labtool.longest_run([True] * 4, True) == 4 and labtool.longest_run([True] * 4, False) == 0
