@@ -104,8 +104,8 @@ def write_yaml(out: Path, entry: dict, trace_path: str) -> None:
     """``name:`` and ``jobs:`` holding the one job, under a comment naming the trace."""
     import yaml
 
-    text = (f"# from {trace_path} by `shiftbed trace`; `shiftbed plan` takes it, `run` refuses it until the\n"
-            "# job driver sends phases\n"
+    text = (f"# from {trace_path} by `shiftbed trace`; `shiftbed plan` takes it; `run` takes it beside a\n"
+            "# `fabric:`, `transport: persistent` and the job's `workers:` (docs/scenarios.md)\n"
             + yaml.safe_dump({"name": entry["name"], "jobs": [entry]}, sort_keys=False))
     try:
         out.write_text(text, encoding="utf-8")
