@@ -61,6 +61,9 @@ def predict_pattern_run(schedule: Schedule, solo: dict[str, dict], patterns: Map
     """Each job's predicted mean iteration time under ``policy`` and its (low, high) range (module
     docstring). ``patterns``: each job's on-grid busy pattern (``arcs.Pattern``) the scheduler used."""
     names = [j.name for j in schedule.jobs]
+    unmeasured = [n for n in names if "phases_ms" not in solo[n] and patterns[n].arcs != ((0, patterns[n].busy_q),)]
+    if unmeasured:  # e.g. a calibration reused from a run that did not measure each phase
+        raise ValueError(f"{', '.join(unmeasured)}: the solo figures hold no phase lengths (phases_ms)")
     by_quantile = [_means(schedule, [pattern_fluid_job(n, solo[n], link_mbps, k) for n in names], patterns,
                           policy, offsets_ms, iterations, sharing, links) for k in range(len(QUANTILES))]
     predicted = by_quantile[1]

@@ -93,3 +93,12 @@ def test_a_run_of_pattern_jobs_is_measured_beside_its_prediction_in_the_summary(
     assert policies["gate"].prediction_unavailable is None and gate.knife_edge is False
     # predicted: 120 -> 100 ms for both, +20 %; measured 118 -> 101 ms
     assert policies["gate"].predicted_throughput_change_vs_none_pct == pytest.approx(20.0)
+
+
+def test_a_pattern_job_whose_solo_figures_hold_no_phase_lengths_is_not_predicted_as_one_burst():
+    solo, patterns, schedule = two_jobs()
+    del solo["a"]["phases_ms"]
+    solo["a"]["comm_ms"] = 20.0
+    patterns["a"] = Pattern(20, ((0, 2), (10, 2)))
+    with pytest.raises(ValueError, match="a: the solo figures hold no phase lengths"):
+        predict_pattern_run(schedule, solo, patterns, "none", {"a": 0.0, "b": 0.0}, {"a": 30, "b": 30}, 50.0)
