@@ -8,7 +8,7 @@ the one in flight). A job's phases go one after another over the same connection
 packets of the job between a phase's launch (or the end of the phase before it, whose bytes had all
 arrived by then) and its end are that phase's (:func:`phase_table`).
 
-The cross-check's bounds (:data:`MAX_BYTES_ERR_PCT`, :data:`MAX_START_P95_MS`) are the issue's: the
+The cross-check's bounds (:data:`MAX_BYTES_ERR_PCT`, :data:`MAX_START_P95_MS`): the
 capture sees every byte the driver counted, and the first byte leaves within 2 ms of the intended time
 at the 95th percentile (the gate's own edges land within about that, docs/gate.md).
 """

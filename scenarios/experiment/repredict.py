@@ -37,7 +37,7 @@ from scenarios.experiment.drive import capture_files, job_view
 from scenarios.experiment.prediction import MeasuredRun
 from scenarios.experiment.record import PolicyRecord
 from scenarios.experiment.runner import policy_schedules, run_schedule
-from scenarios.experiment.summary import policy_summaries
+from scenarios.experiment.summary import pattern_jobs_arcs, policy_summaries
 from scenarios.results import load_results
 from scenarios.runlinks import run_links
 from scenarios.sharedlink import fabric_params
@@ -186,9 +186,6 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
                          "with --policy-file")
     time_scale = summary.time_scale  # the raw runs are on the wire, the summary in the scenario's units
     scenario = on_wire(scenario_spec.with_time_scale(scenario_spec.load(path / "scenario.yaml"), time_scale))
-    if scenario.pattern_jobs:
-        raise InputError(f"{path}: a run of pattern jobs is not predicted again: its summary.json holds the run's "
-                         "own prediction, and phases.json each phase's figures")
     wiring = fabric_wiring(fabric_params(scenario))
     links = run_links(scenario, wiring)
     queue_ms = results.environment.get("queue_ms")
@@ -221,7 +218,8 @@ def repredict(folder: str | Path) -> tuple[list[Repredicted], list[str]]:
     run = MeasuredRun(schedule, solo, solo_spans, record.bursts, launch_leads_ms(solo), schedules,
                       links.meeting_pairs(), scenario.transport)
     now = {policy: PolicySummary.from_dict(in_scenario_units(entry.to_dict(), time_scale))
-           for policy, entry in policy_summaries(run, record, links.primary.mbps, float(queue_ms), links).items()}
+           for policy, entry in policy_summaries(run, record, links.primary.mbps, float(queue_ms), links,
+                                                 patterns=pattern_jobs_arcs(scenario)).items()}
     rows = []
     for policy, entry in now.items():
         if entry.prediction_unavailable:

@@ -112,6 +112,14 @@ def _predicted_pattern_jobs(run: MeasuredRun, record: PolicyRecord, policy: str,
                        for name in record.measured[policy]}
 
 
+def pattern_jobs_arcs(scenario) -> dict | None:
+    """A scenario with pattern jobs: each job's on-grid busy pattern (``spec.busy_patterns``), which the
+    pattern model predicts its run with; None for a scenario without."""
+    if not scenario.pattern_jobs:
+        return None
+    return dict(zip((j.name for j in scenario.jobs), scenario.busy_patterns(), strict=True))
+
+
 def policy_summaries(run: MeasuredRun, record: PolicyRecord, link_mbps: float,
                      queue_ms: float, links: RunLinks | None = None,
                      tracebacks: dict[str, str] | None = None,
@@ -173,9 +181,8 @@ def build_summary(*, scenario, complete: bool, reason: str | None, run: Measured
     """The summary record of a run of ``scenario``; ``links`` (where the jobs meet and are captured)
     and ``queue_ms`` (the fabric's) are None when no fabric came up, and then no policy was measured
     either. ``tracebacks``: as :func:`policy_summaries`."""
-    patterns = (dict(zip((j.name for j in scenario.jobs), scenario.busy_patterns(), strict=True))
-                if scenario.pattern_jobs else None)
-    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links, tracebacks, patterns)
+    policies = (policy_summaries(run, record, links.primary.mbps, queue_ms, links, tracebacks,
+                                 pattern_jobs_arcs(scenario))
                 if record.measured else {})
     period_ms = {j.name: j.period_ms for j in scenario.jobs}
     meets = links.meeting_pairs() if links is not None else None

@@ -1,10 +1,12 @@
 """Pattern jobs on the real fabric: each phase sent, enforced and measured (``shiftbed run``, root).
 
 (a) ResNet-50 as DDP trains it (``scenarios/pattern-resnet50.yaml``: five gradient buckets, 10 Gbit/s)
-beside a job of one burst: the run keeps fidelity and, where the jobs are kept apart (`shift`,
-`gate`), every phase is inside the capture's cross-check (bytes within 2 %, first byte within 2 ms
-p95 of the intended time); under `none` its bytes still are; every job of every policy is within the
-model's accuracy goal of the run's own prediction.
+beside a job of one burst: the run keeps fidelity; under every policy every phase's captured bytes are
+the driver's (within 2 %) and the driver launches it within 2 ms p95 of its intended time; every job of
+every policy is within the model's accuracy goal of the run's own prediction, and the folder alone
+predicts it again. The exact theory finds no shift that keeps this pair apart (7 ms of overlap per
+hyper-period at the best one), so under any policy a phase may queue behind the other job's burst on
+the shared link: its first byte on the wire is held to 2 ms in (b), where the jobs are kept apart.
 
 (b) The issue's two-job pattern, in quanta of 20 ms (the gate's edges land within ~2 ms and a job over
 standing connections launches 3 ms into its window, docs/gate.md and docs/accuracy.md, so a window
@@ -24,6 +26,7 @@ import numpy as np
 import pytest
 
 from scenarios.analysis.pcap import read_pcap
+from scenarios.analysis.phases import MAX_BYTES_ERR_PCT, MAX_START_P95_MS
 from topo.tcp_ports import job_port_range
 
 pytestmark = pytest.mark.root
@@ -70,14 +73,21 @@ def test_resnet50_runs_with_fidelity_and_every_phase_within_the_cross_check(tmp_
     plan = json.loads((folder / "pattern_plan.json").read_text())
     assert {j["name"]: j["phases"] for j in plan["jobs"]} == {"resnet": 5, "beta": 1}
     assert set(plan["policies"]) == {"none", "shift", "gate"}, plan["policies"]  # predicted from the file
+    assert not plan["pairs"][0]["separable"]  # no shift keeps them apart: a phase may queue behind beta
     for policy in ("none", "shift", "gate"):
         resnet = phases[policy]["resnet"]
         assert [p["phase"] for p in resnet] == [0, 1, 2, 3, 4]
-        assert all(abs(p["capture_bytes_err_pct"]) <= 2.0 for p in resnet), (policy, resnet)
-        if policy != "none":  # `none` lets beta's burst queue before a phase: its start is beta's doing
-            assert all(p["within_bounds"] for p in resnet), (policy, resnet)
+        assert all(abs(p["capture_bytes_err_pct"]) <= MAX_BYTES_ERR_PCT for p in resnet), (policy, resnet)
+        assert all(p["launch_late_p95_ms"] <= MAX_START_P95_MS for p in resnet), (policy, resnet)
     report = (folder / "report.md").read_text()
     assert "## Each phase on the wire" in report and "| gate | resnet | 4 |" in report
+    # the folder alone predicts the run again, as it was predicted (phases_ms in its calibration)
+    again = subprocess.run([SHIFTBED, "report", "--repredict", "--json", str(folder)], capture_output=True,
+                           text=True, timeout=120, cwd=REPO)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rows = json.loads(again.stdout)["jobs"]
+    assert len(rows) == 6 and all(r["prediction_ms"] == pytest.approx(r["recorded_prediction_ms"], rel=1e-9)
+                                  for r in rows), rows
 
 
 def phases_job(name: str, period_q: int, starts_q: list[int], workers: list[str]) -> dict:

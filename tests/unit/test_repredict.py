@@ -109,11 +109,3 @@ def test_a_run_of_a_policy_not_registered_here_asks_for_its_file(tmp_path):
     with pytest.raises(InputError, match="policy mine is not registered here: .* --policy-file"):
         repredict(folder)
 
-
-def test_a_run_of_pattern_jobs_is_not_predicted_again_and_says_why(tmp_path):
-    folder = write_example(tmp_path)
-    (folder / "raw").mkdir()
-    pattern = (Path(__file__).resolve().parents[2] / "scenarios" / "pattern-resnet50.yaml").read_text()
-    (folder / "scenario.yaml").write_text(pattern)
-    with pytest.raises(InputError, match="not predicted again: its summary.json holds the run's own prediction.*phases.json"):
-        repredict(folder)
