@@ -8,7 +8,7 @@ predicts it again. The exact theory finds no shift that keeps this pair apart (7
 hyper-period at the best one), so under any policy a phase may queue behind the other job's burst on
 the shared link: its first byte on the wire is held to 2 ms in (b), where the jobs are kept apart.
 
-(b) The issue's two-job pattern, in quanta of 20 ms (the gate's edges land within ~2 ms and a job over
+(b) A two-job pattern that the rectangle rule calls inseparable, in quanta of 20 ms (the gate's edges land within ~2 ms and a job over
 standing connections launches 3 ms into its window, docs/gate.md and docs/accuracy.md, so a window
 of two quanta, 40 ms, holds a phase of 30 ms at the model's rate, 24 ms of data on the fabric):
 T1 = 12 quanta busy {0, 1, 6, 7}, T2 = 18 busy {2, 3, 8, 9, 14, 15}. The busy total (10 quanta) is

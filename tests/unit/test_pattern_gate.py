@@ -1,6 +1,6 @@
 """Pattern jobs at the scheduler and the gate: busy arcs over REST, scheduled exactly, one window per arc.
 
-The issue's example in 1-ms quanta: T1 = 12 busy {0, 1, 6, 7}, T2 = 18 busy {2, 3, 8, 9, 14, 15}: the
+A two-job example in 1-ms quanta: T1 = 12 busy {0, 1, 6, 7}, T2 = 18 busy {2, 3, 8, 9, 14, 15}: the
 busy total (10) is more than the gcd (6), so the rectangle rule says no shift separates them; the
 projection theory separates them, and the gate must hold each job to all of its arcs. No root.
 """

@@ -49,7 +49,7 @@ def test_alone_every_iteration_takes_its_period():
 
 
 def test_patterns_that_interleave_exactly_never_stretch():
-    # the example: busy {0, 1, 6, 7} of 12 and {2, 3, 8, 9, 14, 15} of 18 never meet at shift 0
+    # the two-job example (docs/theory-rule.md, "Pattern jobs"): busy {0, 1, 6, 7} of 12 and {2, 3, 8, 9, 14, 15} of 18 never meet at shift 0
     a = PatternFluidJob("a", 12.0, TWO_ARCS)
     b = PatternFluidJob("b", 18.0, ((2.0, 2.0), (8.0, 2.0), (14.0, 2.0)))
     stats = {}
