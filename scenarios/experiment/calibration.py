@@ -281,5 +281,5 @@ def solo_figures(spec, rows: pd.DataFrame, captures: dict, senders: set[str], ho
             "after_samples_ms": analysis.after_time_samples_ms(spans),
             "late_samples_ms": analysis.late_time_samples_ms(spans),
             "bursts": len(steady), "stalled_bursts": analysis.stalled_bursts(steady["comm_ms"]),
-            **({"phases_ms": solo_phases_ms(spec, steady, phase_rows)} if spec.phases else {}),
+            **({"phases_ms": solo_phases_ms(spec, phase_rows)} if spec.phases else {}),
             **analysis.burst_medians_ms(spans).get(spec.name, {})}, spans

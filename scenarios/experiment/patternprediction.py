@@ -32,13 +32,10 @@ from controller.theory.schedule import Schedule
 QUANTILES = (0.25, 0.5, 0.75)  # each phase's solo length: the range's low end, the prediction, its high end
 
 
-def solo_phases_ms(spec, steady: pd.DataFrame, phase_rows: pd.DataFrame | None) -> list[list[float]]:
-    """Each phase of a solo run as ``[offset_ms, p25_ms, median_ms, p75_ms]``: its offset after the
-    computation and how long it took alone (launch to last byte), over the iterations after the first.
-    A job of one burst: one phase at 0, its bursts' lengths (``steady``: its iterations after the first,
-    ``apps.iterations.iteration_table``)."""
-    if not spec.phases:
-        return [[0.0, *(float(steady["comm_ms"].quantile(q)) for q in QUANTILES)]]
+def solo_phases_ms(spec, phase_rows: pd.DataFrame) -> list[list[float]]:
+    """Each phase of a pattern job's solo run as ``[offset_ms, p25_ms, median_ms, p75_ms]``: its offset
+    after the computation and how long it took alone (launch to last byte), over the iterations after
+    the first (``phase_rows``: the drivers' phase rows, ``apps.jobmodel.PHASE_CSV_FIELDS``)."""
     mine = phase_rows[(phase_rows["job"] == spec.name) & (phase_rows["iteration"] >= 1)]
     took_ms = (mine["end"] - mine["launch"]) * 1000
     return [[float(offset_ms), *(float(took_ms[mine["phase"] == i].quantile(q)) for q in QUANTILES)]

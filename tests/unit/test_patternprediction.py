@@ -7,7 +7,11 @@ import pytest
 from apps.jobmodel import JobSpec, Worker
 from controller.theory.arcs import Pattern
 from controller.theory.patternwindows import pattern_set_schedule
-from scenarios.experiment.patternprediction import predict_pattern_run, solo_phases_ms
+from scenarios.experiment.patternprediction import (
+    pattern_fluid_job,
+    predict_pattern_run,
+    solo_phases_ms,
+)
 from scenarios.experiment.prediction import MeasuredRun
 from scenarios.experiment.record import PolicyRecord
 from scenarios.experiment.summary import policy_summaries
@@ -29,16 +33,15 @@ def test_each_phase_is_its_offset_and_its_solo_lengths_over_the_iterations_after
         rows.append({"job": "p", "iteration": k, "phase": 1, "launch": origin_s + 0.01,
                      "end": origin_s + 0.01 + second_ms / 1000})
     rows.append({"job": "other", "iteration": 1, "phase": 0, "launch": 0.0, "end": 9.0})  # another job's
-    phases = solo_phases_ms(spec, pd.DataFrame(), pd.DataFrame(rows))
+    phases = solo_phases_ms(spec, pd.DataFrame(rows))
     # iteration 0 (500 ms) left out; quantiles of 4, 6, 8, 10 and of 12, 14, 16, 18 (linear interpolation)
     assert phases == [[0.0, pytest.approx(5.5), pytest.approx(7.0), pytest.approx(8.5)],
                       [10.0, pytest.approx(13.5), pytest.approx(15.0), pytest.approx(16.5)]]
 
 
-def test_a_job_of_one_burst_is_one_phase_at_zero_from_its_bursts():
-    spec = spec_with_phases(())
-    steady = pd.DataFrame({"comm_ms": [20.0, 22.0, 24.0, 26.0, 28.0]})
-    assert solo_phases_ms(spec, steady, None) == [[0.0, 22.0, 24.0, 26.0]]
+def test_a_job_of_one_burst_is_its_median_burst_at_zero():
+    job = pattern_fluid_job("c", {"iteration_ms": 100.0, "burst_mbps": 25.0, "comm_ms": 24.0}, 50.0)
+    assert (job.phases, job.wait_tail_ms, job.link_headroom) == (((0.0, 24.0),), 76.0, 2.0)
 
 
 def two_jobs(first_ms=(20.0, 20.0, 20.0)):
